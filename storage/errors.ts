@@ -1,0 +1,37 @@
+// Named errors for the temporal core. Every refusal carries a stable `code` (for callers and
+// tests), the `path` of the offending value where there is one, and a message that says what
+// rule was broken and what to do instead.
+
+export type StateFlowErrorCode =
+  | "invalid-json"
+  | "invalid-patch"
+  | "invalid-state"
+  | "empty-cohort"
+  | "no-op-cohort"
+  | "invalid-document"
+  | "incomplete-pair"
+  | "oversized-tail"
+  | "no-op-record"
+  | "invalid-lineage"
+  | "replay-mismatch"
+  | "offset-unavailable"
+  | "offset-out-of-contract";
+
+export class StateFlowError extends Error {
+  readonly code: StateFlowErrorCode;
+  readonly path: string | undefined;
+
+  constructor(code: StateFlowErrorCode, message: string, path?: string) {
+    super(path ? `${path}: ${message}` : message);
+    this.name = "StateFlowError";
+    this.code = code;
+    this.path = path;
+  }
+}
+
+/** Joins a JSON path the way error messages show it: `session.working.items[3]`. */
+export function childPath(parent: string, key: string | number): string {
+  if (typeof key === "number") return `${parent}[${key}]`;
+  if (/^[A-Za-z_$][\w$]*$/.test(key)) return parent ? `${parent}.${key}` : key;
+  return `${parent}[${JSON.stringify(key)}]`;
+}

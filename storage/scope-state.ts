@@ -1,0 +1,175 @@
+// The semantic shape every scope shares ({artifacts, contract, working, response}), the rules
+// for model-authored scope patches, and the effective overlay global → cwd → session.
+// Shapes are valibot schemas so validation and the model-facing JSON Schema have one source.
+
+import * as v from "valibot";
+import { StateFlowError, childPath } from "./errors.ts";
+import {
+  applyJsonPatch,
+  isJsonObject,
+  overlayJson,
+  toJson,
+  type JsonObject,
+} from "./json.ts";
+
+export const SCOPES = ["global", "cwd", "session"] as const;
+export type ScopeName = (typeof SCOPES)[number];
+export type ScopeSelector = ScopeName | "effective";
+
+export const SEMANTIC_FIELDS = ["artifacts", "contract", "working", "response"] as const;
+export const PATCHABLE_FIELDS = ["artifacts", "contract", "working"] as const;
+
+export interface ScopeState {
+  artifacts: JsonObject;
+  contract: JsonObject;
+  working: JsonObject;
+  response: string;
+}
+
+const JsonObjectSchema = v.custom<JsonObject>(
+  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
+  "must be an object",
+);
+
+const TagsSchema = v.pipe(
+  v.array(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((tag) => tag.length > 0 && tag.trim() === tag, "must be a non-empty trimmed string"),
+    ),
+    "must be an array of strings",
+  ),
+  v.check((tags) => new Set(tags).size === tags.length, "must not repeat a tag"),
+);
+
+/** A model-visible artifact needs a description; unknown finite JSON metadata stays allowed. */
+export const ArtifactSchema = v.looseObject({
+  description: v.pipe(
+    v.string("must be a string"),
+    v.check((d) => d.trim().length > 0, "must be a non-empty description of what the source holds and when it is useful"),
+  ),
+  kind: v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"))),
+  compilation: v.optional(JsonObjectSchema),
+  tags: v.optional(TagsSchema),
+});
+
+export const ScopeStateSchema = v.strictObject(
+  {
+    artifacts: v.record(v.string(), ArtifactSchema, "must be an object keyed by exact source path"),
+    contract: JsonObjectSchema,
+    working: JsonObjectSchema,
+    response: v.string("must be a string"),
+  },
+  (issue) => `unknown field ${JSON.stringify(issue.input)}; a scope holds exactly artifacts, contract, working and response`,
+);
+
+export function emptyScopeState(): ScopeState {
+  return { artifacts: {}, contract: {}, working: {}, response: "" };
+}
+
+function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
+  let path = base;
+  for (const item of issue.path ?? []) {
+    const key = (item as { key: unknown }).key;
+    path = childPath(path, typeof key === "number" ? key : String(key));
+  }
+  return path;
+}
+
+function firstIssue(base: string, issues: readonly v.BaseIssue<unknown>[]): StateFlowError {
+  const issue = issues[0]!;
+  return new StateFlowError("invalid-state", issue.message, issuePath(base, issue) || base);
+}
+
+/**
+ * Validates a materialized scope state (no nulls anywhere, exact four fields, artifacts shaped)
+ * and returns a detached copy. `path` prefixes error messages, e.g. `session`.
+ */
+export function parseScopeState(value: unknown, path: string): ScopeState {
+  const json = toJson(value, path, { allowNull: "never" });
+  const result = v.safeParse(ScopeStateSchema, json);
+  if (!result.success) throw firstIssue(path, result.issues);
+  return json as unknown as ScopeState;
+}
+
+export interface ScopePatchOptions {
+  /** The runtime may set `response`; the model never can. */
+  allowResponse: boolean;
+}
+
+export type ScopePatch = Partial<Record<"artifacts" | "contract" | "working", JsonObject>> & {
+  response?: string;
+};
+
+/** Validates one scope's patch and returns a detached copy. */
+export function parseScopePatch(value: unknown, path: string, options: ScopePatchOptions): ScopePatch {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new StateFlowError("invalid-patch", "a scope patch must be an object such as {\"working\":{…}}", path);
+  }
+  const json = toJson(value, path, { allowNull: "object-members" }) as JsonObject;
+  const keys = Object.keys(json);
+  if (keys.length === 0) {
+    throw new StateFlowError(
+      "invalid-patch",
+      "empty scope patch; omit scopes you do not change, or send {\"final\":true} alone when nothing changes",
+      path,
+    );
+  }
+  for (const key of keys) {
+    const field = childPath(path, key);
+    const change = json[key]!;
+    if (key === "response") {
+      if (!options.allowResponse) {
+        throw new StateFlowError(
+          "invalid-patch",
+          "response is not patchable; the runtime captures your final answer as response",
+          field,
+        );
+      }
+      if (typeof change !== "string") throw new StateFlowError("invalid-patch", "response must be a string", field);
+      continue;
+    }
+    if (!(PATCHABLE_FIELDS as readonly string[]).includes(key)) {
+      throw new StateFlowError(
+        "invalid-patch",
+        `unknown field; a scope patch may touch only ${PATCHABLE_FIELDS.join(", ")}`,
+        field,
+      );
+    }
+    if (change === null) {
+      throw new StateFlowError(
+        "invalid-patch",
+        "a scope field cannot be deleted; delete its keys with null members instead",
+        field,
+      );
+    }
+    if (!isJsonObject(change)) {
+      throw new StateFlowError("invalid-patch", "must be an object (it merges into the field)", field);
+    }
+  }
+  return json as ScopePatch;
+}
+
+/** Applies a validated scope patch; validates and returns the new materialized state. */
+export function applyScopePatch(state: ScopeState, patch: ScopePatch, path: string): ScopeState {
+  const next = applyJsonPatch(state as unknown as JsonObject, patch as unknown as JsonObject);
+  const result = v.safeParse(ScopeStateSchema, next);
+  if (!result.success) throw firstIssue(path, result.issues);
+  return next as unknown as ScopeState;
+}
+
+/**
+ * Effective state: recursive overlay global → cwd → session, session wins. A key a scope does
+ * not hold (including one it deleted) reveals the lower scope's value. An empty `response`
+ * means "no answer captured in this scope" and likewise reveals the lower one.
+ */
+export function overlayScopes(global: ScopeState, cwd: ScopeState, session: ScopeState): ScopeState {
+  const field = (name: "artifacts" | "contract" | "working"): JsonObject =>
+    overlayJson(overlayJson(global[name], cwd[name]), session[name]) as JsonObject;
+  return {
+    artifacts: field("artifacts"),
+    contract: field("contract"),
+    working: field("working"),
+    response: session.response || cwd.response || global.response,
+  };
+}
