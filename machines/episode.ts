@@ -1,0 +1,282 @@
+// Episode machine: activation lifecycle of one Pi branch (spec 001 "Usage and activation",
+// "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. The Pi adapter sends
+// events and asks the query helpers below; it holds no lifecycle flags of its own.
+import { setup, assign, emit, type SnapshotFrom } from "xstate";
+import type { RestoreResult } from "./restore.ts";
+
+export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
+/** What the selected branch holds: nothing at all, conversation without State Flow markers, or markers. */
+export type BranchShape = "empty" | "unmarked" | "marked";
+
+export interface EpisodeInput {
+  /** Agent-level config `autoStart` (read at extension load). */
+  autoStart: boolean;
+}
+export interface EpisodeContext {
+  autoStart: boolean;
+  /** Revision retained by a restore that could not complete (lock busy / unproven); null otherwise. */
+  retainedRevision: string | null;
+}
+
+export type EpisodeEvent =
+  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape }
+  | { type: "START" }
+  | { type: "STOP" }
+  | { type: "TREE" }
+  | { type: "RUN_ACCEPTED" }
+  | { type: "STORAGE_READY" }
+  | { type: "STORAGE_FAILED"; error?: string }
+  | { type: "RESTORE_RESULT"; result: RestoreResult }
+  | { type: "SHUTDOWN" };
+
+export type EpisodeEmitted =
+  | { type: "episode.notice"; code: EpisodeNoticeCode }
+  | { type: "episode.effect"; effect: EpisodeEffect };
+export type EpisodeNoticeCode =
+  | "not-enabled"
+  | "already-active"
+  | "stop-refused-unproven"
+  | "start-refused-unproven"
+  | "start-failed"
+  | "restore-lock-busy"
+  | "restore-unproven";
+export type EpisodeEffect = "freeze-handoff" | "persist-disabled" | "initialize-storage" | "select-restore";
+
+type RestoreKind = RestoreResult["kind"];
+const restoreIs =
+  (kind: RestoreKind) =>
+  ({ event }: { event: EpisodeEvent }): boolean =>
+    event.type === "RESTORE_RESULT" && event.result.kind === kind;
+
+/** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
+export function isGenuinelyNewSession(event: EpisodeEvent): boolean {
+  return (
+    event.type === "SESSION_START" &&
+    (event.reason === "startup" || event.reason === "new") &&
+    event.branch === "empty"
+  );
+}
+
+export const episodeMachine = setup({
+  types: {
+    context: {} as EpisodeContext,
+    events: {} as EpisodeEvent,
+    input: {} as EpisodeInput,
+    emitted: {} as EpisodeEmitted,
+  },
+  guards: {
+    autoStartNewSession: ({ context, event }) => context.autoStart && isGenuinelyNewSession(event),
+    isForkOrNewSession: ({ event }) =>
+      event.type === "SESSION_START" && (event.reason === "fork" || event.reason === "new"),
+    branchUnmarked: ({ event }) => event.type === "SESSION_START" && event.branch !== "marked",
+    restoredRevision: restoreIs("revision"),
+    restoredPassive: restoreIs("passive"),
+    restoredDisabled: restoreIs("disabled"),
+    restoredNone: restoreIs("none"),
+    restoredUnproven: restoreIs("unproven"),
+    restoredLockBusy: restoreIs("lockBusy"),
+  },
+  actions: {
+    initializeStorage: emit({ type: "episode.effect", effect: "initialize-storage" } as const),
+    selectRestore: emit({ type: "episode.effect", effect: "select-restore" } as const),
+    freezeHandoff: emit({ type: "episode.effect", effect: "freeze-handoff" } as const),
+    persistDisabled: emit({ type: "episode.effect", effect: "persist-disabled" } as const),
+    reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
+    reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
+    reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
+    reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
+    reportStartFailed: emit({ type: "episode.notice", code: "start-failed" } as const),
+    reportLockBusy: emit({ type: "episode.notice", code: "restore-lock-busy" } as const),
+    reportUnproven: emit({ type: "episode.notice", code: "restore-unproven" } as const),
+    retainRevision: assign({
+      retainedRevision: ({ event }) =>
+        event.type === "RESTORE_RESULT" && "revision" in event.result ? (event.result.revision ?? null) : null,
+    }),
+    clearRetainedRevision: assign({ retainedRevision: () => null }),
+  },
+}).createMachine({
+  id: "episode",
+  initial: "unbound",
+  context: ({ input }) => ({ autoStart: input.autoStart, retainedRevision: null }),
+  on: {
+    SESSION_START: [
+      { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["clearRetainedRevision"] },
+      { guard: "isForkOrNewSession", target: ".off", actions: ["clearRetainedRevision"] },
+      { guard: "branchUnmarked", target: ".off", actions: ["clearRetainedRevision"] },
+      { target: ".restoring.branch", actions: ["clearRetainedRevision"] },
+    ],
+    SHUTDOWN: { target: ".closed" },
+  },
+  states: {
+    unbound: {
+      description: "Extension loaded; no session_start seen yet. Tools off, storage untouched.",
+    },
+    off: {
+      description: "Ordinary Pi mode (manual default). Read-only: never initializes or migrates storage.",
+      on: {
+        START: { target: "starting.fromOff" },
+        STOP: { actions: ["reportNotEnabled"] },
+        TREE: { target: "restoring.branch" },
+      },
+    },
+    starting: {
+      description: "Explicit or configured automatic start: the only state that may initialize storage.",
+      entry: ["initializeStorage"],
+      initial: "fresh",
+      states: {
+        fresh: {
+          description: "Automatic start of a genuinely new session: nothing to migrate.",
+          on: {
+            STORAGE_READY: { target: "#episode.active.steady" },
+            STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },
+          },
+        },
+        fromOff: {
+          description: "Start mid-conversation: the pre-Flow transcript migrates in one bootstrap run.",
+          on: {
+            STORAGE_READY: { target: "#episode.active.bootstrap.fromTranscript" },
+            STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },
+          },
+        },
+        fromPassive: {
+          description: "Restart after stop: bootstraps from the frozen exit handoff, never the raw pre-stop transcript.",
+          on: {
+            STORAGE_READY: { target: "#episode.active.bootstrap.fromHandoff" },
+            STORAGE_FAILED: { target: "#episode.passive", actions: ["reportStartFailed"] },
+          },
+        },
+      },
+    },
+    active: {
+      description: "Branch enabled: State Flow tools, protocol, resolution and projection are on.",
+      initial: "steady",
+      on: {
+        STOP: { target: "passive", actions: ["freezeHandoff", "persistDisabled"] },
+        START: { actions: ["reportAlreadyActive"] },
+        TREE: { target: "restoring.branch" },
+      },
+      states: {
+        bootstrap: {
+          description: "One complete migration run that still sees the pre-Flow context.",
+          initial: "fromTranscript",
+          on: { RUN_ACCEPTED: { target: "steady" } },
+          states: {
+            fromTranscript: { description: "Migrates the active pre-Flow transcript." },
+            fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },
+          },
+        },
+        steady: { description: "Normal enabled operation: projection is state + current run only." },
+      },
+    },
+    passive: {
+      description:
+        "Stopped in this physical session: frozen exit handoff + post-stop messages, tools off. " +
+        "Survives reload, resume and /tree; a new or forked session never inherits it.",
+      on: {
+        START: { target: "starting.fromPassive" },
+        STOP: { actions: ["reportNotEnabled"] },
+        TREE: { actions: ["freezeHandoff"] },
+      },
+    },
+    restoring: {
+      description: "Selecting branch provenance from Pi checkpoint entries (never arbitrary HEAD).",
+      entry: ["selectRestore"],
+      initial: "branch",
+      states: {
+        branch: {
+          description: "Resume, reload or /tree of an existing branch, or a retried start.",
+          on: {
+            RESTORE_RESULT: [
+              { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision"] },
+              { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
+              { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
+              { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
+              { guard: "restoredUnproven", target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportUnproven"] },
+              { guard: "restoredLockBusy", target: "#episode.failedClosed.lockBusy", actions: ["retainRevision", "reportLockBusy"] },
+            ],
+          },
+        },
+        retryStop: {
+          description: "STOP after a lock-busy restore: retry restoration before durably disabling the branch.",
+          on: {
+            RESTORE_RESULT: [
+              {
+                guard: "restoredRevision",
+                target: "#episode.passive",
+                actions: ["clearRetainedRevision", "freezeHandoff", "persistDisabled"],
+              },
+              { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
+              { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
+              { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
+              { guard: "restoredUnproven", target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportStopRefused"] },
+              { guard: "restoredLockBusy", target: "#episode.failedClosed.lockBusy", actions: ["retainRevision", "reportLockBusy"] },
+            ],
+          },
+        },
+      },
+    },
+    failedClosed: {
+      description: "Branch provenance could not be proven; nothing replaces existing runtime.",
+      initial: "unproven",
+      on: { TREE: { target: "restoring.branch" } },
+      states: {
+        unproven: {
+          description: "Unproven branch: STOP and START fail visibly; select a valid checkpoint (/tree) first.",
+          on: {
+            STOP: { actions: ["reportStopRefused"] },
+            START: { actions: ["reportStartRefused"] },
+          },
+        },
+        lockBusy: {
+          description: "Transient publication-lock failure: the selected revision is retained for retry.",
+          on: {
+            START: { target: "#episode.restoring.branch" },
+            STOP: { target: "#episode.restoring.retryStop" },
+          },
+        },
+      },
+    },
+    closed: {
+      type: "final",
+      description: "session_shutdown: the actor accepts nothing more.",
+    },
+  },
+});
+
+export type EpisodeSnapshot = SnapshotFrom<typeof episodeMachine>;
+
+/** patch_state / read_state are registered active only here. */
+export function isToolsActive(s: EpisodeSnapshot): boolean {
+  return s.matches("active");
+}
+/** True only while storage may be initialized or migrated (manual startup is read-only). */
+export function mayInitializeStorage(s: EpisodeSnapshot): boolean {
+  return s.matches("starting");
+}
+export type ProjectionMode = "ordinary" | "bootstrapTranscript" | "bootstrapHandoff" | "active" | "passive" | "failedClosed";
+/** Which context projection the adapter builds for the next inference. */
+export function projectionMode(s: EpisodeSnapshot): ProjectionMode {
+  if (s.matches({ active: { bootstrap: "fromTranscript" } })) return "bootstrapTranscript";
+  if (s.matches({ active: { bootstrap: "fromHandoff" } })) return "bootstrapHandoff";
+  if (s.matches("active")) return "active";
+  if (s.matches("passive")) return "passive";
+  if (s.matches("failedClosed")) return "failedClosed";
+  return "ordinary";
+}
+/** Resolution (terminal eligibility + steering) runs only for enabled runs. */
+export function resolutionEnabled(s: EpisodeSnapshot): boolean {
+  return s.matches("active");
+}
+/** Flat dotted state name for status output, e.g. "active.bootstrap.fromHandoff". */
+export function episodeStateName(s: EpisodeSnapshot): string {
+  return flattenValue(s.value);
+}
+
+export function flattenValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>);
+    return entries.map(([k, v]) => `${k}.${flattenValue(v)}`).join("|");
+  }
+  return String(value);
+}

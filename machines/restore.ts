@@ -1,0 +1,53 @@
+// Branch restore selection: a pure function over the selected branch's State Flow markers
+// (spec 001 "Runtime ownership and Git publication", "File-only recovery"). The episode machine
+// consumes its result as RESTORE_RESULT.
+
+/** A State Flow checkpoint marker found on the selected Pi branch (oldest first). */
+export type BranchMarker =
+  | { kind: "revision"; revision: string }
+  | { kind: "disabled"; /** physical session whose STOP wrote this marker and its frozen handoff */ stoppedBy?: string };
+
+/**
+ * What checking a revision pointer found:
+ * - valid: the immutable target exists and belongs to this runtime;
+ * - invalid: malformed or missing immutable target → fall back through the branch;
+ * - unavailable: a file-only cohort that was replaced → retain the pointer (never pass current files off as the past);
+ * - lockBusy: transient publication lock → retain the pointer for retry.
+ */
+export type PointerCheck = "valid" | "invalid" | "unavailable" | "lockBusy";
+
+export type RestoreResult =
+  | { kind: "revision"; revision: string; skippedInvalid: number }
+  | { kind: "passive" }
+  | { kind: "disabled" }
+  | { kind: "none" }
+  | { kind: "unproven"; revision: string | null; reason: "unavailable" | "noValidPointer" }
+  | { kind: "lockBusy"; revision: string };
+
+/**
+ * Walks markers newest → oldest. Invalid immutable targets fall back to older markers; unavailable
+ * cohorts and lock failures retain the selected pointer instead of falling through to an older
+ * disabled marker. A disabled marker written by this physical session restores the passive handoff;
+ * one inherited from another session (fork, copy) is an ordinary disabled branch.
+ */
+export function selectRestore(
+  markers: readonly BranchMarker[],
+  check: (revision: string) => PointerCheck,
+  physicalSessionId: string,
+): RestoreResult {
+  let skippedInvalid = 0;
+  for (let i = markers.length - 1; i >= 0; i--) {
+    const marker = markers[i]!;
+    if (marker.kind === "disabled") {
+      if (marker.stoppedBy !== undefined && marker.stoppedBy === physicalSessionId) return { kind: "passive" };
+      return { kind: "disabled" };
+    }
+    const verdict = check(marker.revision);
+    if (verdict === "valid") return { kind: "revision", revision: marker.revision, skippedInvalid };
+    if (verdict === "lockBusy") return { kind: "lockBusy", revision: marker.revision };
+    if (verdict === "unavailable") return { kind: "unproven", revision: marker.revision, reason: "unavailable" };
+    skippedInvalid++;
+  }
+  if (skippedInvalid > 0) return { kind: "unproven", revision: null, reason: "noValidPointer" };
+  return { kind: "none" };
+}

@@ -1,0 +1,253 @@
+import { describe, expect, it } from "vitest";
+import { createActor, type AnyMachineSnapshot } from "xstate";
+import {
+  episodeMachine,
+  isToolsActive,
+  mayInitializeStorage,
+  projectionMode,
+  episodeStateName,
+  isGenuinelyNewSession,
+  type EpisodeEvent,
+} from "../../machines/episode.ts";
+import type { RestoreResult } from "../../machines/restore.ts";
+import {
+  assertFullCoverage,
+  coverageReport,
+  formatReport,
+  generatePaths,
+  replay,
+  UncoveredTransitionsError,
+  type GeneratedPath,
+  type StepInfo,
+} from "../../machines/graph.ts";
+
+const reasons = ["startup", "reload", "new", "resume", "fork"] as const;
+const shapes = ["empty", "unmarked", "marked"] as const;
+const restoreResults: RestoreResult[] = [
+  { kind: "revision", revision: "r-sel", skippedInvalid: 0 },
+  { kind: "passive" },
+  { kind: "disabled" },
+  { kind: "none" },
+  { kind: "unproven", revision: "r-sel", reason: "unavailable" },
+  { kind: "lockBusy", revision: "r-sel" },
+];
+const allEvents: EpisodeEvent[] = [
+  ...reasons.flatMap((reason) => shapes.map((branch) => ({ type: "SESSION_START", reason, branch }) as const)),
+  { type: "START" },
+  { type: "STOP" },
+  { type: "TREE" },
+  { type: "RUN_ACCEPTED" },
+  { type: "STORAGE_READY" },
+  { type: "STORAGE_FAILED" },
+  { type: "SHUTDOWN" },
+  ...restoreResults.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
+];
+// One representative per SESSION_START guard branch; SHUTDOWN left to edge tours.
+const simpleEvents: EpisodeEvent[] = [
+  { type: "SESSION_START", reason: "new", branch: "empty" },
+  { type: "SESSION_START", reason: "fork", branch: "marked" },
+  { type: "SESSION_START", reason: "resume", branch: "unmarked" },
+  { type: "SESSION_START", reason: "resume", branch: "marked" },
+  ...allEvents.filter((e) => e.type !== "SESSION_START" && e.type !== "SHUTDOWN"),
+];
+
+const name = (s: AnyMachineSnapshot) => episodeStateName(s as never);
+
+interface Trace {
+  /** a new/fork SESSION_START was seen and no STOP since */
+  freshPhysicalSession: boolean;
+}
+
+/** Returns violations (each prefixed with its invariant id) for one step. */
+export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, autoStart: boolean): string[] {
+  const v: string[] = [];
+  const { prev, event, next } = step;
+  const before = name(prev);
+  const after = name(next);
+  const changed = before !== after;
+  if (event.type === "SESSION_START" && (event.reason === "new" || event.reason === "fork")) trace.freshPhysicalSession = true;
+  if (event.type === "STOP") trace.freshPhysicalSession = false;
+
+  // I1.1
+  if (isToolsActive(next as never) !== after.startsWith("active")) v.push(`I1.1 isToolsActive disagrees with ${after}`);
+  if (!before.startsWith("active") && after.startsWith("active")) {
+    const ok =
+      (event.type === "STORAGE_READY" && before.startsWith("starting")) ||
+      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.branch");
+    if (!ok) v.push(`I1.1 tools became active from ${before} on ${JSON.stringify(event)}`);
+  }
+  // I1.2
+  if (!before.startsWith("starting") && after.startsWith("starting")) {
+    const ok = event.type === "START" || (event.type === "SESSION_START" && autoStart && isGenuinelyNewSession(event));
+    if (!ok) v.push(`I1.2 storage initialization entered from ${before} on ${JSON.stringify(event)} (autoStart=${autoStart})`);
+  }
+  if (mayInitializeStorage(next as never) !== after.startsWith("starting")) v.push(`I1.2 mayInitializeStorage disagrees with ${after}`);
+  // I1.3
+  if (event.type === "SESSION_START" && !isGenuinelyNewSession(event) && after.startsWith("starting"))
+    v.push(`I1.3 autoStart enabled a ${event.reason} session with a ${event.branch} branch`);
+  if (event.type === "TREE" && !before.startsWith("starting") && after.startsWith("starting")) v.push("I1.3 autoStart enabled a /tree navigation");
+  // I1.4 (machine half; the marker half — a foreign stop marker restores as disabled — is in restore.test.ts)
+  if (event.type === "SESSION_START" && (event.reason === "new" || event.reason === "fork") && after !== "off" && after !== "starting.fresh")
+    v.push(`I1.4 a ${event.reason} physical session consulted inherited markers and reached ${after}`);
+  if (trace.freshPhysicalSession && before.startsWith("off") === false && after === "passive" && event.type !== "STOP" && event.type !== "RESTORE_RESULT")
+    v.push(`I1.4 a new or forked physical session reached passive via ${JSON.stringify(event)}`);
+  // I1.5
+  if (before !== "passive" && after === "passive") {
+    const ok =
+      (event.type === "STOP" && before.startsWith("active")) ||
+      (event.type === "RESTORE_RESULT" && event.result.kind === "passive") ||
+      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop") ||
+      (event.type === "STORAGE_FAILED" && before === "starting.fromPassive");
+    if (!ok) v.push(`I1.5 passive entered from ${before} on ${JSON.stringify(event)}`);
+  }
+  // I1.6 / I1.7
+  if (after === "active.bootstrap.fromHandoff" && before !== after && before !== "starting.fromPassive")
+    v.push(`I1.6 handoff bootstrap entered from ${before}`);
+  if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff")
+    v.push(`I1.6 transcript bootstrap entered from ${before}`);
+  if (before.startsWith("active.bootstrap") && event.type === "RUN_ACCEPTED" && after !== "active.steady")
+    v.push(`I1.7 RUN_ACCEPTED in ${before} led to ${after}, not active.steady`);
+  if (before === "active.steady" && after.startsWith("active.bootstrap")) v.push("I1.7 steady returned to bootstrap");
+  // I1.8
+  if (before === "failedClosed.unproven" && (event.type === "STOP" || event.type === "START")) {
+    if (changed) v.push(`I1.8 ${event.type} on an unproven branch moved to ${after}`);
+    if (!step.emitted.some((e) => e.type === "episode.notice")) v.push(`I1.8 ${event.type} on an unproven branch failed silently`);
+  }
+  // I1.9
+  if (after === "failedClosed.lockBusy" && next.context.retainedRevision !== "r-sel")
+    v.push(`I1.9 lock-busy restore lost the selected revision (${String(next.context.retainedRevision)})`);
+  if (before === "failedClosed.lockBusy" && (event.type === "START" || event.type === "STOP") && !after.startsWith("restoring"))
+    v.push(`I1.9 ${event.type} after lock-busy went to ${after} instead of retrying restoration`);
+  // I1.10
+  if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
+  if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");
+  return v;
+}
+
+function runSuite(machine: typeof episodeMachine) {
+  const paths: GeneratedPath<EpisodeEvent>[] = [];
+  const covered = new Set<string>();
+  const violations: string[] = [];
+  let steps = 0;
+  for (const autoStart of [true, false]) {
+    const input = { autoStart };
+    const generated = generatePaths<EpisodeEvent>(machine, {
+      events: () => allEvents,
+      simpleEvents: () => simpleEvents,
+      maxSimplePaths: 10_000,
+      serializeState: (s) => JSON.stringify(s.value),
+      input,
+    });
+    paths.push(...generated);
+    for (const path of generated) {
+      const trace: Trace = { freshPhysicalSession: false };
+      for (const k of replay(machine, path.events, {
+        input,
+        onStep: (step) => {
+          steps++;
+          for (const msg of checkEpisodeStep(step, trace, autoStart))
+            if (violations.length < 20) violations.push(`${msg}\n    path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
+        },
+      }))
+        covered.add(k);
+    }
+  }
+  return { report: coverageReport(machine, paths, covered), violations, steps };
+}
+
+describe("episode machine (generated paths)", () => {
+  const { report, violations, steps } = runSuite(episodeMachine);
+  console.log(formatReport(report) + ` steps=${steps}`);
+
+  it("I1.1–I1.10 hold after every step of every shortest, simple and edge path", () => {
+    expect(report.paths.shortest).toBeGreaterThan(10);
+    expect(report.paths.simple).toBeGreaterThan(100);
+    expect(violations, violations.join("\n")).toEqual([]);
+  });
+
+  it("covers 100% of transitions (each guarded branch separately)", () => {
+    expect(() => assertFullCoverage(report)).not.toThrow();
+    expect(report.percent).toBe(100);
+  });
+});
+
+describe("episode negative controls", () => {
+  it("a guard forced false leaves its transitions uncovered and the coverage check fails naming them", () => {
+    const mutated = episodeMachine.provide({ guards: { autoStartNewSession: () => false } });
+    const { report } = runSuite(mutated);
+    expect(report.uncovered).toContain("episode --SESSION_START [autoStartNewSession]--> episode.starting.fresh");
+    expect(() => assertFullCoverage(report)).toThrow(UncoveredTransitionsError);
+  });
+
+  it("I1.4 check catches a fork that inherits its parent's stop projection", () => {
+    // The field failure: fork treated like resume, restoring the parent's passive handoff.
+    const mutated = episodeMachine.provide({ guards: { isForkOrNewSession: () => false } });
+    const { violations } = runSuite(mutated);
+    expect(violations.some((v) => v.startsWith("I1.4"))).toBe(true);
+  });
+
+  it("I1.3 check catches autoStart applied to resumed sessions", () => {
+    const mutated = episodeMachine.provide({ guards: { autoStartNewSession: ({ context }) => context.autoStart } });
+    const { violations } = runSuite(mutated);
+    expect(violations.some((v) => v.startsWith("I1.3"))).toBe(true);
+    expect(violations.some((v) => v.startsWith("I1.2"))).toBe(true);
+  });
+});
+
+describe("episode scenarios", () => {
+  const run = (autoStart: boolean, events: EpisodeEvent[]) => {
+    const actor = createActor(episodeMachine, { input: { autoStart } });
+    const notices: string[] = [];
+    actor.on("episode.notice", (e) => notices.push(e.code));
+    actor.start();
+    for (const e of events) actor.send(e);
+    const s = actor.getSnapshot();
+    actor.stop();
+    return { s, notices };
+  };
+  const rr = (result: RestoreResult): EpisodeEvent => ({ type: "RESTORE_RESULT", result });
+
+  it("I1.2 manual startup is read-only: a new session stays off without autoStart", () => {
+    const { s } = run(false, [{ type: "SESSION_START", reason: "startup", branch: "empty" }]);
+    expect(episodeStateName(s), "I1.2 manual startup must not initialize storage").toBe("off");
+    expect(mayInitializeStorage(s)).toBe(false);
+  });
+
+  it("I1.6 stop → reload → start bootstraps once from the frozen handoff, then steady", () => {
+    const { s } = run(false, [
+      { type: "SESSION_START", reason: "startup", branch: "empty" },
+      { type: "START" },
+      { type: "STORAGE_READY" },
+      { type: "STOP" },
+      { type: "SESSION_START", reason: "reload", branch: "marked" },
+      rr({ kind: "passive" }),
+      { type: "START" },
+      { type: "STORAGE_READY" },
+    ]);
+    expect(projectionMode(s), "I1.6 restart must bootstrap from the handoff").toBe("bootstrapHandoff");
+    const a = createActor(episodeMachine, { input: { autoStart: false }, snapshot: s }).start();
+    a.send({ type: "RUN_ACCEPTED" });
+    expect(projectionMode(a.getSnapshot()), "I1.7 one bootstrap run only").toBe("active");
+    a.stop();
+  });
+
+  it("I1.8 STOP on an unproven branch fails visibly and keeps the branch fail-closed", () => {
+    const { s, notices } = run(true, [
+      { type: "SESSION_START", reason: "resume", branch: "marked" },
+      rr({ kind: "unproven", revision: "r-sel", reason: "unavailable" }),
+      { type: "STOP" },
+    ]);
+    expect(episodeStateName(s)).toBe("failedClosed.unproven");
+    expect(notices, "I1.8 stop must fail visibly").toContain("stop-refused-unproven");
+  });
+
+  it("I1.9 lock-busy retains the revision and STOP retries restoration before disabling", () => {
+    const { s } = run(false, [
+      { type: "SESSION_START", reason: "resume", branch: "marked" },
+      rr({ kind: "lockBusy", revision: "r-sel" }),
+      { type: "STOP" },
+      rr({ kind: "revision", revision: "r-sel", skippedInvalid: 0 }),
+    ]);
+    expect(episodeStateName(s), "I1.9 retried stop ends passive").toBe("passive");
+  });
+});
