@@ -117,7 +117,7 @@ export interface StreamInput {
  * Parses and fully validates a scope's pair. Both absent is an empty scope (a scope never
  * written); exactly one absent is an incomplete pair and fails closed. `dir` prefixes messages.
  */
-export function parseScopeStream(scope: ScopeName, input: StreamInput, dir = scope): ScopeStream {
+export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: string = scope): ScopeStream {
   const checkpointFile = `${dir}/${CHECKPOINT_FILE}`;
   const patchesFile = `${dir}/${PATCHES_FILE}`;
   if (input.checkpoint === null && input.patches === null) return emptyStream(scope);
@@ -145,11 +145,10 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir = sco
   if (lines.length > MAX_TAIL) {
     fail("oversized-tail", patchesFile, `holds ${lines.length} records; at most ${MAX_TAIL} may follow a checkpoint`);
   }
-  const tail: PatchRecord[] = [];
-  let current = state;
+  // Structure and lineage order first, so a reordered tail is named as such, then replay.
   let previous = { lineage: checkpoint.through.lineage, id: checkpoint.through.id, step: checkpoint.through.step };
   const seen = new Set<string>([checkpoint.through.id]);
-  lines.forEach((raw, index) => {
+  const docs = lines.map((raw, index) => {
     const where = `${patchesFile}:${index + 1}`;
     if (raw.trim().length === 0) fail("invalid-document", where, "is an empty line");
     const doc = check(recordSchema(scope), decodeJson(raw, where), where);
@@ -161,6 +160,12 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir = sco
     if (doc.lineage === previous.lineage && doc.step === previous.step + 1 && doc.parent !== previous.id) {
       fail("invalid-lineage", where, `parent ${doc.parent} is not the preceding transition ${previous.id}`);
     }
+    previous = { lineage: doc.lineage, id: doc.id, step: doc.step };
+    return { doc, where };
+  });
+  const tail: PatchRecord[] = [];
+  let current = state;
+  for (const { doc, where } of docs) {
     const patch = parseScopePatch(doc.patch, `${where}#patch`, { allowResponse: true });
     const next = applyScopePatch(current, patch, `${where}#patch`);
     if (!diffFields(current as unknown as JsonObject, next as unknown as JsonObject)) {
@@ -171,8 +176,7 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir = sco
     }
     tail.push({ lineage: doc.lineage, id: doc.id, parent: doc.parent, step: doc.step, patch, hash: doc.hash });
     current = next;
-    previous = { lineage: doc.lineage, id: doc.id, step: doc.step };
-  });
+  }
   return { scope, checkpoint, tail };
 }
 

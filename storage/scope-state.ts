@@ -60,7 +60,10 @@ export const ScopeStateSchema = v.strictObject(
     working: JsonObjectSchema,
     response: v.string("must be a string"),
   },
-  (issue) => `unknown field ${JSON.stringify(issue.input)}; a scope holds exactly artifacts, contract, working and response`,
+  (issue) =>
+    issue.expected === "never"
+      ? "unknown field; a scope holds exactly artifacts, contract, working and response"
+      : "is missing; a scope holds exactly artifacts, contract, working and response",
 );
 
 export function emptyScopeState(): ScopeState {
