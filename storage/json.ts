@@ -34,7 +34,11 @@ function describe(value: unknown): string {
 
 /** Defines an own enumerable data property, so keys such as `__proto__` stay plain data. */
 export function setOwn(target: JsonObject, key: string, value: JsonValue): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === "__proto__") {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
 }
 
 function hasOwn(target: object, key: string): boolean {

@@ -11,7 +11,7 @@
 // at or before the boundary's step. A scope untouched by a transition simply has no record.
 
 import { StateFlowError } from "./errors.ts";
-import { cloneJson, diffFields, hashJson, jsonEqual, type JsonObject } from "./json.ts";
+import { applyJsonPatch, cloneJson, diffFields, hashJson, jsonEqual, type JsonObject } from "./json.ts";
 import {
   SCOPES,
   applyScopePatch,
@@ -107,12 +107,13 @@ export function materializeStream(stream: ScopeStream, step = Number.POSITIVE_IN
       `the ${stream.scope} checkpoint is anchored after step ${step}; that boundary is not retained`,
     );
   }
-  let state = stream.checkpoint.state;
+  // Records were validated when accepted or parsed, so replay applies them without re-validating.
+  let state = stream.checkpoint.state as unknown as JsonObject;
   for (const record of stream.tail) {
     if (record.step > step) break;
-    state = applyScopePatch(state, record.patch, stream.scope);
+    state = applyJsonPatch(state, record.patch as unknown as JsonObject) as JsonObject;
   }
-  return state;
+  return state as unknown as ScopeState;
 }
 
 export function headBoundary(lineage: Lineage): Boundary {
@@ -252,7 +253,7 @@ export function appendRecord(stream: ScopeStream, record: PatchRecord): ScopeStr
     const oldest = tail.shift()!;
     checkpoint = {
       through: { lineage: oldest.lineage, id: oldest.id, step: oldest.step },
-      state: applyScopePatch(checkpoint.state, oldest.patch, stream.scope),
+      state: applyJsonPatch(checkpoint.state as unknown as JsonObject, oldest.patch as unknown as JsonObject) as unknown as ScopeState,
       hash: oldest.hash,
     };
   }
