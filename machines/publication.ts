@@ -1,0 +1,201 @@
+// Publication machine: remote replication of locally accepted cohorts (spec 001 "Runtime
+// ownership and Git publication"). A local commit accepts the transition; this machine only
+// decides what to push and when. Pure: the adapter runs the push and reports results tagged with
+// the target and the generation it was started under.
+import { setup, assign, type SnapshotFrom } from "xstate";
+
+export type PublicationPolicy = "off" | "turn-end" | "transition";
+export type StorageBackend = "git" | "file";
+
+export interface PublicationInput {
+  policy: PublicationPolicy;
+  backend: StorageBackend;
+  /** Whether the state repository has a remote configured (operator-owned). */
+  remote: boolean;
+  /** Fencing generation this runtime starts with (e.g. from a process-wide counter). */
+  generation?: number;
+}
+
+export interface PublicationContext {
+  policy: PublicationPolicy;
+  backend: StorageBackend;
+  remote: boolean;
+  generation: number;
+  acceptedCount: number;
+  /** Newest accepted target waiting to be pushed. */
+  queued: string | null;
+  /** Target of the push in flight. */
+  inflight: string | null;
+  /** Accepted target whose push failed or is unconfirmed (survives restart). */
+  pending: string | null;
+  /** Last target a current-generation push confirmed. */
+  confirmed: string | null;
+}
+
+export type PublicationEvent =
+  | { type: "ACCEPTED"; target: string }
+  | { type: "TURN_END" }
+  | { type: "RETRY" }
+  | { type: "PUSH_OK"; target: string; generation: number }
+  | { type: "PUSH_FAILED"; target: string; generation: number; error?: string }
+  | { type: "RESTORED_PENDING"; target: string }
+  | { type: "LINEAGE_RESET" }
+  | { type: "SHUTDOWN" };
+
+/** A push result counts only for the target in flight under the current generation. */
+export function isCurrentResult(context: PublicationContext, event: PublicationEvent): boolean {
+  return (
+    (event.type === "PUSH_OK" || event.type === "PUSH_FAILED") &&
+    context.inflight !== null &&
+    event.target === context.inflight &&
+    event.generation === context.generation
+  );
+}
+
+export const publicationMachine = setup({
+  types: {
+    context: {} as PublicationContext,
+    events: {} as PublicationEvent,
+    input: {} as PublicationInput,
+  },
+  guards: {
+    isFileOnly: ({ context }) => context.backend === "file",
+    hasNoRemote: ({ context }) => !context.remote,
+    isPolicyOff: ({ context }) => context.policy === "off",
+    isTransitionPolicy: ({ context }) => context.policy === "transition",
+    isCurrentResult: ({ context, event }) => isCurrentResult(context, event),
+    hasQueuedUnderTransitionPolicy: ({ context }) => context.queued !== null && context.policy === "transition",
+    hasQueued: ({ context }) => context.queued !== null,
+    hasPending: ({ context }) => context.pending !== null,
+  },
+  actions: {
+    queueNewest: assign({
+      queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null),
+      acceptedCount: ({ context }) => context.acceptedCount + 1,
+    }),
+    startPushNewest: assign({
+      inflight: ({ event }) => (event.type === "ACCEPTED" ? event.target : null),
+      acceptedCount: ({ context }) => context.acceptedCount + 1,
+      queued: () => null,
+      pending: () => null,
+    }),
+    startPushQueued: assign({
+      inflight: ({ context }) => context.queued,
+      queued: () => null,
+      pending: () => null,
+    }),
+    startPushPending: assign({ inflight: ({ context }) => context.pending }),
+    confirmInflight: assign({ confirmed: ({ context }) => context.inflight, inflight: () => null, pending: () => null }),
+    failInflight: assign({ pending: ({ context }) => context.inflight, inflight: () => null }),
+    restorePending: assign({ pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null) }),
+    ignoreStaleResult: () => {},
+    fenceGeneration: assign({
+      generation: ({ context }) => context.generation + 1,
+      queued: () => null,
+      inflight: () => null,
+      pending: () => null,
+    }),
+  },
+}).createMachine({
+  id: "publication",
+  context: ({ input }) => ({
+    policy: input.policy,
+    backend: input.backend,
+    remote: input.remote,
+    generation: input.generation ?? 0,
+    acceptedCount: 0,
+    queued: null,
+    inflight: null,
+    pending: null,
+    confirmed: null,
+  }),
+  initial: "route",
+  on: { SHUTDOWN: { target: ".closed", actions: ["fenceGeneration"] } },
+  states: {
+    route: {
+      description: "Chooses the publication route from backend, remote and policy.",
+      always: [
+        { guard: "isFileOnly", target: "fileOnly" },
+        { guard: "hasNoRemote", target: "localOnly" },
+        { guard: "isPolicyOff", target: "off" },
+        { target: "remote" },
+      ],
+    },
+    fileOnly: { description: "Git absent: persistence is file-only; nothing to publish, no fake pushes." },
+    localOnly: { description: "Git without a remote: intentionally local, not a pending error." },
+    off: { description: "Policy off: commits stay local." },
+    remote: {
+      description: "Git with a remote under turn-end or transition policy.",
+      initial: "idle",
+      on: { LINEAGE_RESET: { target: ".idle", actions: ["fenceGeneration"] } },
+      states: {
+        idle: {
+          description: "Nothing accepted yet in this runtime.",
+          on: {
+            ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
+            RESTORED_PENDING: { target: "pending", actions: ["restorePending"] },
+          },
+        },
+        queued: {
+          description: "The newest accepted target waits for turn_end.",
+          on: {
+            ACCEPTED: { actions: ["queueNewest"] },
+            TURN_END: { target: "pushing", actions: ["startPushQueued"] },
+          },
+        },
+        pushing: {
+          description: "One asynchronous push in flight; newer targets queue behind it.",
+          on: {
+            ACCEPTED: { actions: ["queueNewest"] },
+            PUSH_OK: [{ guard: "isCurrentResult", target: "settling", actions: ["confirmInflight"] }, { actions: ["ignoreStaleResult"] }],
+            PUSH_FAILED: [{ guard: "isCurrentResult", target: "settling", actions: ["failInflight"] }, { actions: ["ignoreStaleResult"] }],
+          },
+        },
+        settling: {
+          description: "A current result arrived: decide what comes next.",
+          always: [
+            { guard: "hasQueuedUnderTransitionPolicy", target: "pushing", actions: ["startPushQueued"] },
+            { guard: "hasQueued", target: "queued" },
+            { guard: "hasPending", target: "pending" },
+            { target: "confirmed" },
+          ],
+        },
+        confirmed: {
+          description: "The newest accepted target is confirmed on the remote.",
+          on: {
+            ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
+          },
+        },
+        pending: {
+          description: "Unconfirmed publication: retried on turn_end or RETRY; survives restart.",
+          on: {
+            ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
+            TURN_END: { target: "pushing", actions: ["startPushPending"] },
+            RETRY: { target: "pushing", actions: ["startPushPending"] },
+          },
+        },
+      },
+    },
+    closed: { type: "final", description: "Shut down: the generation is fenced; late results are dropped." },
+  },
+});
+
+export type PublicationSnapshot = SnapshotFrom<typeof publicationMachine>;
+
+/** The push the adapter should run now (after sending an event), or null. */
+export function pushToStart(prev: PublicationSnapshot, next: PublicationSnapshot): { target: string; generation: number } | null {
+  const started = next.context.inflight !== null && (prev.context.inflight !== next.context.inflight || !prev.matches({ remote: "pushing" }));
+  return started && next.matches({ remote: "pushing" }) ? { target: next.context.inflight!, generation: next.context.generation } : null;
+}
+export function hasPendingPublication(s: PublicationSnapshot): boolean {
+  return s.matches({ remote: "pending" }) || s.context.pending !== null;
+}
+export type PublicationStatus = "file-only" | "local-only" | "off" | "idle" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
+export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
+  if (s.matches("fileOnly")) return "file-only";
+  if (s.matches("localOnly")) return "local-only";
+  if (s.matches("off")) return "off";
+  if (s.matches("closed")) return "closed";
+  for (const k of ["idle", "queued", "pushing", "confirmed", "pending"] as const) if (s.matches({ remote: k })) return k;
+  return "idle";
+}

@@ -1,0 +1,178 @@
+import { describe, expect, it } from "vitest";
+import { createActor } from "xstate";
+import {
+  MAX_RESOLUTION_STEERS,
+  resolutionMachine,
+  isTerminalEligible,
+  isResponseCommitted,
+  steersUsed,
+  type ResolutionEvent,
+} from "../../machines/resolution.ts";
+import { flattenValue } from "../../machines/episode.ts";
+import {
+  assertFullCoverage,
+  coverageReport,
+  formatReport,
+  generatePaths,
+  replay,
+  UncoveredTransitionsError,
+  type GeneratedPath,
+  type StepInfo,
+} from "../../machines/graph.ts";
+
+const events: ResolutionEvent[] = [
+  { type: "PATCH_ACCEPTED", final: true },
+  { type: "PATCH_ACCEPTED", final: false },
+  { type: "FINAL_ONLY" },
+  { type: "PATCH_REJECTED" },
+  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending }) as const),
+  { type: "TURN_END" },
+  { type: "RUN_ENDED" },
+];
+
+interface Trace {
+  unresolvedCompletes: number;
+  steers: number;
+  commits: number;
+}
+
+export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trace): string[] {
+  const v: string[] = [];
+  const { prev, event, next, emitted } = step;
+  const before = flattenValue(prev.value);
+  const after = flattenValue(next.value);
+  const steers = emitted.filter((e) => e.type === "resolution.steer").length;
+  const commits = emitted.filter((e) => e.type === "resolution.commitResponse").length;
+  const exhaustedNow = emitted.filter((e) => e.type === "resolution.exhausted").length;
+  trace.steers += steers;
+  trace.commits += commits;
+  if (step.index === 0 && (before !== "ineligible.fresh" || prev.context.attempts !== 0))
+    v.push(`I2.1 run did not start ineligible with zero attempts (${before}, ${prev.context.attempts})`);
+  // I2.2
+  const wasEligible = isTerminalEligible(prev as never);
+  const isEligible = isTerminalEligible(next as never);
+  if (!wasEligible && isEligible && !(event.type === "FINAL_ONLY" || (event.type === "PATCH_ACCEPTED" && event.final)))
+    v.push(`I2.2 eligibility latched by ${JSON.stringify(event)}`);
+  if ((event.type === "FINAL_ONLY" || (event.type === "PATCH_ACCEPTED" && event.final)) && prev.status === "active") {
+    if (next.status !== "active" || commits || exhaustedNow) v.push("I2.2 final:true ended the turn");
+  }
+  if (wasEligible && !isEligible && next.status === "active") v.push(`I2.2 eligibility dropped on ${JSON.stringify(event)}`);
+  // I2.3
+  if (event.type === "PATCH_REJECTED" && (before !== after || prev.context.attempts !== next.context.attempts || emitted.length))
+    v.push(`I2.3 a failed patch call consumed something (${before} → ${after})`);
+  // I2.4
+  if (event.type === "DRAFT" && event.ending !== "complete" && prev.status === "active") {
+    if (before !== after || prev.context.attempts !== next.context.attempts)
+      v.push(`I2.4 interrupted ${event.ending} ending changed ${before} → ${after}`);
+    if (commits || steers) v.push(`I2.4 interrupted ${event.ending} ending steered or committed`);
+  }
+  // I2.5
+  if (event.type === "DRAFT" && event.ending === "complete" && prev.status === "active" && !wasEligible) {
+    trace.unresolvedCompletes++;
+    const n = trace.unresolvedCompletes;
+    if (!emitted.some((e) => e.type === "resolution.discardDraft")) v.push(`I2.5 unresolved draft ${n} not discarded`);
+    if (n <= MAX_RESOLUTION_STEERS && (steers !== 1 || after === "exhausted"))
+      v.push(`I2.5 unresolved attempt ${n} must steer exactly once (steers=${steers}, ${after})`);
+    if (n === MAX_RESOLUTION_STEERS + 1 && (after !== "exhausted" || steers !== 0 || exhaustedNow !== 1))
+      v.push(`I2.5 attempt ${n} must exhaust with one error and no steer (${after}, steers=${steers})`);
+  }
+  if (trace.steers > MAX_RESOLUTION_STEERS) v.push(`I2.5 ${trace.steers} steers exceed ${MAX_RESOLUTION_STEERS}`);
+  if (steersUsed(next as never) !== Math.min(trace.steers, MAX_RESOLUTION_STEERS)) v.push("I2.5 steersUsed disagrees with emitted steers");
+  // I2.6
+  if (commits && !(before === "candidate" && event.type === "TURN_END")) v.push(`I2.6 response committed from ${before} on ${event.type}`);
+  if (after === "accepted" && before !== "accepted" && commits !== 1) v.push("I2.6 accepted without exactly one commit");
+  if (trace.commits > 1) v.push("I2.6 response committed twice");
+  if (isResponseCommitted(next as never) !== (trace.commits === 1)) v.push("I2.6 isResponseCommitted disagrees with commits");
+  return v;
+}
+
+function runSuite(machine: typeof resolutionMachine) {
+  const paths: GeneratedPath<ResolutionEvent>[] = generatePaths<ResolutionEvent>(machine, {
+    events: () => events,
+    serializeState: (s) => JSON.stringify([s.value, s.context.attempts]),
+    maxSimplePaths: 20_000,
+  });
+  const covered = new Set<string>();
+  const violations: string[] = [];
+  let steps = 0;
+  for (const path of paths) {
+    const trace: Trace = { unresolvedCompletes: 0, steers: 0, commits: 0 };
+    for (const k of replay(machine, path.events, {
+      onStep: (step) => {
+        steps++;
+        for (const msg of checkResolutionStep(step, trace))
+          if (violations.length < 20) violations.push(`${msg}\n    path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
+      },
+    }))
+      covered.add(k);
+  }
+  return { report: coverageReport(machine, paths, covered), violations, steps };
+}
+
+describe("resolution machine (generated paths)", () => {
+  const { report, violations, steps } = runSuite(resolutionMachine);
+  console.log(formatReport(report) + ` steps=${steps}`);
+
+  it("I2.1–I2.6 hold after every step of every shortest, simple and edge path", () => {
+    expect(report.paths.simple).toBeGreaterThan(10);
+    expect(violations, violations.join("\n")).toEqual([]);
+  });
+
+  it("covers 100% of transitions (each guarded branch separately)", () => {
+    expect(() => assertFullCoverage(report)).not.toThrow();
+  });
+});
+
+describe("resolution negative controls", () => {
+  it("I2.5 check catches an off-by-one steering bound (three steers instead of two)", () => {
+    const offByOne = resolutionMachine.provide({
+      guards: {
+        canSteer: ({ context, event }) => event.type === "DRAFT" && event.ending === "complete" && context.attempts <= MAX_RESOLUTION_STEERS,
+      },
+    });
+    const { violations } = runSuite(offByOne);
+    expect(violations.some((v) => v.startsWith("I2.5")), "off-by-one bound must violate I2.5").toBe(true);
+  });
+
+  it("I2.4 check catches an interrupted ending treated as a complete draft", () => {
+    const leaky = resolutionMachine.provide({
+      guards: { isCompleteDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "empty" },
+    });
+    const { violations } = runSuite(leaky);
+    expect(violations.some((v) => v.startsWith("I2.4"))).toBe(true);
+  });
+
+  it("a final:true guard forced false leaves the latch uncovered", () => {
+    const { report } = runSuite(resolutionMachine.provide({ guards: { isFinalPatch: () => false } }));
+    expect(report.uncovered).toContain("resolution.ineligible --PATCH_ACCEPTED [isFinalPatch]--> resolution.eligible");
+    expect(() => assertFullCoverage(report)).toThrow(UncoveredTransitionsError);
+  });
+});
+
+describe("resolution scenarios", () => {
+  it("I2.7 a later successful final:true after two steers permits the final answer", () => {
+    const actor = createActor(resolutionMachine).start();
+    const seen: string[] = [];
+    actor.on("*", (e) => seen.push(e.type));
+    actor.send({ type: "DRAFT", ending: "complete" });
+    actor.send({ type: "PATCH_REJECTED" });
+    actor.send({ type: "DRAFT", ending: "complete" });
+    actor.send({ type: "PATCH_ACCEPTED", final: true });
+    actor.send({ type: "DRAFT", ending: "complete" });
+    actor.send({ type: "TURN_END" });
+    expect(actor.getSnapshot().value, "I2.7 final:true after retries must permit the answer").toBe("accepted");
+    expect(seen.filter((t) => t === "resolution.steer")).toHaveLength(2);
+    expect(seen.at(-1)).toBe("resolution.commitResponse");
+    actor.stop();
+  });
+
+  it("I2.2 final:true does not end the turn: tools and later patches continue while eligible", () => {
+    const actor = createActor(resolutionMachine).start();
+    actor.send({ type: "FINAL_ONLY" });
+    actor.send({ type: "TURN_END" });
+    actor.send({ type: "PATCH_ACCEPTED", final: false });
+    expect(actor.getSnapshot().value, "I2.2 eligibility stays latched").toBe("eligible");
+    expect(actor.getSnapshot().status).toBe("active");
+    actor.stop();
+  });
+});
