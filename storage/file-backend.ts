@@ -1,0 +1,199 @@
+// File-only backend: used only when the `git` executable is absent (or before Git is initialized).
+// A cohort is the complete set of a session's store files (global + cwd + session). Its pointer
+// is `file:<sha256 of the canonical listing>` where the listing names every member path with the
+// sha256 of its bytes (or "-" when absent), sorted by path bytes:
+//
+//   state-flow file cohort v1\n
+//   <sha256 hex or -> <path>\n   (one line per member)
+//
+// Publication = lock → per-file compare-and-swap of every member against the caller's basis →
+// atomic writes (data files, then config, then meta) → new pointer. A failed write is rolled
+// back from the verified basis bytes; if even that fails the lock is kept (fail closed).
+
+import { join } from "node:path";
+import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic, assertStorePath } from "./fs-safe.ts";
+import { comparePaths, scopeOfPath } from "./layout.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock } from "./lock.ts";
+import { StoreError } from "./store-error.ts";
+import type { CohortBasis, CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
+
+export const FILE_POINTER_PREFIX = "file:";
+const LISTING_HEADER = "state-flow file cohort v1\n";
+
+/** Name of the file-only publication lock in the store root. */
+export const FILE_LOCK_NAME = `.${LOCK_FILE_NAME}`;
+
+export function isFilePointer(pointer: StorePointer | null | undefined): boolean {
+  return pointer != null && /^file:[0-9a-f]{64}$/.test(pointer.revision);
+}
+
+/** Canonical listing of a complete cohort: member path + sha256 of its bytes ("-" when absent), sorted. */
+export function cohortListing(hashes: ReadonlyMap<string, string | null>): string {
+  const paths = [...hashes.keys()].sort(comparePaths);
+  let listing = LISTING_HEADER;
+  for (const path of paths) {
+    assertStorePath(path);
+    listing += `${hashes.get(path) ?? "-"} ${path}\n`;
+  }
+  return listing;
+}
+
+export function filePointerOf(hashes: ReadonlyMap<string, string | null>): StorePointer {
+  return { revision: `${FILE_POINTER_PREFIX}${sha256Hex(cohortListing(hashes))}` };
+}
+
+export function hashFiles(files: ReadonlyMap<string, Uint8Array | null>): Map<string, string | null> {
+  const hashes = new Map<string, string | null>();
+  for (const [path, bytes] of files) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
+  return hashes;
+}
+
+function short(hash: string | null | undefined): string {
+  return hash ? `sha256 ${hash.slice(0, 12)}…` : "absent";
+}
+
+export function staleBasisError(path: string, expected: string | null | undefined, found: string | null, detail = ""): StoreError {
+  const scope = scopeOfPath(path);
+  return new StoreError(
+    "stale-basis",
+    `Stale basis: the ${scope ?? "store"} scope file ${path} moved since the cohort basis was read ` +
+      `(expected ${short(expected)}, found ${short(found)})${detail}. Another publisher advanced it. ` +
+      `Nothing was written; reload the current view, restage the cohort on it and retry.`,
+    { file: path },
+  );
+}
+
+/** Validates a publish request against its basis: writes must be cohort members. */
+export function validateRequest(request: PublishRequest): string[] {
+  const members = [...request.basis.hashes.keys()];
+  if (members.length === 0) throw new StoreError("invalid-request", "A publish request needs a basis naming the complete cohort (load the current view first).");
+  for (const path of members) assertStorePath(path);
+  for (const path of request.writes.keys()) {
+    if (!request.basis.hashes.has(path)) {
+      throw new StoreError(
+        "invalid-request",
+        `${path} is written but is not a member of the cohort basis; publish only files of the loaded cohort.`,
+        { file: path },
+      );
+    }
+  }
+  return members.sort(comparePaths);
+}
+
+/** Order of writes: data files first, then config.json, then meta.json (session last within each group). */
+export function writeOrder(paths: Iterable<string>): string[] {
+  const rank = (p: string) => (p.endsWith("/meta.json") || p === "meta.json" ? 2 : p.endsWith("/config.json") || p === "config.json" ? 1 : 0);
+  return [...paths].sort((a, b) => rank(a) - rank(b) || a.split("/").length - b.split("/").length || comparePaths(a, b));
+}
+
+async function readCohort(root: string, paths: readonly string[]): Promise<Map<string, Buffer | null>> {
+  const files = new Map<string, Buffer | null>();
+  for (const path of [...paths].sort(comparePaths)) files.set(path, await readOwnedFile(root, path));
+  return files;
+}
+
+export class FileBackend implements StoreBackend {
+  readonly kind = "file" as const;
+  readonly root: string;
+  readonly lockPath: string;
+  private readonly generation: string;
+  private readonly beforeWrite: ((path: string) => void) | undefined;
+
+  /** `beforeWrite` is a fault-injection hook for tests (throw to simulate a failed write). */
+  constructor(root: string, options: { generation: string; beforeWrite?: (path: string) => void }) {
+    this.root = root;
+    this.generation = options.generation;
+    this.beforeWrite = options.beforeWrite;
+    this.lockPath = join(root, FILE_LOCK_NAME);
+  }
+
+  async readFile(path: string): Promise<Buffer | null> {
+    return readOwnedFile(this.root, path);
+  }
+
+  async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
+    const files = await readCohort(this.root, paths);
+    const hashes = hashFiles(files);
+    return { pointer: filePointerOf(hashes), files, hashes };
+  }
+
+  /** File-only mode keeps no history: a pointer resolves only while it is still the exact current cohort. */
+  async loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {
+    if (!isFilePointer(pointer)) {
+      throw new StoreError(
+        "invalid-pointer",
+        `${JSON.stringify(pointer.revision)} is not a file-only cohort pointer ("file:<64 lowercase hex>"); a Git revision needs the Git backend.`,
+      );
+    }
+    const current = await this.loadCurrent(paths);
+    if (current.pointer?.revision !== pointer.revision) {
+      throw new StoreError(
+        "pointer-unavailable",
+        `The file cohort ${pointer.revision} is no longer available: the current files form ${current.pointer?.revision}. ` +
+          `File-only stores keep no history and current files are never passed off as the selected past; ` +
+          `keep the selected pointer, choose a newer checkpoint, or use Git for cold history.`,
+      );
+    }
+    return current;
+  }
+
+  async publish(request: PublishRequest): Promise<PublishReceipt> {
+    const members = validateRequest(request);
+    if (request.basis.pointer !== null && (!isFilePointer(request.basis.pointer) || filePointerOf(request.basis.hashes).revision !== request.basis.pointer.revision)) {
+      throw new StoreError(
+        "invalid-pointer",
+        `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; publish on a snapshot loaded from this file-only store.`,
+      );
+    }
+    const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "file-only publication" });
+    let keepLock = false;
+    try {
+      const current = await readCohort(this.root, members);
+      const currentHashes = hashFiles(current);
+      verifyBasis(request.basis, currentHashes);
+      const written: string[] = [];
+      try {
+        for (const path of writeOrder(request.writes.keys())) {
+          const bytes = request.writes.get(path) ?? null;
+          this.beforeWrite?.(path);
+          if (bytes === null) await removeOwnedFile(this.root, path);
+          else await writeOwnedFileAtomic(this.root, path, bytes);
+          written.push(path);
+        }
+      } catch (error) {
+        // Roll back what we wrote from the verified basis bytes; keep the lock if that fails too.
+        try {
+          for (const path of written.reverse()) {
+            const before = current.get(path) ?? null;
+            if (before === null) await removeOwnedFile(this.root, path);
+            else await writeOwnedFileAtomic(this.root, path, before);
+          }
+        } catch (rollbackError) {
+          keepLock = true;
+          throw new StoreError(
+            "io-failed",
+            `File-only publication failed (${String(error)}) and rolling back ${written.join(", ")} failed too (${String(rollbackError)}). ` +
+              `The publication lock ${this.lockPath} is kept so nothing else builds on a partial cohort; ` +
+              `restore those files from the previous cohort, then remove the lock.`,
+            { file: written[0] ?? this.lockPath, cause: error },
+          );
+        }
+        throw error;
+      }
+      const hashes = new Map(currentHashes);
+      for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
+      const changed = members.filter((p) => hashes.get(p) !== currentHashes.get(p));
+      return { pointer: filePointerOf(hashes), hashes, changed, committed: changed.length > 0 };
+    } finally {
+      if (!keepLock) await lock.release();
+    }
+  }
+}
+
+/** Per-file compare-and-swap of every cohort member against the basis. */
+export function verifyBasis(basis: CohortBasis, currentHashes: ReadonlyMap<string, string | null>): void {
+  for (const [path, found] of currentHashes) {
+    const expected = basis.hashes.get(path);
+    if (expected !== found) throw staleBasisError(path, expected, found);
+  }
+}

@@ -1,0 +1,644 @@
+// Git backend: an exact-root repository at the store root; one local commit per accepted cohort.
+//
+// Publication (under the common-Git-directory publication lock):
+//   1. per-file compare-and-swap of every cohort member in the worktree against the caller's basis
+//      (0 processes); the reconciled base is the current branch head read from the ref files;
+//   2. an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
+//      `git add -A` stages the complete non-ignored worktree delta               (1 process)
+//   3. overlay of the exact prepared bytes: blobs are written as loose objects in-process and
+//      entered with one `git update-index -z --index-info` (deletions with mode 0) (1 process)
+//   4. `git write-tree`, `git commit-tree -p <base>` (identity from git config only)  (2 processes)
+//   5. `git update-ref refs/heads/<branch> <new> <base>`: compare-and-swap            (1 process)
+//   6. the prepared files are written to the worktree atomically and the isolated index is
+//      installed as the caller's index through index.lock, so no artificial staged/unstaged
+//      entries remain (0 processes).
+// A failure after the ref moved keeps the publication lock (recovery is explicit).
+//
+// Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
+// files compared blob-by-blob; a past revision = `git ls-tree` (regular-file modes) + one
+// `git cat-file --batch` (no output limit, the worktree never moves).
+
+import { createHash, randomBytes } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import { copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { deflateSync } from "node:zlib";
+import { cohortListing, FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
+import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic } from "./fs-safe.ts";
+import { comparePaths } from "./layout.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, type HeldLock } from "./lock.ts";
+import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
+import { StoreError, errnoOf } from "./store-error.ts";
+import type { CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
+
+const ZERO_SHA1 = "0000000000000000000000000000000000000000";
+
+export type GitDetection = { readonly kind: "absent" } | { readonly kind: "present"; readonly binary: string; readonly version: string };
+
+/** Git absent ⇒ `absent` (file-only). Any other failure of a present git is an error, never a fallback. */
+export async function detectGit(options: { env?: NodeJS.ProcessEnv; binary?: string; cwd?: string; counter?: GitProcessCounter } = {}): Promise<GitDetection> {
+  const binary = findGitExecutable(options.env ?? process.env, options.binary);
+  if (binary === null) return { kind: "absent" };
+  const runner = new GitRunner({ cwd: options.cwd ?? process.cwd(), env: options.env, binary, ...(options.counter ? { counter: options.counter } : {}) });
+  try {
+    const version = (await runner.run(["--version"])).trim();
+    return { kind: "present", binary, version };
+  } catch (error) {
+    throw gitFailed(`Running ${binary} --version`, error);
+  }
+}
+
+/** Git blob id of bytes (sha1 or sha256 object format). */
+export function gitBlobId(bytes: Uint8Array, objectFormat: "sha1" | "sha256" = "sha1"): string {
+  return createHash(objectFormat).update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
+
+export function isGitPointer(pointer: StorePointer | null | undefined): boolean {
+  return pointer != null && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(pointer.revision);
+}
+
+function identityMissing(error: unknown): StoreError {
+  return new StoreError(
+    "git-identity-missing",
+    `Git has no commit identity configured for the State Flow store, and State Flow does not invent one. ` +
+      `Run: git config --global user.name "Your Name" && git config --global user.email "you@example.com" ` +
+      `(or set them in the store repository), then retry. Git said: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
+}
+
+function looksLikeIdentityError(error: unknown): boolean {
+  return error instanceof GitCommandError && /identity unknown|no email was given|unable to auto-detect email|empty ident name|Please tell me who you are/i.test(error.stderr);
+}
+
+export interface GitRepoInfo {
+  readonly root: string;
+  readonly gitDir: string;
+  readonly commonDir: string;
+  readonly objectFormat: "sha1" | "sha256";
+}
+
+export interface OpenGitOptions {
+  readonly root: string;
+  readonly binary: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly counter?: GitProcessCounter;
+  readonly generation: string;
+  /** Initialize an exact-root repository when `<root>/.git` is absent (explicit start). */
+  readonly init?: boolean;
+}
+
+/**
+ * Opens the exact-root repository at `root`. Returns null when there is none and `init` is false.
+ * Costs one git process (rev-parse), plus `git init` when initializing.
+ */
+export async function openGitBackend(options: OpenGitOptions): Promise<GitBackend | null> {
+  const root = resolve(options.root);
+  const runner = new GitRunner({ cwd: root, env: options.env, binary: options.binary, ...(options.counter ? { counter: options.counter } : {}) });
+  let hasDotGit = true;
+  try {
+    await lstat(join(root, ".git"));
+  } catch (error) {
+    if (errnoOf(error) !== "ENOENT") throw new StoreError("io-failed", `Cannot inspect ${join(root, ".git")}: ${String(error)}`, { file: join(root, ".git") });
+    hasDotGit = false;
+  }
+  if (!hasDotGit) {
+    if (!options.init) return null;
+    await mkdir(root, { recursive: true });
+    try {
+      await runner.run(["init", "-q"]); // never deletes existing files
+    } catch (error) {
+      throw gitFailed(`Initializing the state repository at ${root}`, error, root);
+    }
+  }
+  let out: string;
+  try {
+    out = await runner.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format"]);
+  } catch (error) {
+    throw gitFailed(`Opening the state repository at ${root}`, error, root);
+  }
+  const [top, gitDir, common, format] = out.split("\n");
+  const realRoot = await realpath(root);
+  if (!top || !gitDir || !common || (await realpath(top).catch(() => top)) !== realRoot) {
+    throw new StoreError(
+      "git-not-exact-root",
+      `The state store ${root} is not the top level of its own Git repository (git reports ${top ?? "nothing"}). ` +
+        `State Flow publishes only from an exact-root repository; remove the stray .git or choose another storage root.`,
+      { file: root },
+    );
+  }
+  const info: GitRepoInfo = {
+    root,
+    gitDir,
+    commonDir: resolve(root, common),
+    objectFormat: format === "sha256" ? "sha256" : "sha1",
+  };
+  return new GitBackend(info, runner, options.generation);
+}
+
+export interface GitPushResult {
+  readonly kind: "pushed" | "local-only" | "failed" | "unreachable";
+  readonly remote?: string;
+  readonly detail?: string;
+}
+
+export class GitBackend implements StoreBackend {
+  readonly kind = "git" as const;
+  readonly root: string;
+  readonly info: GitRepoInfo;
+  readonly lockPath: string;
+  readonly runner: GitRunner;
+  private readonly generation: string;
+
+  constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
+    this.info = info;
+    this.root = info.root;
+    this.runner = runner;
+    this.generation = generation;
+    this.lockPath = join(info.commonDir, LOCK_FILE_NAME);
+  }
+
+  get processCount(): number {
+    return this.runner.counter.count;
+  }
+
+  /** Verifies that git has a configured (not auto-detected) author and committer identity. Two processes. */
+  async checkIdentity(): Promise<void> {
+    for (const variable of ["GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"]) {
+      try {
+        await this.runner.run(["-c", "user.useConfigOnly=true", "var", variable]);
+      } catch (error) {
+        if (looksLikeIdentityError(error)) throw identityMissing(error);
+        throw gitFailed(`Checking the Git identity (${variable})`, error);
+      }
+    }
+  }
+
+  readFile(path: string): Promise<Buffer | null> {
+    return readOwnedFile(this.root, path);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Refs read from files (0 processes); a layout we do not understand falls back to rev-parse.
+
+  private async headBranch(): Promise<string> {
+    let head: string;
+    try {
+      head = (await readFile(join(this.info.gitDir, "HEAD"), "utf8")).trim();
+    } catch (error) {
+      throw gitFailed(`Reading ${join(this.info.gitDir, "HEAD")}`, error);
+    }
+    const match = /^ref: (refs\/heads\/.+)$/.exec(head);
+    if (!match?.[1]) {
+      throw new StoreError(
+        "git-failed",
+        `HEAD of the state repository ${this.root} is detached (${head}). State Flow commits to a branch; ` +
+          `run git -C ${this.root} checkout <branch> (after checking which commit holds the newest state) and retry.`,
+        { file: join(this.info.gitDir, "HEAD") },
+      );
+    }
+    return match[1];
+  }
+
+  private async refValue(ref: string): Promise<string | null> {
+    const shaPattern = this.info.objectFormat === "sha256" ? /^[0-9a-f]{64}$/ : /^[0-9a-f]{40}$/;
+    try {
+      const loose = (await readFile(join(this.info.commonDir, ref), "utf8")).trim();
+      if (shaPattern.test(loose)) return loose;
+      throw new Error(`unexpected content in ${ref}`);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT" && errnoOf(error) !== "ENOTDIR") return this.revParseRef(ref);
+    }
+    try {
+      const packed = await readFile(join(this.info.commonDir, "packed-refs"), "utf8");
+      for (const line of packed.split("\n")) {
+        const [sha, name] = line.split(" ");
+        if (name === ref && sha && shaPattern.test(sha)) return sha;
+      }
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") return this.revParseRef(ref);
+    }
+    return null;
+  }
+
+  private async revParseRef(ref: string): Promise<string | null> {
+    try {
+      const out = (await this.runner.run(["rev-parse", "-q", "--verify", `${ref}^{commit}`])).trim();
+      return out === "" ? null : out;
+    } catch (error) {
+      if (error instanceof GitCommandError && error.exitCode === 1) return null;
+      throw gitFailed(`Resolving ${ref}`, error);
+    }
+  }
+
+  /** The current branch head (null when the branch is unborn). */
+  async head(): Promise<{ ref: string; revision: string | null }> {
+    const ref = await this.headBranch();
+    return { ref, revision: await this.refValue(ref) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  /**
+   * Current view: HEAD plus the live member files, verified blob-by-blob against HEAD's tree.
+   * One git process. A member whose live bytes differ from HEAD fails closed (`worktree-diverged`).
+   */
+  async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
+    const members = [...paths].sort(comparePaths);
+    for (const path of members) assertGitPath(path);
+    let out: string;
+    try {
+      out = await this.runner.run(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` });
+    } catch (error) {
+      throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", error);
+    }
+    const lines = out.split("\n");
+    const headLine = lines[0] ?? "";
+    const files = new Map<string, Buffer | null>();
+    for (const path of members) files.set(path, await readOwnedFile(this.root, path));
+    const hashes = hashFiles(files);
+    if (headLine.endsWith(" missing")) {
+      // Unborn branch: nothing committed yet; the live files are the (uncommitted) current view.
+      return { pointer: null, files, hashes };
+    }
+    const [revision, type] = headLine.split(" ");
+    if (type !== "commit" || !revision) throw gitFailed("Reading HEAD", new Error(`unexpected output ${JSON.stringify(headLine)}`));
+    members.forEach((path, index) => {
+      const line = lines[index + 1] ?? "";
+      const committed = line.endsWith(" missing") ? null : (line.split(" ")[0] ?? null);
+      const bytes = files.get(path) ?? null;
+      const live = bytes === null ? null : gitBlobId(bytes, this.info.objectFormat);
+      if (committed !== live) {
+        throw new StoreError(
+          "worktree-diverged",
+          `The live file ${path} ${live === null ? "is missing but" : "differs from what"} the committed revision ${revision} ` +
+            `${committed === null ? "does not contain it" : "records"}. A publisher was interrupted or the file was edited by hand. ` +
+            `Inspect with git -C ${this.root} diff HEAD -- ${path}; restore it with git -C ${this.root} checkout HEAD -- ${path} ` +
+            `or commit the intended bytes, then retry. Nothing was read as current state.`,
+          { file: path },
+        );
+      }
+    });
+    return { pointer: { revision }, files, hashes };
+  }
+
+  /** Reads the member files at a past revision without touching the worktree. Two git processes, no output limit. */
+  async loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {
+    if (!isGitPointer(pointer)) {
+      throw new StoreError(
+        "invalid-pointer",
+        `${JSON.stringify(pointer.revision)} is not a full Git commit hash. ${isFilePointer(pointer) ? "A file-only cohort pointer resolves only against the current files (adopt it into Git first)." : ""}`,
+      );
+    }
+    const members = [...paths].sort(comparePaths);
+    for (const path of members) assertGitPath(path);
+    let listing: string;
+    try {
+      listing = await this.runner.run(["ls-tree", "-z", "-r", "--full-tree", `${pointer.revision}^{commit}`, "--", ...members]);
+    } catch (error) {
+      if (error instanceof GitCommandError && /not a valid object|not a tree object|bad object|invalid object|Not a valid/i.test(error.stderr)) {
+        throw new StoreError(
+          "revision-missing",
+          `Revision ${pointer.revision} is not a commit in the state repository ${this.root}. Its history is unavailable here ` +
+            `(a different storage root, a reset, or missing objects); select another checkpoint or restore the original repository.`,
+          { cause: error },
+        );
+      }
+      throw gitFailed(`Listing revision ${pointer.revision}`, error);
+    }
+    const entries = new Map<string, string>();
+    for (const record of listing.split("\0")) {
+      if (record === "") continue;
+      const tab = record.indexOf("\t");
+      const [mode, type, sha] = record.slice(0, tab).split(" ");
+      const path = record.slice(tab + 1);
+      if (type !== "blob" || (mode !== "100644" && mode !== "100755") || !sha) {
+        throw new StoreError(
+          "not-regular-object",
+          `${path} at revision ${pointer.revision} is a ${type} with mode ${mode}, not a regular file; State Flow reads only regular-file Git objects.`,
+          { file: path },
+        );
+      }
+      entries.set(path, sha);
+    }
+    const files = new Map<string, Buffer | null>(members.map((p) => [p, null]));
+    const wanted = members.filter((p) => entries.has(p));
+    if (wanted.length > 0) {
+      let raw: Buffer;
+      try {
+        raw = await this.runner.catFileBuffer(["--batch"], wanted.map((p) => `${entries.get(p)}\n`).join(""));
+      } catch (error) {
+        throw gitFailed(`Reading objects of revision ${pointer.revision}`, error);
+      }
+      const blobs = parseCatFileBatch(raw);
+      wanted.forEach((path, index) => {
+        const blob = blobs[index];
+        if (!blob || blob.sha !== entries.get(path)) {
+          throw new StoreError("revision-missing", `The object of ${path} at revision ${pointer.revision} is missing from the repository.`, { file: path });
+        }
+        files.set(path, blob.bytes);
+      });
+    }
+    return { pointer: { revision: pointer.revision }, files, hashes: hashFiles(files) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Publication
+
+  async publish(request: PublishRequest): Promise<PublishReceipt> {
+    const members = validateRequest(request);
+    for (const path of members) assertGitPath(path);
+    if (request.basis.pointer !== null && !isGitPointer(request.basis.pointer)) {
+      throw new StoreError(
+        "invalid-pointer",
+        `The basis ${request.basis.pointer.revision} is a file-only cohort; adopt it into Git (adoptFileCohort) before publishing through Git.`,
+      );
+    }
+    const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "git publication" });
+    let keepLock = false;
+    try {
+      const current = new Map<string, Buffer | null>();
+      for (const path of members) current.set(path, await readOwnedFile(this.root, path));
+      const currentHashes = hashFiles(current);
+      for (const [path, found] of currentHashes) {
+        const expected = request.basis.hashes.get(path);
+        if (expected !== found) throw staleBasisError(path, expected, found);
+      }
+      const { ref, revision: head } = await this.head();
+      if (request.basis.pointer !== null && head === null) {
+        throw new StoreError(
+          "stale-basis",
+          `Stale basis: ${ref} of the state repository no longer exists although the basis names ${request.basis.pointer.revision}. Nothing was written; reconcile the repository history and retry.`,
+          { file: ref },
+        );
+      }
+      // The reconciled base: every member is unchanged, so a head that moved through other scopes' commits is adopted.
+      const changed = members.filter((p) => {
+        const bytes = request.writes.has(p) ? (request.writes.get(p) ?? null) : (current.get(p) ?? null);
+        return (bytes === null ? null : sha256Hex(bytes)) !== currentHashes.get(p);
+      });
+      if (changed.length === 0 && head !== null) {
+        return { pointer: { revision: head }, hashes: currentHashes, changed, committed: false };
+      }
+      const overlay = new Map<string, Buffer | null>();
+      for (const [path, bytes] of request.writes) overlay.set(path, bytes);
+      const commit = await this.commitIsolated({ ref, base: head, overlay, message: request.message ?? "state-flow: accepted cohort" });
+      keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
+      for (const path of writeOrder(request.writes.keys())) {
+        const bytes = request.writes.get(path) ?? null;
+        if (bytes === null) await removeOwnedFile(this.root, path);
+        else await writeOwnedFileAtomic(this.root, path, bytes);
+      }
+      const indexSynced = await this.installIndex(commit.index);
+      keepLock = false;
+      const hashes = new Map(currentHashes);
+      for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
+      return { pointer: { revision: commit.revision }, hashes, changed, committed: true, indexSynced };
+    } catch (error) {
+      if (keepLock && error instanceof Error) {
+        throw new StoreError(
+          "io-failed",
+          `The cohort was committed to Git but writing the live files or the index failed: ${error.message}. ` +
+            `The publication lock ${this.lockPath} is kept. Recover with git -C ${this.root} checkout HEAD -- . ` +
+            `(after checking for unrelated edits), then remove the lock.`,
+          { file: this.lockPath, cause: error },
+        );
+      }
+      throw error;
+    } finally {
+      if (!keepLock) await lock.release();
+    }
+  }
+
+  /**
+   * Adopts the exact current file-only cohort into Git: commits the full current cohort (present
+   * members as their exact bytes, absent members removed) on top of the current head, without
+   * fabricating history. Fails with `pointer-unavailable` if the files are not the expected cohort.
+   */
+  async adoptFileCohort(paths: readonly string[], expected: StorePointer): Promise<PublishReceipt> {
+    const members = [...paths].sort(comparePaths);
+    for (const path of members) assertGitPath(path);
+    const fileLock = await acquirePublicationLock(join(this.root, FILE_LOCK_NAME), { generation: this.generation, purpose: "adoption into git" });
+    let lock: HeldLock | undefined;
+    try {
+      lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "adoption into git" });
+      const files = new Map<string, Buffer | null>();
+      for (const path of members) files.set(path, await readOwnedFile(this.root, path));
+      const hashes = hashFiles(files);
+      const pointer = filePointerOf(hashes);
+      if (pointer.revision !== expected.revision) {
+        throw new StoreError(
+          "pointer-unavailable",
+          `Cannot adopt ${expected.revision} into Git: the current files form ${pointer.revision}. Only the exact selected current cohort can be adopted.`,
+        );
+      }
+      const { ref, revision: head } = await this.head();
+      const commit = await this.commitIsolated({
+        ref,
+        base: head,
+        overlay: files,
+        message: `state-flow: adopt file-only cohort ${expected.revision}\n\n${cohortListing(hashes)}`,
+      });
+      const indexSynced = await this.installIndex(commit.index);
+      return { pointer: { revision: commit.revision }, hashes, changed: members, committed: true, indexSynced };
+    } finally {
+      await lock?.release();
+      await fileLock.release();
+    }
+  }
+
+  /** Builds and CAS-publishes one commit through an isolated index. Returns the commit and the index file to install. */
+  private async commitIsolated(options: { ref: string; base: string | null; overlay: ReadonlyMap<string, Buffer | null>; message: string }): Promise<{ revision: string; index: string }> {
+    const { ref, base, overlay, message } = options;
+    const index = join(this.info.gitDir, `state-flow-index.${process.pid}.${randomBytes(6).toString("hex")}`);
+    const env = { GIT_INDEX_FILE: index };
+    try {
+      // Start from the caller's index (it tracks HEAD and keeps the stat cache) or from the base tree.
+      let seeded = false;
+      if (base !== null) {
+        try {
+          await copyFile(join(this.info.gitDir, "index"), index, fsConstants.COPYFILE_EXCL);
+          seeded = true;
+        } catch (error) {
+          if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
+        }
+        if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
+      }
+      await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`], "Staging the worktree delta (git add -A)", env);
+      const objectsDir = join(this.info.commonDir, "objects");
+      let info = "";
+      for (const path of [...overlay.keys()].sort(comparePaths)) {
+        const bytes = overlay.get(path) ?? null;
+        if (bytes === null) {
+          info += `0 ${this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1}\t${path}\0`;
+        } else {
+          const id = this.info.objectFormat === "sha1" ? await writeLooseBlob(objectsDir, bytes) : (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], "Writing a blob", undefined, bytes)).trim();
+          info += `100644 ${id}\t${path}\0`;
+        }
+      }
+      if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
+      const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
+      let revision: string;
+      try {
+        revision = (await this.runner.run(["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message])).trim();
+      } catch (error) {
+        if (looksLikeIdentityError(error)) throw identityMissing(error);
+        throw gitFailed("Creating the commit (git commit-tree)", error);
+      }
+      try {
+        await this.runner.run(["update-ref", "-m", "state-flow: accepted cohort", ref, revision, base ?? (this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1)]);
+      } catch (error) {
+        throw new StoreError(
+          "stale-basis",
+          `Stale basis: ${ref} of the state repository moved away from ${base ?? "(unborn)"} while publishing (compare-and-swap failed). ` +
+            `Nothing was published; reload the current view and retry. Git said: ${error instanceof Error ? error.message : String(error)}`,
+          { file: ref, cause: error },
+        );
+      }
+      return { revision, index };
+    } catch (error) {
+      await unlink(index).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Installs the isolated index as the caller's index via the index.lock protocol. False if git holds index.lock. */
+  private async installIndex(index: string): Promise<boolean> {
+    const lockPath = join(this.info.gitDir, "index.lock");
+    let handle;
+    try {
+      handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
+    } catch (error) {
+      await unlink(index).catch(() => undefined);
+      if (errnoOf(error) === "EEXIST") return false;
+      throw error;
+    }
+    await handle.close();
+    try {
+      await rename(index, lockPath);
+      await rename(lockPath, join(this.info.gitDir, "index"));
+    } catch (error) {
+      await unlink(lockPath).catch(() => undefined);
+      await unlink(index).catch(() => undefined);
+      throw error;
+    }
+    return true;
+  }
+
+  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string): Promise<string> {
+    try {
+      return await this.runner.run(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }) });
+    } catch (error) {
+      throw gitFailed(what, error);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Remote publication
+
+  /** The remote to publish to: branch.<b>.remote, else `origin`, else the only remote; null = local-only. One process. */
+  async publicationRemote(): Promise<string | null> {
+    const ref = await this.headBranch();
+    const branch = ref.slice("refs/heads/".length);
+    let out = "";
+    try {
+      out = await this.runner.run(["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]);
+    } catch (error) {
+      if (!(error instanceof GitCommandError && error.exitCode === 1)) throw gitFailed("Reading remote configuration", error);
+    }
+    const remotes: string[] = [];
+    let branchRemote: string | undefined;
+    for (const record of out.split("\0")) {
+      const nl = record.indexOf("\n");
+      if (nl < 0) continue;
+      const key = record.slice(0, nl);
+      const value = record.slice(nl + 1);
+      const remote = /^remote\.(.+)\.url$/.exec(key);
+      if (remote?.[1]) remotes.push(remote[1]);
+      if (key === `branch.${branch}.remote`) branchRemote = value;
+    }
+    if (branchRemote && remotes.includes(branchRemote)) return branchRemote;
+    if (remotes.includes("origin")) return "origin";
+    return remotes.length === 1 ? (remotes[0] ?? null) : null;
+  }
+
+  /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */
+  async pushRevision(revision: string): Promise<GitPushResult> {
+    const remote = await this.publicationRemote();
+    if (remote === null) return { kind: "local-only" };
+    const ref = await this.headBranch();
+    try {
+      await this.runner.run(["push", "--quiet", remote, `${revision}:${ref}`]);
+      return { kind: "pushed", remote };
+    } catch (error) {
+      const stderr = error instanceof GitCommandError ? error.stderr : String(error);
+      if (/bad object|does not match any|not a valid|unable to push to unqualified destination|src refspec/i.test(stderr)) {
+        return { kind: "unreachable", remote, detail: stderr.trim() };
+      }
+      return { kind: "failed", remote, detail: stderr.trim() };
+    }
+  }
+}
+
+function assertGitPath(path: string): void {
+  if (/[\n\r]/.test(path)) {
+    throw new StoreError("invalid-key", `${JSON.stringify(path)} contains a line break, which Git batch reads cannot express; use another storage root or cwd.`, {
+      file: path,
+    });
+  }
+}
+
+/** Writes a loose blob object exactly as git would (zlib of "blob <n>\0" + bytes) unless it exists. */
+async function writeLooseBlob(objectsDir: string, bytes: Buffer): Promise<string> {
+  const id = gitBlobId(bytes, "sha1");
+  const dir = join(objectsDir, id.slice(0, 2));
+  const target = join(dir, id.slice(2));
+  try {
+    await lstat(target);
+    return id; // content-addressed: an existing object has these bytes
+  } catch (error) {
+    if (errnoOf(error) !== "ENOENT") throw error;
+  }
+  await mkdir(dir, { recursive: true });
+  const temp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
+  const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o444);
+  try {
+    await handle.writeFile(deflateSync(Buffer.concat([Buffer.from(`blob ${bytes.length}\0`), bytes])));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rename(temp, target);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+  return id;
+}
+
+/** Parses `git cat-file --batch` output into objects (missing entries yield undefined). */
+export function parseCatFileBatch(raw: Buffer): Array<{ sha: string; type: string; bytes: Buffer } | undefined> {
+  const objects: Array<{ sha: string; type: string; bytes: Buffer } | undefined> = [];
+  let offset = 0;
+  while (offset < raw.length) {
+    const nl = raw.indexOf(0x0a, offset);
+    if (nl < 0) throw new StoreError("git-failed", "Truncated git cat-file --batch output (header without newline).");
+    const header = raw.subarray(offset, nl).toString("utf8");
+    offset = nl + 1;
+    if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
+      objects.push(undefined);
+      continue;
+    }
+    const [sha, type, sizeText] = header.split(" ");
+    const size = Number(sizeText);
+    if (!sha || !type || !Number.isSafeInteger(size) || offset + size + 1 > raw.length) {
+      throw new StoreError("git-failed", `Truncated or malformed git cat-file --batch output at ${JSON.stringify(header)}.`);
+    }
+    objects.push({ sha, type, bytes: Buffer.from(raw.subarray(offset, offset + size)) });
+    offset += size + 1; // content + LF
+  }
+  return objects;
+}
+

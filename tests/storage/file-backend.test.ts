@@ -1,0 +1,135 @@
+import { readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FileBackend, FILE_LOCK_NAME, cohortListing, filePointerOf, isFilePointer, writeOrder } from "../../storage/file-backend.ts";
+import { sha256Hex } from "../../storage/fs-safe.ts";
+import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
+import { acquirePublicationLock } from "../../storage/lock.ts";
+import { TempDirs } from "./helpers.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+const keys = { cwdKey: "--tmp-project--", sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555" };
+const paths = cohortPaths(keys);
+const g = scopeFiles("global", keys);
+const c = scopeFiles("cwd", keys);
+const s = scopeFiles("session", keys);
+
+function backend() {
+  return new FileBackend(temps.make(), { generation: "test" });
+}
+
+describe("file-only backend", () => {
+  it("computes exact-cohort pointers over the canonical listing", () => {
+    const hashes = new Map<string, string | null>([["b.json", null], ["a.json", sha256Hex("x")]]);
+    expect(cohortListing(hashes)).toBe(`state-flow file cohort v1\n${sha256Hex("x")} a.json\n- b.json\n`);
+    const pointer = filePointerOf(hashes);
+    expect(pointer.revision).toMatch(/^file:[0-9a-f]{64}$/);
+    expect(isFilePointer(pointer)).toBe(true);
+    expect(isFilePointer({ revision: "file:ABC" })).toBe(false);
+    expect(filePointerOf(new Map([["a.json", sha256Hex("x")], ["b.json", null]]))).toEqual(pointer);
+    expect(filePointerOf(new Map([["a.json", sha256Hex("y")], ["b.json", null]]))).not.toEqual(pointer);
+    expect(writeOrder([s.meta!, g.meta, s.config!, c.patches, g.checkpoint])).toEqual([g.checkpoint, c.patches, s.config, g.meta, s.meta]);
+  });
+
+  it("publishes a cohort atomically and loads it back byte-exactly", async () => {
+    const store = backend();
+    const empty = await store.loadCurrent(paths);
+    expect([...empty.files.values()].every((v) => v === null)).toBe(true);
+    const writes = new Map<string, Buffer | null>([
+      [g.checkpoint, Buffer.from('{"g":1}\n')],
+      [g.patches, Buffer.from("")],
+      [s.checkpoint, Buffer.from([0xff, 0x00])],
+      [s.patches, Buffer.from("{}\n")],
+      [s.meta, Buffer.from('{"m":1}')],
+    ]);
+    const receipt = await store.publish({ basis: empty, writes });
+    expect(receipt.committed).toBe(true);
+    expect(receipt.changed).toHaveLength(5);
+    const loaded = await store.loadCurrent(paths);
+    expect(loaded.pointer).toEqual(receipt.pointer);
+    for (const [path, bytes] of writes) expect(loaded.files.get(path)).toEqual(bytes);
+    expect(await store.loadRevision(receipt.pointer, paths)).toMatchObject({ pointer: receipt.pointer });
+    expect(readdirSync(store.root).filter((n) => n.includes(".tmp") || n === FILE_LOCK_NAME)).toEqual([]);
+    // delete a member
+    const again = await store.publish({ basis: loaded, writes: new Map([[s.meta, null]]) });
+    expect((await store.loadCurrent(paths)).files.get(s.meta)).toBeNull();
+    expect(again.changed).toEqual([s.meta]);
+  });
+
+  it("refuses a stale basis naming the file and scope that moved, writing nothing", async () => {
+    const store = backend();
+    const base = await store.loadCurrent(paths);
+    await store.publish({ basis: base, writes: new Map([[c.checkpoint, Buffer.from("1")], [c.patches, Buffer.from("")]]) });
+    // A second publisher still holding the old basis:
+    const error = await store.publish({ basis: base, writes: new Map([[s.checkpoint, Buffer.from("x")], [s.patches, Buffer.from("")]]) }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "stale-basis", file: c.checkpoint });
+    expect((error as Error).message).toContain(`cwd scope file ${c.checkpoint} moved`);
+    expect((await store.loadCurrent(paths)).files.get(s.checkpoint)).toBeNull();
+  });
+
+  it("refuses while the publication lock is held and never steals it", async () => {
+    const store = backend();
+    const base = await store.loadCurrent(paths);
+    const lock = await acquirePublicationLock(store.lockPath, { generation: "other" });
+    await expect(store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("{}")]]) })).rejects.toMatchObject({
+      code: "lock-held",
+      message: expect.stringContaining(store.lockPath),
+    });
+    expect((await store.loadCurrent(paths)).files.get(g.meta)).toBeNull();
+    await lock.release();
+    await store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("{}")]]) });
+  });
+
+  it("refuses writes outside the cohort and symlinked members", async () => {
+    const store = backend();
+    const base = await store.loadCurrent(paths);
+    await expect(store.publish({ basis: base, writes: new Map([["other.json", Buffer.from("x")]]) })).rejects.toMatchObject({ code: "invalid-request" });
+    const outside = join(temps.make(), "victim.json");
+    writeFileSync(outside, "keep");
+    symlinkSync(outside, join(store.root, "meta.json"));
+    await expect(store.loadCurrent(paths)).rejects.toMatchObject({ code: "symlink-refused" });
+    await expect(store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("x")]]) })).rejects.toMatchObject({ code: "symlink-refused" });
+    expect(readFileSync(outside, "utf8")).toBe("keep");
+  });
+
+  it("does not pass current files off as a replaced cohort", async () => {
+    const store = backend();
+    const base = await store.loadCurrent(paths);
+    const first = await store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("1")]]) });
+    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.meta, Buffer.from("2")]]) });
+    await expect(store.loadRevision(first.pointer, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
+    await expect(store.loadRevision({ revision: "a".repeat(40) }, paths)).rejects.toMatchObject({ code: "invalid-pointer" });
+  });
+
+  it("rolls back a failed multi-file write from the verified basis", async () => {
+    const root = temps.make();
+    let failOn: string | undefined;
+    const store = new FileBackend(root, {
+      generation: "t",
+      beforeWrite: (path) => {
+        if (path === failOn) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      },
+    });
+    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("")]]) });
+    const current = await store.loadCurrent(paths);
+    failOn = s.meta;
+    await expect(
+      store.publish({ basis: current, writes: new Map([[g.checkpoint, Buffer.from("new")], [s.checkpoint, Buffer.from("s")], [s.patches, Buffer.from("")], [s.meta, Buffer.from("m")]]) }),
+    ).rejects.toThrow("ENOSPC");
+    const after = await store.loadCurrent(paths);
+    expect(after.pointer).toEqual(current.pointer); // nothing accepted was lost, nothing half-written remains
+    expect(after.files.get(g.checkpoint)?.toString()).toBe("old");
+    expect(after.files.get(s.checkpoint)).toBeNull();
+    failOn = undefined;
+    await store.publish({ basis: after, writes: new Map([[g.meta, Buffer.from("ok")]]) }); // lock was released
+  });
+
+  it("refuses a basis whose pointer does not match its hashes", async () => {
+    const store = backend();
+    const base = await store.loadCurrent(paths);
+    await expect(store.publish({ basis: { pointer: { revision: `file:${"0".repeat(64)}` }, hashes: base.hashes }, writes: new Map() })).rejects.toMatchObject({
+      code: "invalid-pointer",
+    });
+  });
+});
