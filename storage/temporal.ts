@@ -347,3 +347,42 @@ export function readTemporalState(view: TemporalView, offset = 0, scope: ScopeSe
 export function sameState(a: ScopeState, b: ScopeState): boolean {
   return jsonEqual(a as unknown as JsonObject, b as unknown as JsonObject);
 }
+
+export interface CompactTransition {
+  id: string;
+  step: number;
+  /** Changed paths per scope, e.g. `working.next`; empty when that scope's record has folded away. */
+  changes: Partial<Record<ScopeName, string[]>>;
+}
+
+function changedPaths(patch: JsonObject, prefix = ""): string[] {
+  const paths: string[] = [];
+  for (const key of Object.keys(patch)) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    const value = patch[key];
+    const nested = typeof value === "object" && value !== null && !Array.isArray(value) && prefix.split(".").length < 2;
+    if (nested && Object.keys(value).length > 0) paths.push(...changedPaths(value as JsonObject, path));
+    else paths.push(value === null ? `-${path}` : path);
+  }
+  return paths;
+}
+
+/**
+ * Compact context for the model: the newest transitions of the active lineage (at most seven),
+ * newest first, with the changed paths (two levels deep) of each scope they touched.
+ */
+export function recentTransitions(view: TemporalView, limit = MAX_TAIL): CompactTransition[] {
+  const byId = new Map<string, CompactTransition>();
+  const ordered = [...view.lineage.window].reverse().slice(0, limit).map((ref) => {
+    const entry: CompactTransition = { id: ref.id, step: ref.step, changes: {} };
+    byId.set(ref.id, entry);
+    return entry;
+  });
+  for (const scope of SCOPES) {
+    for (const record of view.streams[scope].tail) {
+      const entry = record.lineage === view.lineage.id ? byId.get(record.id) : undefined;
+      if (entry) entry.changes[scope] = changedPaths(record.patch as unknown as JsonObject);
+    }
+  }
+  return ordered;
+}

@@ -10,6 +10,7 @@ import {
   createView,
   originateView,
   readTemporalState,
+  recentTransitions,
   type TemporalView,
 } from "../../storage/temporal.ts";
 import { SnapshotOracle, stableStringify, type Scope } from "../support/oracle.ts";
@@ -241,5 +242,17 @@ describe("lineages sharing scopes", () => {
     const forged = structuredClone(h.view.streams.session);
     forged.tail[0]!.id = "T-other";
     expect(errorCode(() => createView(h.view.lineage, { ...h.view.streams, session: forged }))).toBe("invalid-lineage");
+  });
+});
+
+describe("recentTransitions", () => {
+  it("lists at most seven transitions, newest first, with changed paths per scope", () => {
+    const h = new Harness();
+    for (let i = 1; i <= 9; i++) h.patch({ session: { working: { [`k${i}`]: i } }, ...(i === 9 ? { cwd: { contract: { lang: "ts", old: null } } } : {}) });
+    const recent = recentTransitions(h.view);
+    expect(recent).toHaveLength(7);
+    expect(recent.map((t) => t.id)).toEqual(["T9", "T8", "T7", "T6", "T5", "T4", "T3"]);
+    expect(recent[0]!.changes).toEqual({ cwd: ["contract.lang"], session: ["working.k9"] });
+    expect(recent.every((t) => t.changes.session!.length === 1)).toBe(true);
   });
 });
