@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { embedDiagram, invariantIds, unmentionedIds, MissingMarkerError, beginMarker, endMarker } from "../../../adapters/diagram/docs.ts";
+import { renderMermaid } from "../../../adapters/diagram/mermaid.ts";
+import { machineCatalog } from "../../../machines/catalog.ts";
+
+const root = join(import.meta.dirname, "..", "..", "..");
+const doc = readFileSync(join(root, "docs", "state-machines.md"), "utf8");
+
+function testSources(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) return testSources(p);
+    return p.endsWith(".test.ts") ? [readFileSync(p, "utf8")] : [];
+  });
+}
+
+describe("docs/state-machines.md", () => {
+  it("embeds exactly the diagrams the machines generate (run npm run machines)", () => {
+    let regenerated = doc;
+    for (const { name, machine } of machineCatalog) regenerated = embedDiagram(regenerated, name, renderMermaid(machine));
+    expect(doc === regenerated, "docs/state-machines.md diagrams are stale: run npm run machines").toBe(true);
+  });
+
+  it("has a section per catalogued machine", () => {
+    for (const { doc: id, name } of machineCatalog) {
+      expect(doc).toMatch(new RegExp(`^## ${id} — `, "m"));
+      expect(doc).toContain(beginMarker(name));
+    }
+  });
+
+  it("every invariant id in the doc is mentioned by at least one test name or assertion message", () => {
+    const ids = invariantIds(doc);
+    expect(ids.length).toBeGreaterThanOrEqual(20);
+    const missing = unmentionedIds(ids, testSources(join(root, "tests", "machines")));
+    expect(missing, `invariants without a test: ${missing.join(", ")}`).toEqual([]);
+  });
+
+  it("negative control: an id nobody tests is reported", () => {
+    const ids = invariantIds("- I9.1 made up\n- I9.2 also\n");
+    expect(unmentionedIds(ids, ['it("I9.1 covered")'])).toEqual(["I9.2"]);
+    expect(unmentionedIds(["I1.1"], ["I1.10 only"]), "I1.10 must not count as I1.1").toEqual(["I1.1"]);
+    expect(unmentionedIds(["I1.5"], ["I1.1–I1.10 hold"])).toEqual([]);
+  });
+
+  it("embedDiagram fails with a named error when markers are missing", () => {
+    expect(() => embedDiagram("# nothing", "episode", "x")).toThrow(MissingMarkerError);
+    const d = `${beginMarker("x")}\nold\n${endMarker("x")}`;
+    expect(embedDiagram(d, "x", "new\n")).toBe(`${beginMarker("x")}\n\`\`\`mermaid\nnew\n\`\`\`\n${endMarker("x")}`);
+  });
+});
