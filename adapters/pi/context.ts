@@ -1,0 +1,152 @@
+// Context projection: what the model sees on each inference while State Flow owns the branch.
+//
+// Pi keeps the full trace; State Flow replaces what reaches the model between complete runs:
+//   steady    [runtime context] + foreign custom messages + the complete current run
+//   bootstrap [runtime context] + pre-Flow context (or the frozen stop handoff and what followed
+//             it, after a restart) + the complete current run — exactly one migration run
+//   passive   the frozen stop handoff + messages created after stop (State Flow is stopped)
+// Boundaries are persistent custom messages in the branch (run anchors, stop handoffs), tagged
+// with the physical session id so a fork never reads its parent's markers. Private resolution
+// instructions only reach the model inside their own run, and only the newest one.
+
+import type { AgentMessage } from "@earendil-works/pi-agent-core";
+import type { ScopeState } from "../../storage/scope-state.ts";
+import type { CompactTransition } from "../../storage/temporal.ts";
+
+export const RUN_ANCHOR = "state-flow-run";
+export const STOP_HANDOFF = "state-flow-stop";
+export const RESOLUTION_NOTE = "state-flow-resolution";
+export const RUNTIME_CONTEXT = "state-flow-context";
+
+const OWN_TYPES = new Set([RUN_ANCHOR, STOP_HANDOFF, RESOLUTION_NOTE, RUNTIME_CONTEXT]);
+
+export type ProjectionMode = "steady" | "bootstrap" | "passive";
+
+export interface MarkerDetails {
+  sessionId: string;
+}
+
+type Custom = Extract<AgentMessage, { role: "custom" }>;
+
+function isCustom(message: AgentMessage): message is Custom {
+  return message.role === "custom";
+}
+
+export function isOwnMessage(message: AgentMessage): boolean {
+  return isCustom(message) && OWN_TYPES.has(message.customType);
+}
+
+function isMarker(message: AgentMessage, type: string, sessionId: string): boolean {
+  return isCustom(message) && message.customType === type && (message.details as MarkerDetails | undefined)?.sessionId === sessionId;
+}
+
+function lastIndex(messages: readonly AgentMessage[], predicate: (m: AgentMessage) => boolean): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (predicate(messages[i]!)) return i;
+  return -1;
+}
+
+/** Index where the current run starts: its user prompt, else its anchor, else the beginning. */
+export function currentRunStart(messages: readonly AgentMessage[], sessionId: string): number {
+  const anchor = lastIndex(messages, (m) => isMarker(m, RUN_ANCHOR, sessionId));
+  if (anchor < 0) return 0;
+  return messages[anchor - 1]?.role === "user" ? anchor - 1 : anchor;
+}
+
+/** The current run without State Flow's own markers, discarded drafts and superseded resolution notes. */
+function currentRun(messages: readonly AgentMessage[], discarded: ReadonlySet<number>): AgentMessage[] {
+  const newestNote = lastIndex(messages, (m) => isCustom(m) && m.customType === RESOLUTION_NOTE);
+  return messages.filter((m, i) => {
+    if (m.role === "assistant" && discarded.has(m.timestamp)) return false;
+    if (isCustom(m) && m.customType === RESOLUTION_NOTE) return i === newestNote;
+    return !isOwnMessage(m);
+  });
+}
+
+export interface ProjectionInput {
+  messages: readonly AgentMessage[];
+  mode: ProjectionMode;
+  sessionId: string;
+  /** Text of the synthetic runtime-context user message (steady and bootstrap). */
+  runtimeContext: string;
+  /** Timestamps of unresolved drafts discarded in this run. */
+  discardedDrafts: ReadonlySet<number>;
+}
+
+export function runtimeContextMessage(text: string, timestamp: number): AgentMessage {
+  return { role: "user", content: [{ type: "text", text }], timestamp } as AgentMessage;
+}
+
+export function projectContext(input: ProjectionInput): AgentMessage[] {
+  const { messages, mode, sessionId } = input;
+  const stop = lastIndex(messages, (m) => isMarker(m, STOP_HANDOFF, sessionId));
+  if (mode === "passive") {
+    const from = Math.max(stop, 0);
+    return messages.slice(from).filter((m, i) => (i === 0 && stop >= 0) || !isOwnMessage(m));
+  }
+  const start = currentRunStart(messages, sessionId);
+  const before = messages.slice(0, start);
+  const run = currentRun(messages.slice(start), input.discardedDrafts);
+  const context = runtimeContextMessage(input.runtimeContext, messages[start]?.timestamp ?? 0);
+  if (mode === "bootstrap") {
+    const from = stop >= 0 && stop < start ? stop : 0;
+    const preFlow = before.slice(from).filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
+    return [context, ...preFlow, ...run];
+  }
+  const foreign = before.filter((m) => isCustom(m) && !isOwnMessage(m));
+  return [context, ...foreign, ...run];
+}
+
+// ---- runtime context text -------------------------------------------------------------------
+
+export interface RuntimeContextInput {
+  /** The user's request of the current user-initiated run (may be empty for image-only runs). */
+  specification: string;
+  state: ScopeState;
+  step: number;
+  transitions: CompactTransition[];
+  invalidations: { path: string; reason: string }[];
+  resolutionNote: string | null;
+  bootstrap: boolean;
+}
+
+export function renderRuntimeContext(input: RuntimeContextInput): string {
+  const lines: string[] = [
+    "[State Flow runtime context — assistant-produced state, fallible; it is not an instruction]",
+    "",
+    "## Current specification (the user's request for this run)",
+    input.specification.trim() || "(empty)",
+    "",
+    `## state[0] — effective state (global → cwd → session) at step ${input.step}`,
+    "```json",
+    JSON.stringify(input.state, null, 2),
+    "```",
+    "",
+    "## Recent transitions (newest first)",
+  ];
+  if (input.transitions.length === 0) lines.push("(none since this lineage's origin)");
+  for (const t of input.transitions) {
+    const parts = Object.entries(t.changes).map(([scope, paths]) => `${scope}: ${paths.join(", ")}`);
+    lines.push(`- step ${t.step}: ${parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)"}`);
+  }
+  lines.push("", "## Artifact invalidations");
+  if (input.invalidations.length === 0) lines.push("(none)");
+  for (const inv of input.invalidations) lines.push(`- ${inv.path}: ${inv.reason}`);
+  if (input.bootstrap) {
+    lines.push(
+      "",
+      "## Bootstrap",
+      "This is the migration run: the earlier conversation below is visible only now. Move whatever stays relevant into state with patch_state before you finish; later runs will not see it.",
+    );
+  }
+  if (input.resolutionNote) lines.push("", "## Resolution", input.resolutionNote);
+  return lines.join("\n");
+}
+
+/** Protocol text appended to the system prompt while State Flow is active. */
+export const PROTOCOL = `## State Flow protocol
+State Flow keeps this conversation's durable memory as one materialized state per scope (global, cwd, session; effective = global → cwd → session, session wins). Each run you see the user's current request, state[0] and compact transition context in a runtime-context message, plus this run's own messages; earlier runs are not replayed.
+- patch_state({global?, cwd?, session?, final?}) is the only way to change state. Each scope patch may touch artifacts, contract and working; objects merge, arrays and values replace, null deletes a key. response is captured by the runtime from your final answer.
+- Use patch_state only for established, future-relevant facts: decisions, verified results, unresolved questions and the exact continuation. No narration or routine progress.
+- Call patch_state alone in its message: any other tool call beside it is blocked.
+- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). Without it your answer is not accepted and you will be asked again.
+- read_state({offset?: 0–7, scope?}) reads older or scope-specific state when a concrete gap needs it.`;

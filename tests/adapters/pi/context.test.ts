@@ -1,0 +1,99 @@
+import type { AgentMessage } from "@earendil-works/pi-agent-core";
+import { describe, expect, it } from "vitest";
+import {
+  PROTOCOL,
+  RESOLUTION_NOTE,
+  RUN_ANCHOR,
+  STOP_HANDOFF,
+  currentRunStart,
+  projectContext,
+  renderRuntimeContext,
+  type ProjectionMode,
+} from "../../../adapters/pi/context.ts";
+import { emptyScopeState } from "../../../storage/scope-state.ts";
+
+let clock = 0;
+const user = (text: string): AgentMessage => ({ role: "user", content: [{ type: "text", text }], timestamp: ++clock }) as AgentMessage;
+const assistant = (text: string): AgentMessage => ({ role: "assistant", content: [{ type: "text", text }], stopReason: "stop", timestamp: ++clock }) as unknown as AgentMessage;
+const custom = (customType: string, content: string, sessionId = "S"): AgentMessage =>
+  ({ role: "custom", customType, content, display: false, details: { sessionId }, timestamp: ++clock }) as AgentMessage;
+
+const text = (m: AgentMessage): string => {
+  const c = (m as { content: unknown }).content;
+  return typeof c === "string" ? c : (c as { text?: string }[]).map((b) => b.text ?? "").join("");
+};
+
+function project(messages: AgentMessage[], mode: ProjectionMode, discarded: number[] = []) {
+  return projectContext({ messages, mode, sessionId: "S", runtimeContext: "CTX", discardedDrafts: new Set(discarded) }).map(text);
+}
+
+describe("projectContext", () => {
+  const history = [user("old request"), assistant("old answer"), custom("foreign-ext", "keep me", "whatever")];
+
+  it("steady: runtime context + foreign custom messages + the complete current run; completed runs leave", () => {
+    const run = [user("new request"), custom(RUN_ANCHOR, "[run]"), assistant("working")];
+    expect(project([...history, user("prev run"), custom(RUN_ANCHOR, "[run]"), assistant("prev answer"), ...run], "steady")).toEqual([
+      "CTX",
+      "keep me",
+      "new request",
+      "working",
+    ]);
+  });
+
+  it("bootstrap keeps the pre-Flow context for the migration run", () => {
+    const messages = [...history, user("new request"), custom(RUN_ANCHOR, "[run]")];
+    expect(project(messages, "bootstrap")).toEqual(["CTX", "old request", "old answer", "keep me", "new request"]);
+  });
+
+  it("bootstrap after a restart starts at the frozen stop handoff, not the raw pre-stop transcript", () => {
+    const messages = [...history, custom(STOP_HANDOFF, "FROZEN"), user("while stopped"), assistant("plain answer"), user("restart request"), custom(RUN_ANCHOR, "[run]")];
+    expect(project(messages, "bootstrap")).toEqual(["CTX", "FROZEN", "while stopped", "plain answer", "restart request"]);
+  });
+
+  it("passive: the frozen handoff plus what followed the stop", () => {
+    const messages = [...history, custom(RUN_ANCHOR, "[run]"), custom(STOP_HANDOFF, "FROZEN"), user("after stop")];
+    expect(project(messages, "passive")).toEqual(["FROZEN", "after stop"]);
+  });
+
+  it("ignores markers written by another physical session (a fork's parent)", () => {
+    const messages = [...history, custom(STOP_HANDOFF, "PARENT FROZEN", "PARENT"), user("q"), custom(RUN_ANCHOR, "[run]", "PARENT")];
+    expect(project(messages, "passive")).toEqual(["old request", "old answer", "keep me", "q"]);
+    expect(currentRunStart(messages, "S")).toBe(0);
+  });
+
+  it("drops discarded drafts and superseded resolution notes; keeps only the newest note in its run", () => {
+    const draft1 = assistant("draft one");
+    const draft2 = assistant("draft two");
+    const messages = [user("q"), custom(RUN_ANCHOR, "[run]"), draft1, custom(RESOLUTION_NOTE, "resolve 1"), draft2, custom(RESOLUTION_NOTE, "resolve 2")];
+    expect(project(messages, "steady", [draft1.timestamp, draft2.timestamp])).toEqual(["CTX", "q", "resolve 2"]);
+    const next = [...messages, assistant("final"), user("next"), custom(RUN_ANCHOR, "[run]")];
+    expect(project(next, "steady", [])).toEqual(["CTX", "next"]);
+  });
+});
+
+describe("renderRuntimeContext", () => {
+  it("carries the specification, state[0], compact transitions, invalidations and the resolution note", () => {
+    const text = renderRuntimeContext({
+      specification: "Fix the parser",
+      state: { ...emptyScopeState(), working: { next: "run tests" } },
+      step: 3,
+      transitions: [{ id: "T3", step: 3, changes: { session: ["working.next"] } }],
+      invalidations: [{ path: "/k/a.md", reason: "changed" }],
+      resolutionNote: "Attempt 2 of 3",
+      bootstrap: true,
+    });
+    expect(text).toContain("Fix the parser");
+    expect(text).toContain('"next": "run tests"');
+    expect(text).toContain("- step 3: session: working.next");
+    expect(text).toContain("- /k/a.md: changed");
+    expect(text).toContain("## Bootstrap");
+    expect(text).toContain("Attempt 2 of 3");
+    expect(text).toMatch(/not an instruction/);
+  });
+
+  it("the protocol names both tools and the final:true rule", () => {
+    expect(PROTOCOL).toMatch(/patch_state/);
+    expect(PROTOCOL).toMatch(/read_state/);
+    expect(PROTOCOL).toMatch(/final:true/);
+  });
+});
