@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import {
+  PATCH_STATE_JSON_SCHEMA,
+  READ_STATE_JSON_SCHEMA,
+  parsePatchStateArgs,
+  parseReadStateArgs,
+} from "../../../adapters/pi/tool-schemas.ts";
+
+describe("tool JSON schemas generated from valibot", () => {
+  it("patch_state: three optional scopes plus final, unknown fields rejected", () => {
+    const schema = PATCH_STATE_JSON_SCHEMA as Record<string, any>;
+    expect(schema.type).toBe("object");
+    expect(Object.keys(schema.properties)).toEqual(["global", "cwd", "session", "final"]);
+    expect(schema.required ?? []).toEqual([]);
+    expect(schema.additionalProperties).toBe(false);
+    expect(Object.keys(schema.properties.session.properties)).toEqual(["artifacts", "contract", "working"]);
+    expect(schema.properties.session.additionalProperties).toBe(false);
+    expect(schema.properties.final.type).toBe("boolean");
+  });
+
+  it("read_state: offset 0–7 and a scope selector", () => {
+    const schema = READ_STATE_JSON_SCHEMA as Record<string, any>;
+    expect(schema.properties.offset).toMatchObject({ type: "integer", minimum: 0, maximum: 7 });
+    expect(schema.properties.scope.enum).toEqual(["effective", "global", "cwd", "session"]);
+    expect(schema.additionalProperties).toBe(false);
+  });
+});
+
+describe("argument parsing", () => {
+  it("accepts patches and final-only eligibility", () => {
+    expect(parsePatchStateArgs({ session: { working: { a: null, b: [1] } }, final: true }).final).toBe(true);
+    expect(parsePatchStateArgs({ final: true }).patches).toEqual({});
+  });
+
+  it("rejects with State Flow's named messages first", () => {
+    expect(() => parsePatchStateArgs({ scope: "session", patch: {} })).toThrow(/retired \{scope, patch\} form/);
+    expect(() => parsePatchStateArgs({ session: { response: "x" } })).toThrow(/response is not patchable/);
+    expect(() => parsePatchStateArgs({})).toThrow(/at least one of global, cwd, session, or final:true/);
+  });
+
+  it("read_state defaults and bounds", () => {
+    expect(parseReadStateArgs({})).toEqual({ offset: 0, scope: "effective" });
+    expect(parseReadStateArgs(undefined)).toEqual({ offset: 0, scope: "effective" });
+    expect(parseReadStateArgs({ offset: 3, scope: "cwd" })).toEqual({ offset: 3, scope: "cwd" });
+    expect(() => parseReadStateArgs({ offset: 8 })).toThrow(/^offset: .*read_state takes \{offset\?: integer 0–7/);
+    expect(() => parseReadStateArgs({ scope: "project" })).toThrow(/^scope: /);
+    expect(() => parseReadStateArgs({ extra: 1 })).toThrow();
+  });
+});
