@@ -10,6 +10,7 @@
 // atomic writes (data files, then config, then meta) → new pointer. A failed write is rolled
 // back from the verified basis bytes; if even that fails the lock is kept (fail closed).
 
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic, assertStorePath } from "./fs-safe.ts";
 import { comparePaths, scopeOfPath } from "./layout.ts";
@@ -145,6 +146,7 @@ export class FileBackend implements StoreBackend {
         `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; publish on a snapshot loaded from this file-only store.`,
       );
     }
+    await mkdir(this.root, { recursive: true });
     const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "file-only publication" });
     let keepLock = false;
     try {

@@ -106,7 +106,7 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
     if (!options.init) return null;
     await mkdir(root, { recursive: true });
     try {
-      await runner.run(["init", "-q"]); // never deletes existing files
+      await runner.run(["init", "-q"], { silent: true }); // never deletes existing files
     } catch (error) {
       throw gitFailed(`Initializing the state repository at ${root}`, error, root);
     }
@@ -463,9 +463,9 @@ export class GitBackend implements StoreBackend {
         } catch (error) {
           if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
         }
-        if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
+        if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env, undefined, true);
       }
-      await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`], "Staging the worktree delta (git add -A)", env);
+      await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`], "Staging the worktree delta (git add -A)", env, undefined, true);
       const objectsDir = join(this.info.commonDir, "objects");
       let info = "";
       for (const path of [...overlay.keys()].sort(comparePaths)) {
@@ -477,7 +477,8 @@ export class GitBackend implements StoreBackend {
           info += `100644 ${id}\t${path}\0`;
         }
       }
-      if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
+      // --verbose prints one line per entry (see GitRunner.run about silent commands).
+      if (info) await this.git(["update-index", "--verbose", "-z", "--index-info"], "Overlaying the prepared files", env, info);
       const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
       let revision: string;
       try {
@@ -487,7 +488,9 @@ export class GitBackend implements StoreBackend {
         throw gitFailed("Creating the commit (git commit-tree)", error);
       }
       try {
-        await this.runner.run(["update-ref", "-m", "state-flow: accepted cohort", ref, revision, base ?? (this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1)]);
+        // Transaction verbs make update-ref report "start: ok / prepare: ok / commit: ok" (no silent-process delay).
+        const old = base ?? (this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1);
+        await this.runner.run(["update-ref", "-m", "state-flow: accepted cohort", "--stdin"], { input: `start\nupdate ${ref} ${revision} ${old}\nprepare\ncommit\n` });
       } catch (error) {
         throw new StoreError(
           "stale-basis",
@@ -526,9 +529,9 @@ export class GitBackend implements StoreBackend {
     return true;
   }
 
-  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string): Promise<string> {
+  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string, silent = false): Promise<string> {
     try {
-      return await this.runner.run(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }) });
+      return await this.runner.run(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }), silent });
     } catch (error) {
       throw gitFailed(what, error);
     }
@@ -604,8 +607,9 @@ async function writeLooseBlob(objectsDir: string, bytes: Buffer): Promise<string
   const temp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
   const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o444);
   try {
-    await handle.writeFile(deflateSync(Buffer.concat([Buffer.from(`blob ${bytes.length}\0`), bytes])));
-    await handle.sync();
+    // Like git's default (core.fsync without loose-object), the object is not fsynced: the commit
+    // refers to it only after update-ref, and the live files themselves are written with fsync.
+    await handle.writeFile(deflateSync(Buffer.concat([Buffer.from(`blob ${bytes.length}\0`), bytes]), { level: 1 }));
   } finally {
     await handle.close();
   }

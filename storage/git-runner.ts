@@ -9,6 +9,9 @@ import { delimiter, isAbsolute, join } from "node:path";
 import { simpleGit, type SimpleGit } from "simple-git";
 import { StoreError } from "./store-error.ts";
 
+/** A GIT_TRACE line ("13:14:14.748159 git.c:460  trace: built-in: git add -A"). */
+const TRACE_LINE = /^\d\d:\d\d:\d\d\.\d+ \S+:\d+ +trace: /;
+
 export interface GitProcessCounter {
   count: number;
 }
@@ -145,16 +148,25 @@ export class GitRunner {
   }
 
   private fail(args: readonly string[], failure: { exit?: number; stderr?: string }, error: unknown): GitCommandError {
-    const stderr = failure.stderr ?? (error instanceof Error ? error.message : String(error));
+    const stderr = (failure.stderr ?? (error instanceof Error ? error.message : String(error)))
+      .split("\n")
+      .filter((line) => !TRACE_LINE.test(line))
+      .join("\n");
     return new GitCommandError(args, failure.exit ?? -1, stderr);
   }
 
-  /** Runs git and returns stdout as UTF-8 text. Throws GitCommandError on any non-zero exit. */
-  async run(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<string> {
+  /**
+   * Runs git and returns stdout as UTF-8 text. Throws GitCommandError on any non-zero exit.
+   * `silent: true` marks a command that prints nothing on success: simple-git 4.0.2 waits a fixed
+   * 50 ms after any process that produced no output (completion plugin), so such commands get
+   * GIT_TRACE=1 (one trace line on stderr, filtered from error messages) to end without that delay.
+   */
+  async run(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string>; silent?: boolean }): Promise<string> {
     const failure: { exit?: number; stderr?: string } = {};
     this.counter.count += 1;
+    const env = options?.silent ? { ...options.env, GIT_TRACE: "1" } : options?.env;
     try {
-      return await this.client(options?.input, options?.env, failure).raw([...args]);
+      return await this.client(options?.input, env, failure).raw([...args]);
     } catch (error) {
       throw this.fail(args, failure, error);
     }

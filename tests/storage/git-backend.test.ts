@@ -1,0 +1,231 @@
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { GitBackend, detectGit, gitBlobId, openGitBackend, parseCatFileBatch } from "../../storage/git-backend.ts";
+import { findGitExecutable } from "../../storage/git-runner.ts";
+import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
+import { acquirePublicationLock } from "../../storage/lock.ts";
+import type { CohortSnapshot } from "../../storage/store.ts";
+import { TempDirs, git, gitTestEnv } from "./helpers.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+const keys = { cwdKey: "--tmp-project--", sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555" };
+const paths = cohortPaths(keys);
+const g = scopeFiles("global", keys);
+const c = scopeFiles("cwd", keys);
+const s = scopeFiles("session", keys);
+const GIT = findGitExecutable()!;
+
+async function repo(options: { identity?: boolean } = {}) {
+  const home = temps.make("sf-git-");
+  const cfg = join(home, "gitconfig");
+  writeFileSync(cfg, "");
+  const env = { ...gitTestEnv(cfg, options.identity ?? true), HOME: home };
+  const root = join(home, "state-flow");
+  const counter = { count: 0 };
+  const backend = (await openGitBackend({ root, binary: GIT, env, counter, generation: "test", init: true }))!;
+  return { root, env, counter, backend, home };
+}
+
+function cohort(n: number, size = 64): Map<string, Buffer> {
+  const pad = (tag: string) => Buffer.from(`{"n":${n},"tag":"${tag}","pad":"${"x".repeat(size)}"}\n`);
+  return new Map([
+    [g.checkpoint, pad("gc")],
+    [g.patches, pad("gp")],
+    [g.meta, pad("gm")],
+    [c.checkpoint, pad("cc")],
+    [c.patches, pad("cp")],
+    [s.checkpoint, pad("sc")],
+    [s.patches, pad("sp")],
+    [s.meta, pad("sm")],
+  ]);
+}
+
+describe("git backend", () => {
+  it("detects git, and reports absence only when the executable is absent", async () => {
+    expect(await detectGit()).toMatchObject({ kind: "present" });
+    const empty = temps.make();
+    expect(await detectGit({ env: { PATH: empty } })).toEqual({ kind: "absent" });
+    expect(await detectGit({ binary: join(empty, "git") })).toEqual({ kind: "absent" });
+    // A present but failing "git" is an error, not absence.
+    const fake = join(empty, "git");
+    writeFileSync(fake, "#!/bin/sh\necho broken >&2\nexit 3\n", { mode: 0o755 });
+    await expect(detectGit({ env: { PATH: empty } })).rejects.toMatchObject({ code: "git-failed" });
+  });
+
+  it("computes git blob ids and parses cat-file batches", () => {
+    expect(gitBlobId(Buffer.from("hello\n"))).toBe("ce013625030ba8dba906f756967f9e9ca394464a");
+    const raw = Buffer.from("aaaa blob 3\nabc\nbbbb missing\ncccc blob 0\n\n");
+    expect(parseCatFileBatch(raw).map((o) => o?.bytes.toString())).toEqual(["abc", undefined, ""]);
+    expect(() => parseCatFileBatch(Buffer.from("aaaa blob 10\nabc\n"))).toThrow(/Truncated/);
+  });
+
+  it("initializes an exact-root repository over a populated directory without deleting files", async () => {
+    const home = temps.make();
+    const cfg = join(home, "gitconfig");
+    writeFileSync(cfg, "");
+    const env = gitTestEnv(cfg);
+    const root = join(home, "state-flow");
+    mkdirSync(join(root, keys.cwdKey), { recursive: true });
+    writeFileSync(join(root, "checkpoint.json"), "kept");
+    writeFileSync(join(root, keys.cwdKey, "meta.json"), "kept too");
+    expect(await openGitBackend({ root, binary: GIT, env, generation: "t", init: false })).toBeNull();
+    const backend = await openGitBackend({ root, binary: GIT, env, generation: "t", init: true });
+    expect(backend).toBeInstanceOf(GitBackend);
+    expect(readFileSync(join(root, "checkpoint.json"), "utf8")).toBe("kept");
+    expect(existsSync(join(root, ".git"))).toBe(true);
+    // A store nested inside another repository is given its own exact-root repository.
+    const outer = temps.make();
+    git(outer, env, "init", "-q");
+    const nested = join(outer, "agent", "state-flow");
+    expect(await openGitBackend({ root: nested, binary: GIT, env, generation: "t", init: false })).toBeNull();
+    const own = await openGitBackend({ root: nested, binary: GIT, env, generation: "t", init: true });
+    expect(own?.info.gitDir).toBe(join(nested, ".git"));
+  });
+
+  it("refuses to invent a commit identity and says what to configure", async () => {
+    const { backend, env, root } = await repo({ identity: false });
+    expect(env.GIT_CONFIG_NOSYSTEM).toBe("1");
+    await expect(backend.checkIdentity()).rejects.toMatchObject({
+      code: "git-identity-missing",
+      message: expect.stringContaining("git config --global user.name"),
+    });
+    const base = await backend.loadCurrent(paths);
+    const error = await backend.publish({ basis: base, writes: cohort(1) }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "git-identity-missing", message: expect.stringContaining("user.email") });
+    expect(existsSync(join(root, g.checkpoint))).toBe(false); // nothing written
+    expect(existsSync(backend.lockPath)).toBe(false);
+  });
+
+  it("commits ten cohorts (≤ 6 git processes each) and reads every file back at each revision without moving the worktree", async () => {
+    const { backend, counter, root, env } = await repo();
+    await backend.checkIdentity();
+    let basis: CohortSnapshot = await backend.loadCurrent(paths);
+    expect(basis.pointer).toBeNull();
+    const revisions: Array<{ revision: string; files: Map<string, Buffer> }> = [];
+    for (let n = 1; n <= 10; n++) {
+      // sparse: the cwd scope only changes on even cohorts, the global scope only every third
+      const writes = cohort(n);
+      if (n % 2 === 1 && n > 1) { writes.delete(c.checkpoint); writes.delete(c.patches); }
+      if (n % 3 !== 1) { writes.delete(g.checkpoint); writes.delete(g.patches); }
+      const before = counter.count;
+      const receipt = await backend.publish({ basis, writes, message: `cohort ${n}` });
+      expect(counter.count - before).toBeLessThanOrEqual(6);
+      expect(receipt.committed).toBe(true);
+      expect(receipt.indexSynced).toBe(true);
+      expect(receipt.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+      const loadBefore = counter.count;
+      basis = await backend.loadCurrent(paths);
+      expect(counter.count - loadBefore).toBeLessThanOrEqual(2);
+      expect(basis.pointer).toEqual(receipt.pointer);
+      revisions.push({ revision: receipt.pointer.revision, files: new Map([...basis.files].map(([p, b]) => [p, b!]).filter(([, b]) => b !== null) as Array<[string, Buffer]>) });
+    }
+    expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("10");
+    expect(git(root, env, "status", "--porcelain")).toBe(""); // no artificial staged/unstaged entries
+    const liveBefore = readFileSync(join(root, s.meta));
+    for (const { revision, files } of revisions) {
+      const past = await backend.loadRevision({ revision }, paths);
+      for (const path of paths) expect(past.files.get(path) ?? null, `${path}@${revision}`).toEqual(files.get(path) ?? null);
+    }
+    expect(readFileSync(join(root, s.meta))).toEqual(liveBefore);
+    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(revisions[9]!.revision);
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+  });
+
+  it("reads an old revision with a > 1 MiB file while the worktree holds a newer one", async () => {
+    const { backend, root, env } = await repo();
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17, 0x61);
+    big.write('{"big":"', 0);
+    const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.checkpoint, big], [s.patches, Buffer.from("")]]) });
+    await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.checkpoint, Buffer.from("small")]]) });
+    const cold = await backend.loadRevision(first.pointer, paths);
+    expect(cold.files.get(s.checkpoint)?.length).toBe(big.length);
+    expect(cold.files.get(s.checkpoint)!.equals(big)).toBe(true); // Buffer.equals: deep toEqual on MiBs is slow
+    expect(readFileSync(join(root, s.checkpoint), "utf8")).toBe("small");
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+    await expect(backend.loadRevision({ revision: "1".repeat(40) }, paths)).rejects.toMatchObject({ code: "revision-missing" });
+    await expect(backend.loadRevision({ revision: "file:" + "0".repeat(64) }, paths)).rejects.toMatchObject({ code: "invalid-pointer" });
+  });
+
+  it("stages the complete non-ignored worktree delta, respects .gitignore, and overlays exact bytes", async () => {
+    const { backend, root, env } = await repo();
+    writeFileSync(join(root, ".gitignore"), "ignored.txt\n");
+    writeFileSync(join(root, "ignored.txt"), "private");
+    writeFileSync(join(root, "notes.md"), "user note");
+    const crlf = Buffer.from("line1\r\nline2\r\n");
+    writeFileSync(join(root, ".gitattributes"), "*.json text eol=lf\n");
+    const receipt = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.meta, crlf]]) });
+    const tracked = git(root, env, "ls-tree", "-r", "--name-only", receipt.pointer.revision).trim().split("\n");
+    expect(tracked).toEqual([".gitattributes", ".gitignore", "meta.json", "notes.md"]);
+    expect((await backend.loadRevision(receipt.pointer, [g.meta])).files.get(g.meta)).toEqual(crlf); // no filter touched the bytes
+    expect(readFileSync(join(root, g.meta))).toEqual(crlf);
+    // a manual deletion is part of the next commit's delta
+    git(root, env, "rm", "-q", "--cached", "notes.md");
+    writeFileSync(join(root, "notes.md"), "edited");
+    const second = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.patches, Buffer.from("")]]) });
+    expect(git(root, env, "show", `${second.pointer.revision}:notes.md`)).toBe("edited");
+    expect(git(root, env, "status", "--porcelain", "--ignored")).toBe("!! ignored.txt\n");
+  });
+
+  it("refuses a stale basis naming the file, and a moved head through CAS", async () => {
+    const { backend, root, env } = await repo();
+    const base = await backend.loadCurrent(paths);
+    await backend.publish({ basis: base, writes: new Map([[c.checkpoint, Buffer.from("a")], [c.patches, Buffer.from("")]]) });
+    const error = await backend.publish({ basis: base, writes: new Map([[s.meta, Buffer.from("x")]]) }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "stale-basis", file: c.checkpoint });
+    expect((error as Error).message).toContain("cwd scope file");
+    // another session's commit that did not touch our members is reconciled (head adopted as base)
+    const mine = await backend.loadCurrent(paths);
+    const otherPaths = cohortPaths({ cwdKey: keys.cwdKey, sessionKey: "other" });
+    const other = await backend.loadCurrent(otherPaths);
+    await backend.publish({ basis: other, writes: new Map([[`${keys.cwdKey}/other/meta.json`, Buffer.from("o")]]) });
+    const ok = await backend.publish({ basis: mine, writes: new Map([[s.meta, Buffer.from("x")]]) });
+    expect(git(root, env, "rev-list", "--count", ok.pointer.revision).trim()).toBe("3");
+  });
+
+  it("fails closed when live files diverge from HEAD, and refuses symlinked members", async () => {
+    const { backend, root } = await repo();
+    await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.meta, Buffer.from("1")]]) });
+    writeFileSync(join(root, g.meta), "edited by hand");
+    await expect(backend.loadCurrent(paths)).rejects.toMatchObject({ code: "worktree-diverged", file: g.meta });
+    writeFileSync(join(root, g.meta), "1");
+    const outside = join(temps.make(), "x.json");
+    writeFileSync(outside, "victim");
+    symlinkSync(outside, join(root, g.checkpoint));
+    await expect(backend.loadCurrent(paths)).rejects.toMatchObject({ code: "symlink-refused" });
+  });
+
+  it("refuses while the publication lock is held", async () => {
+    const { backend } = await repo();
+    const base = await backend.loadCurrent(paths);
+    const held = await acquirePublicationLock(backend.lockPath, { generation: "crashed-writer" });
+    await expect(backend.publish({ basis: base, writes: cohort(1) })).rejects.toMatchObject({ code: "lock-held", file: backend.lockPath });
+    await held.release();
+    await backend.publish({ basis: base, writes: cohort(1) });
+  });
+
+  it("adopts the exact current file-only cohort with one commit and no fabricated history", async () => {
+    const { FileBackend } = await import("../../storage/file-backend.ts");
+    const home = temps.make();
+    const cfg = join(home, "gitconfig");
+    writeFileSync(cfg, "");
+    const env = gitTestEnv(cfg);
+    const root = join(home, "state-flow");
+    const files = new FileBackend(root, { generation: "t" });
+    let snap = await files.loadCurrent(paths);
+    for (let n = 1; n <= 3; n++) {
+      await files.publish({ basis: snap, writes: cohort(n) });
+      snap = await files.loadCurrent(paths);
+    }
+    const backend = (await openGitBackend({ root, binary: GIT, env, generation: "t", init: true }))!;
+    await expect(backend.adoptFileCohort(paths, { revision: `file:${"0".repeat(64)}` })).rejects.toMatchObject({ code: "pointer-unavailable" });
+    const adopted = await backend.adoptFileCohort(paths, snap.pointer!);
+    expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("1");
+    const current = await backend.loadCurrent(paths);
+    expect(current.pointer).toEqual(adopted.pointer);
+    for (const path of paths) expect(current.files.get(path)).toEqual(snap.files.get(path));
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+    expect(existsSync(join(root, ".state-flow-publication.lock"))).toBe(false);
+  });
+});
