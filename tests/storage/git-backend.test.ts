@@ -21,7 +21,7 @@ async function repo(options: { identity?: boolean } = {}) {
   const home = temps.make("sf-git-");
   const cfg = join(home, "gitconfig");
   writeFileSync(cfg, "");
-  const env = { ...gitTestEnv(cfg, options.identity ?? true), HOME: home };
+  const env: NodeJS.ProcessEnv = { ...gitTestEnv(cfg, options.identity ?? true), HOME: home };
   const root = join(home, "state-flow");
   const counter = { count: 0 };
   const backend = (await openGitBackend({ root, binary: GIT, env, counter, generation: "test", init: true }))!;
