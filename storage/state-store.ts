@@ -1,0 +1,350 @@
+// The semantic store of one physical Pi session: turns the byte-level store (file-only or Git)
+// into branch runtimes — a validated temporal view plus runtime meta/config and the exact
+// cohort basis it was read from — and publishes accepted transitions and config-only changes.
+//
+// Rules kept here (spec 001 "Temporal storage", "Runtime ownership", "File-only recovery"):
+// every accepted cohort is one publication of the changed checkpoint/tail pairs plus the session
+// meta; config-only changes (stop/start) create no semantic history; shared global/cwd streams
+// that advanced under another lineage are adopted at a fresh proven origin, never overwritten;
+// a scope this cohort patches that advanced elsewhere is a named conflict.
+
+import { randomUUID } from "node:crypto";
+import {
+  CHECKPOINT_FILE,
+  CONFIG_FILE,
+  META_FILE,
+  PATCHES_FILE,
+  parseRuntimeMeta,
+  parseScopeMeta,
+  parseScopeStream,
+  parseSessionConfig,
+  serializeRuntimeMeta,
+  serializeScopeMeta,
+  serializeScopeStream,
+  serializeSessionConfig,
+  type PublicationPolicy,
+  type RuntimeMeta,
+  type SessionConfig,
+} from "./codec.ts";
+import { stageCohort, type StagedCohort } from "./cohort.ts";
+import { StateFlowError } from "./errors.ts";
+import { SCOPES, type ScopeName, type ScopePatch } from "./scope-state.ts";
+import { StoreError, isStoreError } from "./store-error.ts";
+import type { CohortSnapshot, Store, StorePointer } from "./store.ts";
+import {
+  assertStreamInLineage,
+  createView,
+  headBoundary,
+  originateView,
+  type ScopeStream,
+  type TemporalView,
+} from "./temporal.ts";
+
+export interface SessionIdentity {
+  cwd: string;
+  cwdKey: string;
+  sessionId: string;
+  sessionKey: string;
+}
+
+export interface BranchRuntime {
+  identity: SessionIdentity;
+  /** The durable cohort this runtime is (`{revision}` Pi checkpoint data). */
+  pointer: StorePointer;
+  view: TemporalView;
+  meta: RuntimeMeta;
+  config: SessionConfig;
+  /** Exact bytes' hashes the runtime was read from: the compare-and-swap basis of its next publication. */
+  basis: CohortSnapshot;
+}
+
+function dirOf(scope: ScopeName, id: SessionIdentity): string {
+  return scope === "global" ? "" : scope === "cwd" ? id.cwdKey : `${id.cwdKey}/${id.sessionKey}`;
+}
+
+function rel(dir: string, file: string): string {
+  return dir ? `${dir}/${file}` : file;
+}
+
+export function scopePaths(scope: ScopeName, id: SessionIdentity): { checkpoint: string; patches: string; meta: string } {
+  const dir = dirOf(scope, id);
+  return { checkpoint: rel(dir, CHECKPOINT_FILE), patches: rel(dir, PATCHES_FILE), meta: rel(dir, META_FILE) };
+}
+
+export function configPath(id: SessionIdentity): string {
+  return rel(dirOf("session", id), CONFIG_FILE);
+}
+
+/** Every member of this session's cohort. */
+export function memberPaths(id: SessionIdentity): string[] {
+  return [...SCOPES.flatMap((s) => Object.values(scopePaths(s, id))), configPath(id)];
+}
+
+const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
+
+function file(snapshot: CohortSnapshot, path: string): Buffer | null {
+  return snapshot.files.get(path) ?? null;
+}
+
+function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<ScopeName, ScopeStream> {
+  const streams = {} as Record<ScopeName, ScopeStream>;
+  for (const scope of SCOPES) {
+    const p = scopePaths(scope, id);
+    streams[scope] = parseScopeStream(scope, { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) }, dirOf(scope, id) || ".");
+  }
+  return streams;
+}
+
+/** Rejects a cwd key owned by another canonical cwd (two directories mapping to one key). */
+function checkCwdOwner(snapshot: CohortSnapshot, id: SessionIdentity): void {
+  const path = scopePaths("cwd", id).meta;
+  const bytes = file(snapshot, path);
+  if (!bytes) return;
+  const meta = parseScopeMeta(bytes, path);
+  if (meta.identity && meta.identity.cwd !== id.cwd) {
+    throw new StoreError(
+      "foreign-identity",
+      `${path} is owned by cwd ${meta.identity.cwd}, not ${id.cwd}: both map to the key ${id.cwdKey}. ` +
+        "State Flow never shares a scope between directories; use another store directory for one of them.",
+      { file: path },
+    );
+  }
+}
+
+function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string): void {
+  if (meta.identity.sessionId !== id.sessionId || meta.identity.cwd !== id.cwd) {
+    throw new StoreError(
+      "foreign-identity",
+      `${path} belongs to session ${meta.identity.sessionId} (cwd ${meta.identity.cwd}), not ${id.sessionId} (cwd ${id.cwd}). ` +
+        "A session key is never shared; move the foreign directory away after checking it.",
+      { file: path },
+    );
+  }
+}
+
+/** Decodes a loaded cohort into a runtime; null when this session has no runtime files there. */
+export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): BranchRuntime | null {
+  checkCwdOwner(snapshot, id);
+  const metaPath = scopePaths("session", id).meta;
+  const metaBytes = file(snapshot, metaPath);
+  const configBytes = file(snapshot, configPath(id));
+  if (!metaBytes && !configBytes) return null;
+  if (!metaBytes || !configBytes) {
+    const missing = metaBytes ? configPath(id) : metaPath;
+    throw new StoreError("partial-pair", `${missing} is missing while its runtime partner exists; restore it (e.g. from Git) or select an earlier checkpoint.`, { file: missing });
+  }
+  const meta = parseRuntimeMeta(metaBytes, metaPath);
+  checkSessionOwner(meta, id, metaPath);
+  const config = parseSessionConfig(configBytes, configPath(id));
+  const view = createView(meta.lineage, readStreams(snapshot, id));
+  if (!snapshot.pointer) throw new StoreError("invalid-pointer", "a loaded cohort has no pointer");
+  return { identity: id, pointer: snapshot.pointer, view, meta, config, basis: snapshot };
+}
+
+function newLineageId(): string {
+  return `l-${randomUUID()}`;
+}
+
+/**
+ * Adopts live shared streams that advanced outside this lineage at a fresh proven origin,
+ * keeping the branch's own session layer. Offsets before the new origin become unavailable.
+ */
+function adoptShared(runtime: BranchRuntime, live: CohortSnapshot): TemporalView {
+  const liveStreams = readStreams(live, runtime.identity);
+  const streams = { ...runtime.view.streams, global: liveStreams.global, cwd: liveStreams.cwd };
+  try {
+    for (const scope of ["global", "cwd"] as const) assertStreamInLineage(streams[scope], runtime.view.lineage);
+    return createView(runtime.view.lineage, streams);
+  } catch (error) {
+    if (!(error instanceof StateFlowError) || error.code !== "invalid-lineage") throw error;
+    return originateView(newLineageId(), streams, headBoundary(runtime.view.lineage).step);
+  }
+}
+
+function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
+  return a === b || (a !== null && b !== null && a.equals(b));
+}
+
+export interface CommitResult {
+  runtime: BranchRuntime;
+  staged: StagedCohort;
+}
+
+export class StateStore {
+  readonly store: Store;
+  readonly identity: SessionIdentity;
+  readonly paths: string[];
+
+  constructor(store: Store, identity: SessionIdentity) {
+    this.store = store;
+    this.identity = identity;
+    this.paths = memberPaths(identity);
+  }
+
+  async loadCurrentSnapshot(): Promise<CohortSnapshot> {
+    return this.store.loadCurrent(this.paths);
+  }
+
+  /** This session's runtime from the live files (null when it has none). */
+  async loadCurrent(): Promise<BranchRuntime | null> {
+    return decodeRuntime(await this.loadCurrentSnapshot(), this.identity);
+  }
+
+  /** The runtime a Pi checkpoint names, read without moving the worktree. */
+  async loadPointer(pointer: StorePointer): Promise<BranchRuntime> {
+    const snapshot = await this.store.loadRevision(pointer, this.paths);
+    const runtime = decodeRuntime(snapshot, this.identity);
+    if (!runtime) {
+      throw new StoreError("revision-missing", `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`);
+    }
+    return runtime;
+  }
+
+  /**
+   * Explicit or automatic start. With a selected runtime (restart after stop) only the config
+   * changes. Without one, an empty session origin is established over the live shared scopes,
+   * even if a later branch already wrote files for this session (those stay in Git history).
+   */
+  async start(selected: BranchRuntime | null, policy: PublicationPolicy): Promise<BranchRuntime> {
+    if (selected) {
+      return this.publishConfig(selected, { ...selected.config, enabled: true }, "state-flow: start");
+    }
+    const live = await this.loadCurrentSnapshot();
+    checkCwdOwner(live, this.identity);
+    const streams = readStreams(live, this.identity);
+    const view = originateView(newLineageId(), { global: streams.global, cwd: streams.cwd, session: originateView("x").streams.session });
+    const id = this.identity;
+    const meta: RuntimeMeta = {
+      version: 1,
+      kind: "session",
+      identity: { cwd: id.cwd, cwdKey: id.cwdKey, sessionId: id.sessionId, sessionKey: id.sessionKey },
+      lineage: view.lineage,
+      counters: { transitions: 0, runs: 0 },
+      revision: "self",
+      publication: { pending: null },
+      artifacts: {},
+    };
+    const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };
+    const writes = new Map<string, Buffer | null>();
+    const session = serializeScopeStream(view.streams.session);
+    const sp = scopePaths("session", id);
+    writes.set(sp.checkpoint, utf8(session.checkpoint));
+    writes.set(sp.patches, utf8(session.patches));
+    writes.set(sp.meta, utf8(serializeRuntimeMeta(meta)));
+    writes.set(configPath(id), utf8(serializeSessionConfig(config)));
+    if (!file(live, scopePaths("global", id).meta)) {
+      writes.set(scopePaths("global", id).meta, utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })));
+    }
+    if (!file(live, scopePaths("cwd", id).meta)) {
+      writes.set(
+        scopePaths("cwd", id).meta,
+        utf8(serializeScopeMeta({ version: 1, kind: "cwd", identity: { cwd: id.cwd, cwdKey: id.cwdKey }, artifacts: {} })),
+      );
+    }
+    const receipt = await this.store.publish({ basis: live, writes, message: `state-flow: start session ${id.sessionKey}` });
+    return this.afterPublish({ identity: id, pointer: receipt.pointer, view, meta, config, basis: live }, live, writes, receipt.pointer, receipt.hashes);
+  }
+
+  /** Stop (or any config-only change): no semantic history step. */
+  async publishConfig(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
+    const { live, view } = await this.prepare(runtime);
+    const meta = { ...runtime.meta, lineage: view.lineage };
+    const writes = this.sessionWrites(view, meta, live);
+    writes.set(configPath(this.identity), utf8(serializeSessionConfig(config)));
+    const receipt = await this.store.publish({ basis: live, writes, message });
+    return this.afterPublish({ ...runtime, view, meta, config }, live, writes, receipt.pointer, receipt.hashes);
+  }
+
+  /** Records a pending (or cleared) publication target in the session meta. */
+  async publishMeta(runtime: BranchRuntime, meta: RuntimeMeta, message: string): Promise<BranchRuntime> {
+    const { live, view } = await this.prepare(runtime);
+    const next = { ...meta, lineage: view.lineage };
+    const writes = this.sessionWrites(view, next, live);
+    const receipt = await this.store.publish({ basis: live, writes, message });
+    return this.afterPublish({ ...runtime, view, meta: next }, live, writes, receipt.pointer, receipt.hashes);
+  }
+
+  /**
+   * Stages and durably publishes one cohort. Shared scopes that advanced elsewhere are adopted
+   * first when this cohort does not patch them; a patched scope that advanced is a conflict.
+   */
+  async commit(runtime: BranchRuntime, patches: Partial<Record<ScopeName, ScopePatch>>, message: string): Promise<CommitResult> {
+    const { live, view, moved } = await this.prepare(runtime);
+    const conflict = moved.find((scope) => patches[scope]);
+    if (conflict) {
+      throw new StateFlowError(
+        "invalid-lineage",
+        `the ${conflict} scope advanced in another session since this branch read it; nothing was written. ` +
+          `Re-read the current ${conflict} state (read_state with scope "${conflict}") and patch again.`,
+        conflict,
+      );
+    }
+    const staged = stageCohort(view, patches);
+    const meta: RuntimeMeta = {
+      ...runtime.meta,
+      lineage: staged.view.lineage,
+      counters: { ...runtime.meta.counters, transitions: runtime.meta.counters.transitions + 1 },
+    };
+    const writes = this.sessionWrites(staged.view, meta, live);
+    for (const scope of ["global", "cwd"] as const) {
+      if (!staged.cohort.records[scope]) continue;
+      const files = serializeScopeStream(staged.view.streams[scope]);
+      const p = scopePaths(scope, this.identity);
+      writes.set(p.checkpoint, utf8(files.checkpoint));
+      writes.set(p.patches, utf8(files.patches));
+    }
+    const receipt = await this.store.publish({ basis: live, writes, message });
+    const next = this.afterPublish({ ...runtime, view: staged.view, meta }, live, writes, receipt.pointer, receipt.hashes);
+    return { runtime: next, staged };
+  }
+
+  /**
+   * The live cohort (checked to be this session's) and the view to build on: shared streams that
+   * moved since the runtime read them are adopted (at a fresh origin when they left its lineage).
+   */
+  private async prepare(runtime: BranchRuntime): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
+    const live = await this.loadCurrentSnapshot();
+    checkCwdOwner(live, this.identity);
+    const metaPath = scopePaths("session", this.identity).meta;
+    const liveMeta = file(live, metaPath);
+    if (liveMeta) checkSessionOwner(parseRuntimeMeta(liveMeta, metaPath), this.identity, metaPath);
+    const moved = (["global", "cwd"] as const).filter((scope) => {
+      const p = scopePaths(scope, this.identity);
+      return !sameBytes(file(live, p.checkpoint), file(runtime.basis, p.checkpoint)) || !sameBytes(file(live, p.patches), file(runtime.basis, p.patches));
+    });
+    return { live, view: moved.length > 0 ? adoptShared(runtime, live) : runtime.view, moved };
+  }
+
+  /**
+   * The session layer and meta this branch publishes. A restored branch's session layer replaces
+   * whatever a later branch left in the live session files (that stays recoverable from its revision).
+   */
+  private sessionWrites(view: TemporalView, meta: RuntimeMeta, live: CohortSnapshot): Map<string, Buffer | null> {
+    const writes = new Map<string, Buffer | null>();
+    const p = scopePaths("session", this.identity);
+    const files = serializeScopeStream(view.streams.session);
+    const put = (path: string, bytes: Buffer) => {
+      if (!sameBytes(file(live, path), bytes)) writes.set(path, bytes);
+    };
+    put(p.checkpoint, utf8(files.checkpoint));
+    put(p.patches, utf8(files.patches));
+    put(p.meta, utf8(serializeRuntimeMeta(meta)));
+    return writes;
+  }
+
+  private afterPublish(
+    runtime: BranchRuntime,
+    live: CohortSnapshot,
+    writes: ReadonlyMap<string, Buffer | null>,
+    pointer: StorePointer,
+    hashes: ReadonlyMap<string, string | null>,
+  ): BranchRuntime {
+    const files = new Map(live.files);
+    for (const [path, bytes] of writes) files.set(path, bytes);
+    return { ...runtime, pointer, basis: { pointer, files, hashes } };
+  }
+}
+
+export function isPointerUnavailable(error: unknown): boolean {
+  return isStoreError(error, "pointer-unavailable") || isStoreError(error, "revision-missing") || isStoreError(error, "invalid-pointer");
+}

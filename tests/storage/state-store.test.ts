@@ -1,0 +1,138 @@
+import { writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { StateFlowError } from "../../storage/errors.ts";
+import { cwdKey } from "../../storage/layout.ts";
+import { StateStore, type SessionIdentity } from "../../storage/state-store.ts";
+import { StoreError } from "../../storage/store-error.ts";
+import { openStore } from "../../storage/store.ts";
+import { availableOffsets, readTemporalState } from "../../storage/temporal.ts";
+import { SnapshotOracle, stableStringify } from "../support/oracle.ts";
+import { TempDirs, git, gitTestEnv } from "./helpers.ts";
+
+const temp = new TempDirs();
+afterEach(() => temp.cleanup());
+
+function identity(sessionId: string, cwd = "/work/project"): SessionIdentity {
+  return { cwd, cwdKey: cwdKey(cwd), sessionId, sessionKey: `2026-11-30T10-00-00-000Z_${sessionId}` };
+}
+
+async function open(kind: "git" | "file", root: string, id: SessionIdentity): Promise<StateStore> {
+  const globalConfig = join(temp.make("sf-gitcfg-"), "gitconfig");
+  writeFileSync(globalConfig, "");
+  const env = kind === "git" ? gitTestEnv(globalConfig) : { ...process.env, PATH: temp.make("sf-nogit-") };
+  const store = await openStore({ root, env, initGit: kind === "git" });
+  expect(store.kind).toBe(kind);
+  return new StateStore(store, id);
+}
+
+describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
+  it("start establishes an empty session origin and the pointer reloads it", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    const runtime = await store.start(null, "turn-end");
+    expect(runtime.config).toEqual({ version: 1, enabled: true, remotePublication: "turn-end" });
+    expect(readTemporalState(runtime.view).state).toEqual({ artifacts: {}, contract: {}, working: {}, response: "" });
+    expect(runtime.pointer.revision).toMatch(kind === "git" ? /^[0-9a-f]{40}$/ : /^file:[0-9a-f]{64}$/);
+    const reloaded = await store.loadPointer(runtime.pointer);
+    expect(reloaded.view).toEqual(runtime.view);
+    expect((await store.loadCurrent())!.meta).toEqual(runtime.meta);
+  });
+
+  it("ten committed sparse transitions with folding read back at every hot offset", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    let runtime = await store.start(null, "off");
+    const oracle = new SnapshotOracle();
+    const pointers: string[] = [];
+    for (let i = 1; i <= 10; i++) {
+      const patch: Record<string, Record<string, unknown>> = { session: { working: { step: i } } };
+      if (i % 3 === 0) patch.cwd = { contract: { [`c${i}`]: i } };
+      if (i % 4 === 0) patch.global = { working: { g: i, old: null } };
+      runtime = (await store.commit(runtime, patch, `t${i}`)).runtime;
+      oracle.apply(patch);
+      pointers.push(runtime.pointer.revision);
+    }
+    const current = (await store.loadCurrent())!;
+    expect(availableOffsets(current.view.lineage)).toBe(8);
+    for (let offset = 0; offset < 8; offset++) {
+      for (const scope of ["effective", "global", "cwd", "session"] as const) {
+        expect(stableStringify(readTemporalState(current.view, offset, scope).state), `${offset} ${scope}`).toBe(stableStringify(oracle.at(offset, scope)));
+      }
+    }
+    expect(current.view.streams.session.tail).toHaveLength(7);
+    if (kind === "git") {
+      // Cold reads of older revisions while the worktree holds the newest one.
+      const before = git(root, process.env, "status", "--porcelain");
+      const third = await store.loadPointer({ revision: pointers[2]! });
+      expect(readTemporalState(third.view, 0, "session").state.working).toEqual({ step: 3 });
+      expect(readTemporalState(third.view, 0, "cwd").state.contract).toEqual({ c3: 3 });
+      expect(git(root, process.env, "status", "--porcelain")).toBe(before);
+      expect((await store.loadCurrent())!.view).toEqual(current.view);
+    } else {
+      await expect(store.loadPointer({ revision: pointers[2]! })).rejects.toMatchObject({ code: "pointer-unavailable" });
+    }
+  });
+
+  it("stop changes config, not history", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    let runtime = await store.start(null, "off");
+    runtime = (await store.commit(runtime, { session: { working: { a: 1 } } }, "t1")).runtime;
+    const stopped = await store.publishConfig(runtime, { ...runtime.config, enabled: false }, "stop");
+    expect(stopped.config.enabled).toBe(false);
+    expect(stopped.pointer.revision).not.toBe(runtime.pointer.revision);
+    expect(stopped.view.lineage).toEqual(runtime.view.lineage);
+    expect(stopped.meta.counters).toEqual(runtime.meta.counters);
+    const reloaded = await store.loadPointer(stopped.pointer);
+    expect(reloaded.view.streams).toEqual(runtime.view.streams);
+    const restarted = await store.start(reloaded, "off");
+    expect(restarted.config.enabled).toBe(true);
+    expect(readTemporalState(restarted.view, 1).state.working).toEqual({});
+  });
+
+  it("a session adopts a shared scope another session advanced, and a patch to it is a named conflict", async () => {
+    const root = temp.make();
+    const a = await open(kind, root, identity("A"));
+    let ra = await a.start(null, "off");
+    const b = await open(kind, root, identity("B"));
+    let rb = await b.start(null, "off");
+    rb = (await b.commit(rb, { session: { working: { mine: "B" } } }, "b1")).runtime;
+    ra = (await a.commit(ra, { global: { working: { shared: "from A" } } }, "a1")).runtime;
+    // B patches only its session: the advanced global is adopted, not overwritten.
+    rb = (await b.commit(rb, { session: { working: { next: "B2" } } }, "b2")).runtime;
+    expect(readTemporalState(rb.view, 0, "global").state.working).toEqual({ shared: "from A" });
+    expect(readTemporalState(rb.view, 0, "session").state.working).toEqual({ mine: "B", next: "B2" });
+    expect(availableOffsets(rb.view.lineage)).toBe(2);
+    rb = (await b.commit(rb, { global: { working: { shared: "from B" } } }, "b3")).runtime;
+    const conflict = await a.commit(ra, { global: { working: { shared: "A again" } } }, "a2").catch((e: unknown) => e);
+    expect(conflict).toBeInstanceOf(StateFlowError);
+    expect((conflict as Error).message).toMatch(/^global: the global scope advanced in another session/);
+    expect(readTemporalState((await b.loadCurrent())!.view, 0, "global").state.working).toEqual({ shared: "from B" });
+  });
+
+  it("refuses a session key owned by another session and a cwd key owned by another directory", async () => {
+    const root = temp.make();
+    const owner = await open(kind, root, identity("A"));
+    await owner.start(null, "off");
+    const impostor = await open(kind, root, { ...identity("A"), sessionId: "Z" });
+    await expect(impostor.loadCurrent()).rejects.toMatchObject({ code: "foreign-identity" });
+    const otherCwd = await open(kind, root, { ...identity("C"), cwd: "/work/project-other" });
+    const error = await otherCwd.start(null, "off").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toMatch(/is owned by cwd \/work\/project, not \/work\/project-other/);
+  });
+
+  it("a partial runtime pair fails closed, naming the missing file", async () => {
+    const root = temp.make();
+    const id = identity("A");
+    const store = await open(kind, root, id);
+    await store.start(null, "off");
+    const dir = join(root, id.cwdKey, id.sessionKey);
+    mkdirSync(dir, { recursive: true });
+    const { rmSync } = await import("node:fs");
+    rmSync(join(dir, "config.json"));
+    if (kind === "git") git(root, process.env, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "remove config");
+    await expect(store.loadCurrent()).rejects.toThrow(/config\.json is missing while its runtime partner exists/);
+  });
+});
