@@ -12,7 +12,7 @@
 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic, assertStorePath } from "./fs-safe.ts";
+import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic, writeOwnedFilesAtomic, assertStorePath } from "./fs-safe.ts";
 import { comparePaths, scopeOfPath } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock } from "./lock.ts";
 import { StoreError } from "./store-error.ts";
@@ -155,12 +155,19 @@ export class FileBackend implements StoreBackend {
       verifyBasis(request.basis, currentHashes);
       const written: string[] = [];
       try {
-        for (const path of writeOrder(request.writes.keys())) {
+        const order = writeOrder(request.writes.keys());
+        for (const path of order) this.beforeWrite?.(path);
+        const puts = order.flatMap((path) => {
           const bytes = request.writes.get(path) ?? null;
-          this.beforeWrite?.(path);
-          if (bytes === null) await removeOwnedFile(this.root, path);
-          else await writeOwnedFileAtomic(this.root, path, bytes);
-          written.push(path);
+          return bytes === null ? [] : [[path, bytes] as const];
+        });
+        written.push(...puts.map(([path]) => path)); // a failed batch is rolled back as a whole
+        await writeOwnedFilesAtomic(this.root, puts);
+        for (const path of order) {
+          if (request.writes.get(path) == null) {
+            written.push(path);
+            await removeOwnedFile(this.root, path);
+          }
         }
       } catch (error) {
         // Roll back what we wrote from the verified basis bytes; keep the lock if that fails too.

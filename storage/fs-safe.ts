@@ -197,6 +197,54 @@ export async function writeOwnedFileAtomic(root: string, rel: string, bytes: Uin
   await fsyncDirectory(dir);
 }
 
+/**
+ * Atomically replaces several store files: every temp file is written and fsynced (in parallel),
+ * then renamed in the given order, then each distinct directory is fsynced once. On a failure
+ * before the renames nothing is replaced; a failure during the renames leaves a prefix of the
+ * order replaced (callers roll back from their verified basis or keep their lock).
+ */
+export async function writeOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> {
+  const prepared: Array<{ abs: string; temp: string }> = [];
+  try {
+    await Promise.all(
+      entries.map(async ([rel, bytes], index) => {
+        const segments = assertStorePath(rel);
+        await checkParents(root, segments, true);
+        const abs = join(root, ...segments);
+        const existing = await lstatOrNull(abs);
+        if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
+        if (existing && !existing.isFile()) throw notRegular(abs, "file");
+        const temp = join(dirname(abs), `.${basename(abs)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
+        const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, existing ? existing.mode & 0o777 : 0o644).catch((error: unknown) => {
+          throw ioError(temp, "create temporary file", error);
+        });
+        prepared[index] = { abs, temp };
+        try {
+          await handle.writeFile(bytes);
+          await handle.sync();
+        } catch (error) {
+          throw ioError(abs, "write", error);
+        } finally {
+          await handle.close();
+        }
+      }),
+    );
+    for (let index = 0; index < entries.length; index++) {
+      const item = prepared[index]!;
+      try {
+        await rename(item.temp, item.abs);
+      } catch (error) {
+        throw ioError(item.abs, "replace", error);
+      }
+      prepared[index] = { abs: item.abs, temp: "" };
+    }
+  } catch (error) {
+    await Promise.all(prepared.map((item) => (item?.temp ? unlink(item.temp).catch(() => undefined) : undefined)));
+    throw error;
+  }
+  await Promise.all([...new Set(prepared.map((item) => dirname(item.abs)))].map((dir) => fsyncDirectory(dir)));
+}
+
 /** Removes a store file; false when it was already absent. Refuses symlinks and non-regular files. */
 export async function removeOwnedFile(root: string, rel: string): Promise<boolean> {
   const segments = assertStorePath(rel);

@@ -24,7 +24,7 @@ import { copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from
 import { join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
 import { cohortListing, FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
-import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic } from "./fs-safe.ts";
+import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFilesAtomic } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, type HeldLock } from "./lock.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
@@ -385,11 +385,15 @@ export class GitBackend implements StoreBackend {
       for (const [path, bytes] of request.writes) overlay.set(path, bytes);
       const commit = await this.commitIsolated({ ref, base: head, overlay, message: request.message ?? "state-flow: accepted cohort" });
       keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
-      for (const path of writeOrder(request.writes.keys())) {
-        const bytes = request.writes.get(path) ?? null;
-        if (bytes === null) await removeOwnedFile(this.root, path);
-        else await writeOwnedFileAtomic(this.root, path, bytes);
-      }
+      const order = writeOrder(request.writes.keys());
+      await writeOwnedFilesAtomic(
+        this.root,
+        order.flatMap((path) => {
+          const bytes = request.writes.get(path) ?? null;
+          return bytes === null ? [] : [[path, bytes] as const];
+        }),
+      );
+      for (const path of order) if (request.writes.get(path) == null) await removeOwnedFile(this.root, path);
       const indexSynced = await this.installIndex(commit.index);
       keepLock = false;
       const hashes = new Map(currentHashes);

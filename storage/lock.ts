@@ -8,8 +8,6 @@ import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { lstat, open, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
-import { dirname } from "node:path";
-import { fsyncDirectory } from "./fs-safe.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
 
 /** File name of the lock in the store root (file-only) or the common Git directory (Git). */
@@ -118,8 +116,9 @@ export async function acquirePublicationLock(
     });
   }
   try {
+    // No fsync: the lock must outlive a killed process (the page cache does), not a power loss
+    // (after which no publisher of this boot can still be running).
     await handle.writeFile(`${JSON.stringify(owner)}\n`);
-    await handle.sync();
   } catch (error) {
     await handle.close().catch(() => undefined);
     await unlink(path).catch(() => undefined);
@@ -129,7 +128,6 @@ export async function acquirePublicationLock(
     });
   }
   await handle.close();
-  await fsyncDirectory(dirname(path));
   let released = false;
   return {
     path,
