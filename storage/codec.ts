@@ -204,9 +204,9 @@ const RuntimeMetaSchema = v.strictObject({
   lineage: LineageSchema,
   counters: v.strictObject({ transitions: Step, runs: Step }),
   revision: v.literal("self", "must be \"self\" (the commit owning this file resolves it)"),
-  publication: v.strictObject({
-    pending: v.nullable(v.strictObject({ target: Id, generation: Step })),
-  }),
+  // Written inside the accepted commit itself, so no push can have confirmed it yet: on restart
+  // the selected revision is pushed again (idempotent) unless the policy is off or no remote exists.
+  publication: v.strictObject({ intent: v.literal("unconfirmed", 'must be "unconfirmed"') }),
   artifacts: v.record(v.string(), ProvenanceSchema),
 });
 

@@ -221,7 +221,7 @@ export class StateStore {
       lineage: view.lineage,
       counters: { transitions: 0, runs: 0 },
       revision: "self",
-      publication: { pending: null },
+      publication: { intent: "unconfirmed" },
       artifacts: {},
     };
     const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };

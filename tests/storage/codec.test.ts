@@ -113,7 +113,7 @@ describe("runtime documents", () => {
     lineage: { id: "L", originStep: 0, window: [{ id: "T1", parent: "L", step: 1 }] },
     counters: { transitions: 1, runs: 1 },
     revision: "self",
-    publication: { pending: null },
+    publication: { intent: "unconfirmed" },
     artifacts: { "/k/a.md": { sourceHash: hashJson("x"), compilerRevision: "artifact-v1" } },
   };
 

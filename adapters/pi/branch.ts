@@ -1,0 +1,60 @@
+// Reading State Flow's provenance from the selected Pi branch: checkpoint entries
+// (`{revision}` / `{disabled:true}`, appended with pi.appendEntry) become restore markers, and the
+// branch's shape tells the episode machine whether a session is genuinely new. Pure over entries.
+
+import type { SessionEntry } from "@earendil-works/pi-coding-agent";
+import type { BranchMarker } from "../../machines/restore.ts";
+import type { BranchShape } from "../../machines/episode.ts";
+import { STOP_HANDOFF, type MarkerDetails } from "./context.ts";
+
+/** customType of State Flow's branch checkpoint entries. */
+export const CHECKPOINT_ENTRY = "state-flow";
+
+export type CheckpointData = { revision: string } | { disabled: true };
+
+function parseCheckpoint(data: unknown): CheckpointData | "malformed" {
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return "malformed";
+  const record = data as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length === 1 && record.disabled === true) return { disabled: true };
+  if (keys.length === 1 && typeof record.revision === "string" && /^([0-9a-f]{40}|[0-9a-f]{64}|file:[0-9a-f]{64})$/.test(record.revision)) {
+    return { revision: record.revision };
+  }
+  return "malformed";
+}
+
+/**
+ * Markers of the branch, oldest first. A malformed entry becomes an invalid revision so the
+ * restore falls back past it; a disabled entry records whether this physical session wrote the
+ * stop handoff just before it (then it restores the passive projection, otherwise plain off).
+ */
+export function branchMarkers(entries: readonly SessionEntry[], sessionId: string): BranchMarker[] {
+  const markers: BranchMarker[] = [];
+  let handoffBy: string | undefined;
+  for (const entry of entries) {
+    if (entry.type === "custom_message" && entry.customType === STOP_HANDOFF) {
+      handoffBy = (entry.details as MarkerDetails | undefined)?.sessionId;
+      continue;
+    }
+    if (entry.type !== "custom" || entry.customType !== CHECKPOINT_ENTRY) continue;
+    const data = parseCheckpoint(entry.data);
+    if (data === "malformed") markers.push({ kind: "revision", revision: "malformed" });
+    else if ("revision" in data) markers.push({ kind: "revision", revision: data.revision });
+    else markers.push(handoffBy === sessionId ? { kind: "disabled", stoppedBy: sessionId } : { kind: "disabled" });
+  }
+  return markers;
+}
+
+/** The newest well-formed revision at or before the newest disabled marker (the frozen runtime). */
+export function frozenRevision(markers: readonly BranchMarker[]): string | null {
+  for (let i = markers.length - 1; i >= 0; i--) {
+    const m = markers[i]!;
+    if (m.kind === "revision" && m.revision !== "malformed") return m.revision;
+  }
+  return null;
+}
+
+export function branchShape(entries: readonly SessionEntry[]): BranchShape {
+  if (entries.some((e) => e.type === "custom" && e.customType === CHECKPOINT_ENTRY)) return "marked";
+  return entries.some((e) => e.type === "message") ? "unmarked" : "empty";
+}

@@ -1,0 +1,557 @@
+// The Pi adapter's controller: turns Pi lifecycle events into machine events, asks the machines
+// what to do, and carries out their effects against the state store. It holds data (the cached
+// branch runtime, the current run's specification and discarded drafts) but no lifecycle flags:
+// whether tools are active, which projection applies, whether an answer may become the response
+// — every such question is answered by the episode, resolution, barrier or publication machine.
+
+import type { AgentMessage } from "@earendil-works/pi-agent-core";
+import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
+import type { Actor } from "xstate";
+import { barrierMachine, toolCallDecision } from "../../machines/barrier.ts";
+import {
+  episodeMachine,
+  episodeStateName,
+  isToolsActive,
+  projectionMode,
+  resolutionEnabled,
+  type EpisodeEffect,
+  type EpisodeNoticeCode,
+  type SessionStartReason,
+} from "../../machines/episode.ts";
+import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, type ResolutionEmitted } from "../../machines/resolution.ts";
+import { selectRestore, type BranchMarker, type PointerCheck, type RestoreResult } from "../../machines/restore.ts";
+import { parsePatchSet, type PatchSet } from "../../storage/cohort.ts";
+import { StateFlowError } from "../../storage/errors.ts";
+import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../storage/layout.ts";
+import type { ScopeSelector } from "../../storage/scope-state.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
+import { isStoreError } from "../../storage/store-error.ts";
+import { openStore } from "../../storage/store.ts";
+import { createPublication, gitPusher, type PublicationDriver } from "../../storage/publication.ts";
+import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../storage/temporal.ts";
+import { createFlowActor, type FlowInspection } from "../inspect/inspector.ts";
+import { CHECKPOINT_ENTRY, branchMarkers, branchShape, frozenRevision } from "./branch.ts";
+import type { StateFlowConfig } from "./config.ts";
+import {
+  PROTOCOL,
+  RESOLUTION_NOTE,
+  RUN_ANCHOR,
+  STOP_HANDOFF,
+  projectContext,
+  renderRuntimeContext,
+  type ProjectionMode as ContextMode,
+} from "./context.ts";
+import { Diagnostics } from "./diagnostics.ts";
+import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
+import { compactStatus, renderStatus } from "./status.ts";
+
+export const TOOL_NAMES = ["patch_state", "read_state"] as const;
+
+export interface RuntimeAccessor {
+  /** Lazy temporal read from the cached runtime: no publication, no history step. */
+  read(offset?: number, scope?: ScopeSelector): TemporalRead;
+  /** Flat episode state, e.g. "active.steady". */
+  episode(): string;
+  /** The detailed status report. */
+  status(): string;
+}
+
+export interface ControllerOptions {
+  agentDir: string;
+  config: StateFlowConfig;
+  /** Store root override (SDK `repositoryRoot`); default from state-flow.json. */
+  storeRoot: string;
+  /** Environment for git (tests isolate identity and PATH here). */
+  env: NodeJS.ProcessEnv;
+  inspection: FlowInspection | undefined;
+  onRuntime?: (accessor: RuntimeAccessor) => void;
+}
+
+const NOTICES: Record<EpisodeNoticeCode, { text: string; level: "info" | "warning" | "error" }> = {
+  "not-enabled": { text: "State Flow is not enabled on this branch; nothing to stop.", level: "info" },
+  "already-active": { text: "State Flow is already active on this branch.", level: "info" },
+  "stop-refused-unproven": {
+    text: "State Flow cannot stop: this branch's provenance is unproven, and stopping would let failed recovery replace existing runtime. Select a valid checkpoint with /tree, then retry.",
+    level: "error",
+  },
+  "start-refused-unproven": {
+    text: "State Flow cannot start: this branch's provenance is unproven. Select a valid checkpoint with /tree, then retry.",
+    level: "error",
+  },
+  "start-failed": { text: "State Flow could not initialize its store; see the previous error. Nothing was enabled.", level: "error" },
+  "restore-lock-busy": {
+    text: "State Flow could not restore this branch: the store's publication lock is held. The selected revision is kept; retry /state-flow-start once the other writer is done.",
+    level: "warning",
+  },
+  "restore-unproven": {
+    text: "State Flow could not prove this branch's revision (replaced or missing); it stays failed-closed. Select a valid checkpoint with /tree.",
+    level: "error",
+  },
+};
+
+function steerText(attempt: number): string {
+  return (
+    `[State Flow resolution ${attempt}/${MAX_RESOLUTION_STEERS + 1}] Your previous answer was not accepted: no patch_state with final:true was accepted in this run. ` +
+    "Reconcile state with patch_state (include final:true, or send {\"final\":true} alone if nothing changed), then give your complete final answer."
+  );
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class StateFlowController {
+  readonly episode: Actor<typeof episodeMachine>;
+  private readonly barrier: Actor<typeof barrierMachine>;
+  private resolution: Actor<typeof resolutionMachine> | null = null;
+  private publication: PublicationDriver | null = null;
+  private store: StateStore | null = null;
+  private runtime: BranchRuntime | null = null;
+  private identity: SessionIdentity | null = null;
+  private effects: EpisodeEffect[] = [];
+  private notices: EpisodeNoticeCode[] = [];
+  private resolutionEffects: ResolutionEmitted[] = [];
+  private specification = "";
+  private readonly discarded = new Set<number>();
+  private candidateText: string | null = null;
+  private batchKey: string | null = null;
+  private unavailable: string | null = null;
+  private diagnostics: Diagnostics;
+  private readonly callArgs = new Map<string, unknown>();
+  private ui: ExtensionContext["ui"] | null = null;
+
+  constructor(
+    private readonly pi: ExtensionAPI,
+    private readonly options: ControllerOptions,
+  ) {
+    this.episode = createFlowActor(episodeMachine, { input: { autoStart: options.config.autoStart }, inspection: options.inspection });
+    this.episode.on("episode.effect", (e) => this.effects.push(e.effect));
+    this.episode.on("episode.notice", (e) => this.notices.push(e.code));
+    this.episode.start();
+    this.barrier = createFlowActor(barrierMachine, { inspection: options.inspection });
+    this.barrier.start();
+    this.diagnostics = new Diagnostics(options.agentDir, options.config.logging, options.storeRoot, (m) => this.notify(m, "warning"));
+    options.onRuntime?.({
+      read: (offset = 0, scope = "effective") => this.read(offset, scope),
+      episode: () => episodeStateName(this.episode.getSnapshot()),
+      status: () => this.statusText(),
+    });
+  }
+
+  // ---- Pi lifecycle -------------------------------------------------------------------------
+
+  async sessionStart(reason: SessionStartReason, ctx: ExtensionContext): Promise<void> {
+    this.ui = ctx.ui;
+    this.identity = this.identityOf(ctx);
+    this.runtime = null;
+    this.unavailable = null;
+    await this.send({ type: "SESSION_START", reason, branch: branchShape(ctx.sessionManager.getBranch()) }, ctx);
+  }
+
+  async tree(ctx: ExtensionContext): Promise<void> {
+    this.ui = ctx.ui;
+    await this.send({ type: "TREE" }, ctx);
+  }
+
+  async shutdown(): Promise<void> {
+    this.episode.send({ type: "SHUTDOWN" });
+    this.resolution?.stop();
+    this.publication?.shutdown();
+    this.barrier.stop();
+    this.options.inspection?.stop();
+  }
+
+  async command(which: "start" | "stop", ctx: ExtensionContext): Promise<void> {
+    this.ui = ctx.ui;
+    await this.send({ type: which === "start" ? "START" : "STOP" }, ctx);
+  }
+
+  /** before_agent_start: a user-initiated run begins. */
+  beforeAgentStart(prompt: string, systemPrompt: string): { systemPrompt: string; message: { customType: string; content: string; display: boolean; details: unknown } } | undefined {
+    this.resolution?.stop();
+    this.resolution = null;
+    this.discarded.clear();
+    this.candidateText = null;
+    if (!resolutionEnabled(this.episode.getSnapshot()) || !this.runtime) return undefined;
+    this.specification = prompt;
+    this.resolution = createFlowActor(resolutionMachine, { inspection: this.options.inspection });
+    this.resolution.on("*", (e) => this.resolutionEffects.push(e as ResolutionEmitted));
+    this.resolution.start();
+    return {
+      systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`,
+      message: { customType: RUN_ANCHOR, content: "[State Flow run]", display: false, details: { sessionId: this.identity!.sessionId } },
+    };
+  }
+
+  /** context: the projection the next inference receives (undefined = Pi's own context). */
+  context(messages: AgentMessage[]): AgentMessage[] | undefined {
+    const mode = projectionMode(this.episode.getSnapshot());
+    if (mode === "ordinary" || mode === "failedClosed" || !this.identity) return undefined;
+    if (mode === "passive") {
+      return projectContext({ messages, mode: "passive", sessionId: this.identity.sessionId, runtimeContext: "", discardedDrafts: this.discarded });
+    }
+    if (!this.runtime) return undefined;
+    const contextMode: ContextMode = mode === "active" ? "steady" : "bootstrap";
+    const view = this.runtime.view;
+    const text = renderRuntimeContext({
+      specification: this.specification,
+      state: readTemporalState(view).state,
+      step: headBoundary(view.lineage).step,
+      transitions: recentTransitions(view),
+      invalidations: [],
+      resolutionNote: this.resolutionNote(),
+      bootstrap: contextMode === "bootstrap",
+    });
+    return projectContext({ messages, mode: contextMode, sessionId: this.identity.sessionId, runtimeContext: text, discardedDrafts: this.discarded });
+  }
+
+  /** tool_call: the patch_state barrier over the current assistant batch. */
+  toolCall(toolCallId: string, args: unknown, ctx: ExtensionContext): { block: true; reason: string } | undefined {
+    this.callArgs.set(toolCallId, args);
+    if (!isToolsActive(this.episode.getSnapshot())) return undefined;
+    const batch = this.currentBatch(ctx.sessionManager.getBranch());
+    if (batch && batch.key !== this.batchKey) {
+      this.batchKey = batch.key;
+      this.barrier.send({ type: "BATCH_END" });
+      this.barrier.send({ type: "BATCH", calls: batch.calls });
+    }
+    this.barrier.send({ type: "TOOL_CALL", id: toolCallId });
+    const decision = toolCallDecision(this.barrier.getSnapshot(), toolCallId);
+    return decision.block ? { block: true, reason: decision.reason } : undefined;
+  }
+
+  /** message_end: terminal drafts go to the resolution machine. */
+  async messageEnd(message: AgentMessage, ctx: ExtensionContext): Promise<void> {
+    if (!this.resolution || !isAssistant(message) || this.resolution.getSnapshot().status !== "active") return;
+    const ending = draftEnding(message);
+    if (ending === null) return;
+    const eligible = isTerminalEligible(this.resolution.getSnapshot());
+    if (ending === "complete" && eligible) this.candidateText = answerText(message);
+    this.resolution.send({ type: "DRAFT", ending });
+    for (const effect of this.takeResolutionEffects()) {
+      if (effect.type === "resolution.discardDraft") {
+        this.discarded.add(message.timestamp);
+        if (effect.reason === "unresolved") {
+          this.diagnostics.write({ kind: "unresolved-draft", text: answerText(message), stopReason: message.stopReason, attempt: this.resolution.getSnapshot().context.attempts, eligible });
+        }
+      } else if (effect.type === "resolution.steer") {
+        this.pi.sendMessage(
+          { customType: RESOLUTION_NOTE, content: steerText(effect.attempt), display: false, details: { sessionId: this.identity!.sessionId } },
+          { deliverAs: "steer", triggerTurn: true },
+        );
+      } else if (effect.type === "resolution.exhausted") {
+        this.notify(
+          `State Flow: the answer was not accepted after ${effect.attempts} attempts without patch_state final:true. Committed state and enablement are kept; ask again to continue.`,
+          "error",
+        );
+      }
+    }
+    void ctx;
+  }
+
+  /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
+  async turnEnd(ctx: ExtensionContext): Promise<void> {
+    this.barrier.send({ type: "BATCH_END" });
+    this.batchKey = null;
+    if (!this.resolution || this.resolution.getSnapshot().status !== "active") return;
+    this.resolution.send({ type: "TURN_END" });
+    for (const effect of this.takeResolutionEffects()) {
+      if (effect.type !== "resolution.commitResponse" || this.candidateText === null) continue;
+      await this.commitResponse(this.candidateText, ctx);
+    }
+  }
+
+  async agentEnd(): Promise<void> {
+    if (this.resolution && this.resolution.getSnapshot().status === "active") this.resolution.send({ type: "RUN_ENDED" });
+    this.takeResolutionEffects();
+    this.publication?.turnEnd();
+  }
+
+  toolExecutionEnd(toolCallId: string, toolName: string, isError: boolean, result: unknown): void {
+    const args = this.callArgs.get(toolCallId);
+    this.callArgs.delete(toolCallId);
+    if (toolName !== "patch_state" || !isError) return;
+    const text = ((result as { content?: { type: string; text?: string }[] })?.content ?? []).map((c) => c.text ?? "").join("");
+    this.diagnostics.write({
+      kind: "rejected-patch",
+      tool: toolName,
+      toolCallId,
+      arguments: args,
+      error: text,
+      attempt: this.resolution?.getSnapshot().context.attempts ?? null,
+      eligible: this.resolution ? isTerminalEligible(this.resolution.getSnapshot()) : null,
+    });
+  }
+
+  // ---- tools ---------------------------------------------------------------------------------
+
+  async patchState(set: PatchSet, ctx: ExtensionContext): Promise<{ text: string; details: Record<string, unknown> }> {
+    if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime || !this.store) {
+      throw new Error("State Flow is not enabled on this branch; /state-flow-start enables it.");
+    }
+    const scopes = Object.keys(set.patches);
+    if (scopes.length === 0) {
+      this.resolution?.send({ type: "FINAL_ONLY" });
+      return { text: "Terminal eligibility latched (final:true); no semantic transition. Give your final answer.", details: { final: true, transition: null } };
+    }
+    try {
+      const { runtime, staged } = await this.store.commit(this.runtime, set.patches, `state-flow: patch_state ${scopes.join("+")}`);
+      await this.accept(runtime);
+      this.resolution?.send({ type: "PATCH_ACCEPTED", final: set.final });
+      const step = staged.cohort.transition.step;
+      const changed = Object.keys(staged.cohort.records);
+      const unchanged = staged.cohort.unchanged.length > 0 ? ` Unchanged and not recorded: ${staged.cohort.unchanged.join(", ")}.` : "";
+      const finalNote = set.final ? " Terminal eligibility latched: your next complete answer is accepted." : "";
+      void ctx;
+      return {
+        text: `Accepted transition step ${step} (${changed.join(", ")}).${unchanged}${finalNote} state[0] is rebuilt for your next inference; do not restate it.`,
+        details: { step, transition: staged.cohort.transition.id, scopes: changed, revision: runtime.pointer.revision, final: set.final },
+      };
+    } catch (error) {
+      this.resolution?.send({ type: "PATCH_REJECTED" });
+      throw error;
+    }
+  }
+
+  readState(offset: number, scope: ScopeSelector): TemporalRead {
+    if (!isToolsActive(this.episode.getSnapshot())) throw new Error("State Flow is not enabled on this branch.");
+    return this.read(offset, scope);
+  }
+
+  read(offset: number, scope: ScopeSelector): TemporalRead {
+    if (!this.runtime) throw new StateFlowError("offset-unavailable", "no State Flow runtime is selected on this branch");
+    return readTemporalState(this.runtime.view, offset, scope);
+  }
+
+  statusText(): string {
+    const pending = this.publication?.pending ?? null;
+    return renderStatus({
+      episode: episodeStateName(this.episode.getSnapshot()),
+      toolsActive: isToolsActive(this.episode.getSnapshot()),
+      storeRoot: this.options.storeRoot,
+      storeKind: this.store?.store.kind ?? "unopened",
+      runtime: this.runtime,
+      unavailable: this.unavailable,
+      publication: !this.publication ? "none" : this.store?.store.kind !== "git" ? "file-only (nothing to publish)" : this.publication.policy,
+      pendingTarget: pending?.revision ?? null,
+    });
+  }
+
+  // ---- machine plumbing ----------------------------------------------------------------------
+
+  private async send(event: Parameters<Actor<typeof episodeMachine>["send"]>[0], ctx: ExtensionContext): Promise<void> {
+    this.episode.send(event);
+    await this.flush(ctx);
+  }
+
+  /** Carries out emitted effects in order; each may feed the machine a result event. */
+  private async flush(ctx: ExtensionContext): Promise<void> {
+    while (this.effects.length > 0 || this.notices.length > 0) {
+      const notice = this.notices.shift();
+      if (notice) this.notify(NOTICES[notice].text, NOTICES[notice].level);
+      const effect = this.effects.shift();
+      if (effect === "initialize-storage") await this.initializeStorage(ctx);
+      else if (effect === "select-restore") await this.selectRestore(ctx);
+      else if (effect === "freeze-handoff") this.freezeHandoff();
+      else if (effect === "persist-disabled") await this.persistDisabled();
+    }
+    this.syncTools(ctx);
+  }
+
+  private async initializeStorage(ctx: ExtensionContext): Promise<void> {
+    try {
+      const fromPassive = this.episode.getSnapshot().matches({ starting: "fromPassive" });
+      const store = await this.openStateStore(true);
+      const selected = fromPassive ? await this.frozenRuntime(ctx.sessionManager.getBranch(), store) : null;
+      const runtime = await store.start(selected, this.options.config.remotePublication);
+      this.unavailable = null;
+      this.installPublication(runtime);
+      await this.accept(runtime);
+      this.episode.send({ type: "STORAGE_READY" });
+    } catch (error) {
+      this.notify(`State Flow start failed: ${errorMessage(error)}`, "error");
+      this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
+    }
+  }
+
+  private async selectRestore(ctx: ExtensionContext): Promise<void> {
+    const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
+    let result: RestoreResult;
+    let loaded: BranchRuntime | null = null;
+    try {
+      const store = await this.openStateStore(false);
+      const verdicts = new Map<string, PointerCheck>();
+      const runtimes = new Map<string, BranchRuntime>();
+      for (let i = markers.length - 1; i >= 0; i--) {
+        const marker = markers[i]!;
+        if (marker.kind === "disabled") break;
+        const verdict = await this.check(store, marker.revision, runtimes);
+        verdicts.set(marker.revision, verdict);
+        if (verdict !== "invalid") break;
+      }
+      result = selectRestore(markers, (revision) => verdicts.get(revision) ?? "invalid", this.identity!.sessionId);
+      if (result.kind === "revision") {
+        loaded = runtimes.get(result.revision)!;
+        if (!loaded.config.enabled) result = { kind: "disabled" };
+      }
+      if (result.kind === "passive") loaded = await this.frozenRuntime(ctx.sessionManager.getBranch(), store).catch(() => null);
+      if (loaded) this.installPublication(loaded);
+      this.unavailable = result.kind === "unproven" || result.kind === "lockBusy" ? `branch revision ${result.revision ?? "(none valid)"} is ${result.kind}` : null;
+    } catch (error) {
+      this.unavailable = errorMessage(error);
+      result = { kind: "unproven", revision: null, reason: "noValidPointer" };
+    }
+    this.runtime = loaded;
+    this.episode.send({ type: "RESTORE_RESULT", result });
+  }
+
+  private async check(store: StateStore, revision: string, runtimes: Map<string, BranchRuntime>): Promise<PointerCheck> {
+    if (revision === "malformed") return "invalid";
+    try {
+      runtimes.set(revision, await store.loadPointer({ revision }));
+      return "valid";
+    } catch (error) {
+      if (isStoreError(error, "lock-held")) return "lockBusy";
+      if (isStoreError(error, "pointer-unavailable")) return "unavailable";
+      return "invalid";
+    }
+  }
+
+  /** The runtime frozen at stop: the newest valid revision recorded before the disabled marker. */
+  private async frozenRuntime(entries: readonly SessionEntry[], store: StateStore): Promise<BranchRuntime | null> {
+    if (this.runtime && !this.runtime.config.enabled) return this.runtime;
+    const markers: BranchMarker[] = branchMarkers(entries, this.identity!.sessionId);
+    const revision = frozenRevision(markers);
+    return revision ? store.loadPointer({ revision }) : null;
+  }
+
+  private freezeHandoff(): void {
+    if (!this.identity) return;
+    const state = this.runtime ? readTemporalState(this.runtime.view).state : null;
+    const content =
+      "[State Flow stopped — frozen exit handoff: the effective state at the stop boundary. It is assistant-produced memory, not an instruction.]\n" +
+      (state ? JSON.stringify(state, null, 2) : "(no state)");
+    this.pi.sendMessage({ customType: STOP_HANDOFF, content, display: false, details: { sessionId: this.identity.sessionId } });
+  }
+
+  private async persistDisabled(): Promise<void> {
+    if (!this.runtime || !this.store) return;
+    try {
+      const runtime = await this.store.publishConfig(this.runtime, { ...this.runtime.config, enabled: false }, "state-flow: stop");
+      this.runtime = runtime;
+      this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: runtime.pointer.revision });
+      this.pi.appendEntry(CHECKPOINT_ENTRY, { disabled: true });
+      this.notify("State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.", "info");
+    } catch (error) {
+      this.notify(`State Flow could not persist the stop: ${errorMessage(error)}. The branch stays passive for this session only.`, "error");
+    }
+  }
+
+  /** A new durable revision: bind the branch to it (Pi checkpoint entry) and hand it to publication. */
+  private async accept(runtime: BranchRuntime): Promise<void> {
+    const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
+    this.runtime = runtime;
+    if (changed) {
+      this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: runtime.pointer.revision });
+      await this.publish(runtime.pointer.revision);
+    }
+    this.ui?.setStatus("state-flow", compactStatus(headBoundary(runtime.view.lineage).step));
+  }
+
+  private async commitResponse(text: string, ctx: ExtensionContext): Promise<void> {
+    if (!this.runtime || !this.store) return;
+    try {
+      const { patches } = parsePatchSet({ session: { response: text } }, { allowResponse: true });
+      const { runtime } = await this.store.commit(this.runtime, patches, "state-flow: response");
+      await this.accept(runtime);
+    } catch (error) {
+      if (!(error instanceof StateFlowError && error.code === "no-op-cohort")) {
+        this.notify(`State Flow could not commit the response: ${errorMessage(error)}`, "error");
+        return;
+      }
+    }
+    await this.send({ type: "RUN_ACCEPTED" }, ctx);
+  }
+
+  private syncTools(ctx: ExtensionContext): void {
+    const active = isToolsActive(this.episode.getSnapshot());
+    const current = this.pi.getActiveTools();
+    const others = current.filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
+    const next = active ? [...others, ...TOOL_NAMES] : others;
+    if (next.length !== current.length || next.some((n, i) => n !== current[i])) this.pi.setActiveTools(next);
+    const mode = projectionMode(this.episode.getSnapshot());
+    if (mode === "ordinary") ctx.ui.setStatus("state-flow", undefined);
+    else if (mode === "passive") ctx.ui.setStatus("state-flow", "state-flow stopped");
+    else if (mode === "failedClosed") ctx.ui.setStatus("state-flow", "state-flow unavailable");
+    else if (this.runtime) ctx.ui.setStatus("state-flow", compactStatus(headBoundary(this.runtime.view.lineage).step));
+  }
+
+  private resolutionNote(): string | null {
+    if (!this.resolution) return null;
+    const snapshot = this.resolution.getSnapshot();
+    if (isTerminalEligible(snapshot)) return "Terminal eligibility is latched (final:true accepted): your next complete answer becomes the response.";
+    const attempts = snapshot.context.attempts;
+    return attempts > 0
+      ? `${attempts} answer(s) in this run were not accepted. Call patch_state with final:true before your final answer.`
+      : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) before your final answer.";
+  }
+
+  private takeResolutionEffects(): ResolutionEmitted[] {
+    return this.resolutionEffects.splice(0);
+  }
+
+  private currentBatch(entries: readonly SessionEntry[]): { key: string; calls: { id: string; name: string }[] } | null {
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const entry = entries[i]!;
+      if (entry.type !== "message") continue;
+      const message = entry.message as AgentMessage;
+      if (!isAssistant(message)) continue;
+      return { key: entry.id, calls: toolCalls(message) };
+    }
+    return null;
+  }
+
+  // ---- publication --------------------------------------------------------------------------
+
+  /**
+   * One driver per runtime generation. The selected revision's intent is "unconfirmed" (it is
+   * written inside the accepted commit), so a restored or restarted runtime pushes it again:
+   * pending publication survives restart and a push of an already published commit is a no-op.
+   */
+  private installPublication(runtime: BranchRuntime): void {
+    if (this.publication) return;
+    const git = this.store?.store.git ?? null;
+    this.publication = createPublication({
+      policy: runtime.config.remotePublication,
+      pusher: git ? gitPusher(git) : null,
+      restored: git && runtime.config.remotePublication !== "off" ? { revision: runtime.pointer.revision, attempts: 0 } : null,
+    });
+  }
+
+  private async publish(revision: string): Promise<void> {
+    if (!this.publication) return;
+    const outcome = await this.publication.accepted(revision);
+    if (outcome.kind === "pending") this.notify(`State Flow: push of ${revision.slice(0, 12)} is pending (${outcome.error}); it is retried later.`, "warning");
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------
+
+  private async openStateStore(initGit: boolean): Promise<StateStore> {
+    if (this.store && (!initGit || this.store.store.kind === "git" || !this.store.store.gitAvailable)) return this.store;
+    const store = await openStore({ root: this.options.storeRoot, env: this.options.env, initGit });
+    this.store = new StateStore(store, this.identity!);
+    return this.store;
+  }
+
+  private identityOf(ctx: ExtensionContext): SessionIdentity {
+    const manager = ctx.sessionManager;
+    const file = manager.getSessionFile();
+    const header = manager.getHeader();
+    const sessionKey = file ? sessionKeyFromFile(file) : sessionKeyFromHeader(header!);
+    return { cwd: ctx.cwd, cwdKey: cwdKey(ctx.cwd), sessionId: manager.getSessionId(), sessionKey };
+  }
+
+  private notify(message: string, level: "info" | "warning" | "error"): void {
+    this.ui?.notify(message, level);
+  }
+}

@@ -1,0 +1,107 @@
+// State Flow as a Pi extension: registers patch_state / read_state, the three commands and the
+// lifecycle hooks, and forwards everything to the controller. This is the only module that
+// speaks Pi's extension API; it reads the agent-level configuration once, at load.
+
+import { getAgentDir, type ExtensionAPI, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import { loadInspection } from "../inspect/inspector.ts";
+import { loadConfig } from "./config.ts";
+import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
+import {
+  PATCH_STATE_JSON_SCHEMA,
+  READ_STATE_JSON_SCHEMA,
+  parsePatchStateArgs,
+  parseReadStateArgs,
+} from "./tool-schemas.ts";
+
+export interface StateFlowExtensionOptions {
+  /** Pi agent directory (profile); default: Pi's getAgentDir() (PI_CODING_AGENT_DIR). */
+  agentDir?: string;
+  /** State store root, overriding state-flow.json's directory. */
+  repositoryRoot?: string;
+  /** Receives a cached-runtime accessor with `read(offset?, scope?)`. */
+  onRuntime?: (accessor: RuntimeAccessor) => void;
+  /** Environment used for git (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+function text(value: string) {
+  return [{ type: "text" as const, text: value }];
+}
+
+export function createStateFlowExtension(options: StateFlowExtensionOptions = {}): ExtensionFactory {
+  return async (pi: ExtensionAPI) => {
+    const agentDir = options.agentDir ?? getAgentDir();
+    const config = loadConfig(agentDir);
+    const inspection = await loadInspection(options.env ?? process.env);
+    const controller = new StateFlowController(pi, {
+      agentDir,
+      config,
+      storeRoot: options.repositoryRoot ?? config.directory,
+      env: options.env ?? process.env,
+      inspection,
+      ...(options.onRuntime ? { onRuntime: options.onRuntime } : {}),
+    });
+
+    pi.registerTool({
+      name: "patch_state",
+      label: "Patch state",
+      description:
+        "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
+      promptSnippet: "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
+      parameters: PATCH_STATE_JSON_SCHEMA as never,
+      executionMode: "sequential",
+      prepareArguments(args: unknown) {
+        parsePatchStateArgs(args);
+        return args as never;
+      },
+      async execute(_toolCallId: string, params: unknown, _signal: unknown, _onUpdate: unknown, ctx: never) {
+        const result = await controller.patchState(parsePatchStateArgs(params), ctx);
+        return { content: text(result.text), details: result.details };
+      },
+    } as never);
+
+    pi.registerTool({
+      name: "read_state",
+      label: "Read state",
+      description:
+        "Read State Flow state at a past offset (0 = now … 7) or of one scope (effective, global, cwd, session). Use only for a concrete historical or scope-specific gap; current state is already in your context.",
+      promptSnippet: "Read older (offset 0–7) or scope-specific State Flow state",
+      parameters: READ_STATE_JSON_SCHEMA as never,
+      async execute(_toolCallId: string, params: unknown) {
+        const { offset, scope } = parseReadStateArgs(params);
+        const read = controller.readState(offset, scope);
+        return { content: text(JSON.stringify(read, null, 2)), details: { offset, scope, boundary: read.boundary } };
+      },
+    } as never);
+
+    pi.registerCommand("state-flow-start", {
+      description: "Initialize missing State Flow materialization and enable this branch",
+      handler: async (_args, ctx) => controller.command("start", ctx),
+    });
+    pi.registerCommand("state-flow-stop", {
+      description: "Disable State Flow on this branch without deleting semantic state",
+      handler: async (_args, ctx) => controller.command("stop", ctx),
+    });
+    pi.registerCommand("state-flow-status", {
+      description: "Inspect State Flow runtime, semantic, freshness and publication diagnostics",
+      handler: async (_args, ctx) => ctx.ui.notify(controller.statusText(), "info"),
+    });
+
+    pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
+    pi.on("session_tree", (_event, ctx) => controller.tree(ctx));
+    pi.on("session_shutdown", () => controller.shutdown());
+    pi.on("before_agent_start", (event) => controller.beforeAgentStart(event.prompt, event.systemPrompt));
+    pi.on("context", (event) => {
+      const messages = controller.context(event.messages);
+      return messages ? { messages } : undefined;
+    });
+    pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, event.input, ctx));
+    pi.on("tool_execution_end", (event) => controller.toolExecutionEnd(event.toolCallId, event.toolName, event.isError, event.result));
+    pi.on("message_end", (event, ctx) => controller.messageEnd(event.message, ctx));
+    pi.on("turn_end", (_event, ctx) => controller.turnEnd(ctx));
+    pi.on("agent_end", () => controller.agentEnd());
+  };
+}
+
+/** Default export for Pi's package manifest: State Flow with options from state-flow.json. */
+export default createStateFlowExtension();

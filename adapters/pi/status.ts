@@ -1,0 +1,61 @@
+// Status text: the compact footer `state-flow #<step>` and the detailed /state-flow-status report,
+// which keeps runtime config/meta apart from semantic materialization and labels each scope
+// without dumping bodies. Evidence that could not be read is reported as unavailable, never as
+// a clean zero.
+
+import { SCOPES } from "../../storage/scope-state.ts";
+import type { BranchRuntime } from "../../storage/state-store.ts";
+import { availableOffsets, headBoundary, readTemporalState } from "../../storage/temporal.ts";
+
+export interface StatusInput {
+  episode: string;
+  toolsActive: boolean;
+  storeRoot: string;
+  storeKind: "git" | "file" | "unopened";
+  runtime: BranchRuntime | null;
+  /** Why the runtime could not be inspected, when it could not. */
+  unavailable: string | null;
+  publication: string;
+  pendingTarget: string | null;
+}
+
+export function compactStatus(step: number | null): string {
+  return step === null ? "state-flow" : `state-flow #${step}`;
+}
+
+export function renderStatus(input: StatusInput): string {
+  const lines = ["State Flow status", "", "Runtime (config and meta)"];
+  lines.push(`  episode: ${input.episode}${input.toolsActive ? " (tools active)" : " (tools off)"}`);
+  lines.push(`  store: ${input.storeKind} at ${input.storeRoot}`);
+  const rt = input.runtime;
+  if (input.unavailable) {
+    lines.push(`  runtime: unavailable — ${input.unavailable}`);
+  } else if (!rt) {
+    lines.push("  runtime: none on this branch (ordinary Pi mode; /state-flow-start enables it)");
+  } else {
+    const head = headBoundary(rt.view.lineage);
+    lines.push(`  enabled: ${rt.config.enabled ? "yes" : "no"}    remote publication: ${rt.config.remotePublication}`);
+    lines.push(`  scope keys: cwd ${rt.identity.cwdKey}    session ${rt.identity.sessionKey}`);
+    lines.push(`  head: step ${head.step} (${head.id})    revision: ${rt.pointer.revision}`);
+    lines.push(`  lineage: ${rt.view.lineage.id} from origin step ${rt.view.lineage.originStep}`);
+    lines.push(`  counters: ${rt.meta.counters.transitions} transitions, ${rt.meta.counters.runs} accepted runs`);
+  }
+  lines.push(`  publication: ${input.publication}${input.pendingTarget ? ` (pending ${input.pendingTarget})` : ""}`);
+  lines.push("", "Semantic materialization");
+  if (input.unavailable) {
+    lines.push("  unavailable (see runtime above)");
+    return lines.join("\n");
+  }
+  if (!rt) {
+    lines.push("  none");
+    return lines.join("\n");
+  }
+  const offsets = availableOffsets(rt.view.lineage);
+  lines.push(`  hot offsets: 0–${offsets - 1} (${offsets} available)`);
+  lines.push(`  retained tails: ${SCOPES.map((s) => `${s} ${rt.view.streams[s].tail.length}`).join(", ")} (may include inherited pre-origin records)`);
+  const counts = SCOPES.map((s) => `${s} ${Object.keys(rt.view.current[s].artifacts).length}`);
+  const effective = Object.keys(readTemporalState(rt.view).state.artifacts).length;
+  lines.push(`  artifacts: ${counts.join(", ")}, effective ${effective}`);
+  lines.push("  stale artifacts: unavailable (Knowledge discovery is not implemented yet)");
+  return lines.join("\n");
+}

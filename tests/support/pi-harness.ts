@@ -1,0 +1,232 @@
+// A real Pi AgentSession for tests: Pi 0.84's faux model provider (no network), the real
+// resource loader with State Flow loaded as an extension factory, in-memory or file-backed
+// sessions, real git with an isolated identity. The faux model is scripted with steps that
+// record the exact context each inference receives.
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  InMemoryCredentialStore,
+  fauxAssistantMessage,
+  fauxProvider,
+  fauxText,
+  fauxToolCall,
+  type AssistantMessage,
+  type Context,
+  type FauxResponseStep,
+} from "@earendil-works/pi-ai";
+import {
+  DefaultResourceLoader,
+  ModelRuntime,
+  SessionManager,
+  SettingsManager,
+  createAgentSession,
+  type AgentSession,
+  type ExtensionFactory,
+} from "@earendil-works/pi-coding-agent";
+import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
+import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
+
+export { fauxText, fauxToolCall };
+
+export interface HarnessOptions {
+  /** Agent-level state-flow.json content (omitted: no file). */
+  config?: Record<string, unknown>;
+  /** "memory" (default) or "file" (a session file under the harness dir). */
+  sessionKind?: "memory" | "file";
+  /** Use git for the store (default) or run file-only (git absent from PATH). */
+  git?: boolean;
+  /** Reuse the directories of another harness (same agent dir, cwd and store). */
+  shareWith?: PiHarness;
+  /** Open this session file instead of creating a new session. */
+  openFile?: string;
+  /** Extra extension factories loaded after State Flow (e.g. a foreign extension). */
+  extraExtensions?: ExtensionFactory[];
+}
+
+export interface Notice {
+  message: string;
+  level: string;
+}
+
+let counter = 0;
+
+export class PiHarness {
+  readonly root: string;
+  readonly agentDir: string;
+  readonly cwd: string;
+  readonly sessionDir: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly contexts: Context[] = [];
+  readonly notices: Notice[] = [];
+  readonly statuses: (string | undefined)[] = [];
+  session!: AgentSession;
+  accessor!: RuntimeAccessor;
+  faux!: ReturnType<typeof fauxProvider>;
+  private readonly owned: boolean;
+
+  private constructor(options: HarnessOptions) {
+    const shared = options.shareWith;
+    this.owned = !shared;
+    this.root = shared?.root ?? mkdtempSync(join(tmpdir(), "sf-pi-"));
+    this.agentDir = join(this.root, "agent");
+    this.cwd = join(this.root, "project");
+    this.sessionDir = join(this.root, "sessions");
+    mkdirSync(this.agentDir, { recursive: true });
+    mkdirSync(this.cwd, { recursive: true });
+    mkdirSync(this.sessionDir, { recursive: true });
+    const gitConfig = join(this.root, "gitconfig");
+    writeFileSync(gitConfig, "");
+    const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
+    for (const key of Object.keys(env)) if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
+    Object.assign(env, {
+      GIT_AUTHOR_NAME: "State Flow Test",
+      GIT_AUTHOR_EMAIL: "test@state-flow.invalid",
+      GIT_COMMITTER_NAME: "State Flow Test",
+      GIT_COMMITTER_EMAIL: "test@state-flow.invalid",
+    });
+    if (options.git === false) env.PATH = join(this.root, "no-git-bin");
+    this.env = env;
+    if (options.config) writeFileSync(join(this.agentDir, "state-flow.json"), JSON.stringify(options.config));
+  }
+
+  static async create(options: HarnessOptions = {}): Promise<PiHarness> {
+    const harness = new PiHarness(options);
+    await harness.open(options);
+    return harness;
+  }
+
+  get storeRoot(): string {
+    return join(this.agentDir, "state-flow");
+  }
+
+  private async open(options: HarnessOptions): Promise<void> {
+    process.env.PI_CODING_AGENT_DIR = this.agentDir;
+    process.env.PI_OFFLINE = "1";
+    const modelRuntime = await ModelRuntime.create({
+      credentials: new InMemoryCredentialStore(),
+      modelsPath: null,
+      modelsStorePath: join(this.root, `models-${++counter}.json`),
+      refreshOnCreate: false,
+    } as never);
+    this.faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1" }] });
+    modelRuntime.registerNativeProvider(this.faux.provider);
+    const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } } as never);
+    const stateFlow = createStateFlowExtension({
+      agentDir: this.agentDir,
+      env: this.env,
+      onRuntime: (accessor) => {
+        this.accessor = accessor;
+      },
+    });
+    const loader = new DefaultResourceLoader({
+      cwd: this.cwd,
+      agentDir: this.agentDir,
+      settingsManager,
+      extensionFactories: [stateFlow, ...(options.extraExtensions ?? [])],
+      noSkills: true,
+      noPromptTemplates: true,
+      noThemes: true,
+      noContextFiles: true,
+    } as never);
+    await loader.reload();
+    const sessionManager = options.openFile
+      ? SessionManager.open(options.openFile, this.sessionDir)
+      : options.sessionKind === "file"
+        ? SessionManager.create(this.cwd, this.sessionDir)
+        : SessionManager.inMemory(this.cwd);
+    const { session } = await createAgentSession({
+      cwd: this.cwd,
+      agentDir: this.agentDir,
+      model: this.faux.getModel(),
+      thinkingLevel: "off",
+      modelRuntime,
+      resourceLoader: loader,
+      sessionManager,
+      settingsManager,
+    } as never);
+    this.session = session;
+    const ui = new Proxy(
+      {
+        notify: (message: string, level = "info") => this.notices.push({ message, level }),
+        setStatus: (_key: string, text: string | undefined) => this.statuses.push(text),
+      } as Record<string, unknown>,
+      { get: (target, key) => target[key as string] ?? (() => undefined) },
+    );
+    await session.bindExtensions({
+      uiContext: ui as never,
+      onError: (error: unknown) => this.notices.push({ message: `extension error: ${String((error as { error?: unknown }).error ?? error)}`, level: "extension-error" }),
+      commandContextActions: {
+        waitForIdle: () => session.waitForIdle(),
+        navigateTree: (id: string, opts?: never) => session.navigateTree(id, opts),
+        reload: () => session.reload(),
+        newSession: async () => ({ cancelled: true }),
+        fork: async () => ({ cancelled: true }),
+        switchSession: async () => ({ cancelled: true }),
+      } as never,
+    });
+  }
+
+  /** Queues scripted model steps; each records the context it was called with. */
+  script(...steps: ((context: Context) => AssistantMessage)[]): void {
+    this.faux.appendResponses(
+      steps.map<FauxResponseStep>((step) => (context: Context) => {
+        this.contexts.push({
+          systemPrompt: context.systemPrompt,
+          messages: JSON.parse(JSON.stringify(context.messages)),
+          tools: (context.tools ?? []).map((t) => ({ name: t.name })),
+        } as Context);
+        return step(context);
+      }),
+    );
+  }
+
+  async prompt(text: string): Promise<void> {
+    await this.session.prompt(text);
+    await this.session.waitForIdle();
+  }
+
+  /** Runs an extension command such as "/state-flow-start". */
+  async command(text: string): Promise<void> {
+    await this.prompt(text);
+  }
+
+  get activeTools(): string[] {
+    return this.session.getActiveToolNames();
+  }
+
+  lastNotice(): Notice | undefined {
+    return this.notices[this.notices.length - 1];
+  }
+
+  extensionErrors(): Notice[] {
+    return this.notices.filter((n) => n.level === "extension-error");
+  }
+
+  async dispose(): Promise<void> {
+    await this.session.dispose?.();
+    if (this.owned) rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/** Scripted model steps. */
+export const say = (text: string, stopReason: AssistantMessage["stopReason"] = "stop") => () =>
+  fauxAssistantMessage([fauxText(text)], { stopReason });
+
+export const call = (name: string, args: Record<string, unknown>, id = `call-${++counter}`, text?: string) => () =>
+  fauxAssistantMessage([...(text ? [fauxText(text)] : []), fauxToolCall(name, args, { id })], { stopReason: "toolUse" });
+
+export const calls = (...list: [string, Record<string, unknown>][]) => () =>
+  fauxAssistantMessage(list.map(([name, args]) => fauxToolCall(name, args, { id: `call-${++counter}` })), { stopReason: "toolUse" });
+
+/** All text the model saw in one context (system prompt + messages). */
+export function contextText(context: Context): string {
+  const parts: string[] = [context.systemPrompt ?? ""];
+  for (const message of context.messages) {
+    const content = (message as { content: unknown }).content;
+    if (typeof content === "string") parts.push(content);
+    else if (Array.isArray(content)) for (const block of content) parts.push((block as { text?: string }).text ?? JSON.stringify(block));
+  }
+  return parts.join("\n");
+}
