@@ -206,8 +206,12 @@ export class StateFlowController {
   }
 
   /** tool_call: the patch_state barrier over the current assistant batch. */
-  toolCall(toolCallId: string, args: unknown, ctx: ExtensionContext): { block: true; reason: string } | undefined {
+  /** tool_execution_start: remembers arguments so a rejected call can be logged exactly. */
+  toolExecutionStart(toolCallId: string, args: unknown): void {
     this.callArgs.set(toolCallId, args);
+  }
+
+  toolCall(toolCallId: string, ctx: ExtensionContext): { block: true; reason: string } | undefined {
     if (!isToolsActive(this.episode.getSnapshot())) return undefined;
     const batch = this.currentBatch(ctx.sessionManager.getBranch());
     if (batch && batch.key !== this.batchKey) {

@@ -95,7 +95,8 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       const messages = controller.context(event.messages);
       return messages ? { messages } : undefined;
     });
-    pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, event.input, ctx));
+    pi.on("tool_execution_start", (event) => controller.toolExecutionStart(event.toolCallId, event.args));
+    pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx));
     pi.on("tool_execution_end", (event) => controller.toolExecutionEnd(event.toolCallId, event.toolName, event.isError, event.result));
     pi.on("message_end", (event, ctx) => controller.messageEnd(event.message, ctx));
     pi.on("turn_end", (_event, ctx) => controller.turnEnd(ctx));

@@ -61,6 +61,8 @@ export class PiHarness {
   readonly contexts: Context[] = [];
   readonly notices: Notice[] = [];
   readonly statuses: (string | undefined)[] = [];
+  /** Extension loading errors Pi collected (it keeps running without the failed extension). */
+  readonly loadErrors: string[] = [];
   session!: AgentSession;
   accessor!: RuntimeAccessor;
   faux!: ReturnType<typeof fauxProvider>;
@@ -131,6 +133,7 @@ export class PiHarness {
       noContextFiles: true,
     } as never);
     await loader.reload();
+    this.loadErrors.push(...loader.getExtensions().errors.map((e) => e.error));
     const sessionManager = options.openFile
       ? SessionManager.open(options.openFile, this.sessionDir)
       : options.sessionKind === "file"

@@ -1,0 +1,212 @@
+import { readFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
+import { PiHarness, call, contextText, say } from "../../support/pi-harness.ts";
+
+const open: PiHarness[] = [];
+async function harness(options: Parameters<typeof PiHarness.create>[0] = {}): Promise<PiHarness> {
+  const h = await PiHarness.create(options);
+  open.push(h);
+  return h;
+}
+afterEach(async () => {
+  for (const h of open.splice(0).reverse()) await h.dispose();
+});
+
+function agentStarts(h: PiHarness): number {
+  return h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-run").length;
+}
+
+describe("terminal resolution in a real session", () => {
+  it("an unresolved draft is discarded and answered with a hidden same-run steer; the later final answer is committed", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(say("Draft without final."), call("patch_state", { session: { working: { done: true } }, final: true }), say("Accepted answer."));
+    await h.prompt("answer me");
+    expect(agentStarts(h)).toBe(1);
+    expect(h.accessor.read(0).state.response).toBe("Accepted answer.");
+    const steer = h.session.messages.find((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution") as { display: boolean } | undefined;
+    expect(steer?.display).toBe(false);
+    const second = contextText(h.contexts[1]!);
+    expect(second).not.toContain("Draft without final.");
+    expect(second).toContain("[State Flow resolution 1/3]");
+    // The private instruction never stays: the next run's context has neither note nor draft.
+    h.script(call("patch_state", { final: true }), say("next"));
+    await h.prompt("next question");
+    const later = contextText(h.contexts[h.contexts.length - 1]!);
+    expect(later).not.toContain("State Flow resolution");
+    expect(later).not.toContain("Draft without final.");
+  });
+
+  it("the third unresolved attempt ends steering with one concise error, keeping state and enablement", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { kept: 1 } } }), say("one"), say("two"), say("three"));
+    await h.prompt("never final");
+    const notes = h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution");
+    expect(notes).toHaveLength(2);
+    const errors = h.notices.filter((n) => n.level === "error");
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.message).toMatch(/not accepted after 3 attempts/);
+    expect(h.accessor.read(0).state).toMatchObject({ working: { kept: 1 }, response: "" });
+    expect(h.accessor.episode()).toMatch(/^active/);
+    expect(h.activeTools).toContain("patch_state");
+  });
+
+  it("failed patch calls consume nothing", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(
+      call("patch_state", { session: { response: "forged" } }),
+      call("patch_state", { scope: "session", patch: {} }),
+      call("patch_state", { session: {} }),
+      say("unresolved one"),
+      call("patch_state", { final: true }),
+      say("final"),
+    );
+    await h.prompt("try bad patches");
+    const errors = (h.session.messages.filter((m) => m.role === "toolResult") as { isError: boolean; content: { text: string }[] }[]).filter((r) => r.isError);
+    expect(errors.map((e) => e.content[0]!.text)).toEqual([
+      expect.stringMatching(/response is not patchable/),
+      expect.stringMatching(/retired \{scope, patch\} form/),
+      expect.stringMatching(/empty scope patch/),
+    ]);
+    expect(h.accessor.read(0).state.response).toBe("final");
+    const notes = h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution");
+    expect(notes).toHaveLength(1);
+  });
+
+  it.each(["length", "error", "aborted"] as const)("a %s ending is never committed as response and is not steered", async (stopReason) => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { final: true }), () => fauxAssistantMessage([fauxText("partial answer")], { stopReason }));
+    await h.prompt("interrupted");
+    expect(h.accessor.read(0).state.response).toBe("");
+    expect(h.session.messages.some((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution")).toBe(false);
+  });
+});
+
+describe("episode in a real session", () => {
+  it("autoStart enables a genuinely new session immediately, without bootstrap", async () => {
+    const h = await harness({ config: { autoStart: true } });
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.activeTools).toContain("patch_state");
+  });
+
+  it("stop gives a passive projection that survives reload and never shows pre-stop raw history", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("PRE-STOP ANSWER"));
+    await h.prompt("PRE-STOP REQUEST");
+    const before = h.accessor.read(0).state;
+    await h.command("/state-flow-stop");
+    expect(h.accessor.episode()).toBe("passive");
+    expect(h.activeTools).not.toContain("patch_state");
+    // Stop changes config, not history.
+    expect(h.accessor.read(0).state).toEqual(before);
+    h.script(say("passive answer"));
+    await h.prompt("after stop");
+    const passive = contextText(h.contexts[h.contexts.length - 1]!);
+    expect(passive).toContain("frozen exit handoff");
+    expect(passive).toContain('"fact": "kept"');
+    expect(passive).not.toContain("PRE-STOP REQUEST");
+    // The answer survives only inside the frozen state (as response), never as a raw message.
+    expect(passive.split("PRE-STOP ANSWER")).toHaveLength(2);
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("passive");
+    h.script(say("still passive"));
+    await h.prompt("after reload");
+    const reloaded = contextText(h.contexts[h.contexts.length - 1]!);
+    expect(reloaded).not.toContain("PRE-STOP REQUEST");
+    expect(reloaded).toContain("after stop");
+  });
+
+  it("restart after stop bootstraps from the frozen boundary, not the raw pre-stop transcript", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("PRE-STOP ANSWER"));
+    await h.prompt("PRE-STOP REQUEST");
+    await h.command("/state-flow-stop");
+    h.script(say("passive answer"));
+    await h.prompt("POST-STOP QUESTION");
+    await h.command("/state-flow-start");
+    expect(h.accessor.episode()).toBe("active.bootstrap.fromHandoff");
+    h.script(call("patch_state", { session: { working: { migrated: true } }, final: true }), say("migrated"));
+    await h.prompt("restart request");
+    const bootstrap = contextText(h.contexts[h.contexts.length - 2]!);
+    expect(bootstrap).toContain("frozen exit handoff");
+    expect(bootstrap).toContain("POST-STOP QUESTION");
+    expect(bootstrap).not.toContain("PRE-STOP REQUEST");
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ fact: "kept", migrated: true });
+  });
+
+  it("a new session gets an empty session layer and inherits only global and cwd", async () => {
+    const first = await harness();
+    await first.command("/state-flow-start");
+    first.script(call("patch_state", { global: { contract: { g: 1 } }, cwd: { contract: { c: 1 } }, session: { working: { mine: "first" } }, final: true }), say("ok"));
+    await first.prompt("seed");
+    const second = await harness({ shareWith: first });
+    expect(second.accessor.episode()).toBe("off");
+    await second.command("/state-flow-start");
+    const state = second.accessor.read(0).state;
+    expect(state.contract).toEqual({ g: 1, c: 1 });
+    expect(state.working).toEqual({});
+    expect(second.accessor.read(0, "session").state.working).toEqual({});
+  });
+
+  it("/tree restores the branch's own revision; a malformed newest entry falls back", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { v: 1 } }, final: true }), say("one"));
+    await h.prompt("first");
+    const branchPoint = h.session.sessionManager.getLeafId()!;
+    h.script(call("patch_state", { session: { working: { v: 2 } }, final: true }), say("two"));
+    await h.prompt("second");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
+    await h.session.navigateTree(branchPoint);
+    expect(h.extensionErrors()).toEqual([]);
+    expect(h.accessor.read(0, "session").state).toMatchObject({ working: { v: 1 }, response: "one" });
+    // A malformed newest entry on the selected branch: restore falls back to the previous valid one.
+    h.session.sessionManager.appendCustomEntry("state-flow", { revision: "not-a-revision" });
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ v: 1 });
+  });
+});
+
+describe("status, diagnostics and configuration", () => {
+  it("compact and detailed status", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { cwd: { artifacts: { "/k/a.md": { description: "notes" } } }, final: true }), say("ok"));
+    await h.prompt("status please");
+    expect(h.statuses.filter(Boolean).pop()).toMatch(/^state-flow #\d+$/);
+    await h.command("/state-flow-status");
+    const status = h.lastNotice()!.message;
+    expect(status).toMatch(/Runtime \(config and meta\)[\s\S]*Semantic materialization/);
+    expect(status).toMatch(/scope keys: cwd --.*-- {4}session \S+_/);
+    expect(status).toMatch(/revision: [0-9a-f]{40}/);
+    expect(status).toMatch(/artifacts: global 0, cwd 1, session 0, effective 1/);
+  });
+
+  it("logs rejected patches and unresolved drafts only when logging is on, outside the store", async () => {
+    const h = await harness({ config: { logging: true } });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { list: [null] } } }), say("draft"), call("patch_state", { final: true }), say("done"));
+    await h.prompt("log me");
+    const log = join(h.agentDir, "tmp", "state-flow", "logs.jsonl");
+    const records = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(records.map((r) => r.kind)).toEqual(["rejected-patch", "unresolved-draft"]);
+    expect(records[0].arguments).toEqual({ session: { working: { list: [null] } } });
+    expect(records[0].error).toMatch(/session\.working\.list\[0\]: null is only allowed as an object member/);
+    expect(existsSync(join(h.storeRoot, "tmp"))).toBe(false);
+  });
+
+  it("an invalid state-flow.json fails extension loading, naming key and value", async () => {
+    const h = await harness({ config: { autoStart: "yes" } });
+    expect(h.loadErrors).toEqual([expect.stringMatching(/state-flow\.json: "autoStart" = "yes" must be true or false/)]);
+    expect(h.activeTools).not.toContain("patch_state");
+  });
+});
