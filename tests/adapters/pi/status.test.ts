@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import { compactStatus, renderStatus, type StatusInput } from "../../../adapters/pi/status.ts";
+import { parsePatchSet, stageCohort } from "../../../storage/cohort.ts";
+import type { BranchRuntime } from "../../../storage/state-store.ts";
+import { originateView } from "../../../storage/temporal.ts";
+
+function runtime(): BranchRuntime {
+  let view = originateView("L");
+  view = stageCohort(view, parsePatchSet({ cwd: { artifacts: { "/a.md": { description: "a" } } }, session: { working: { x: 1 } } }).patches, "T1").view;
+  return {
+    identity: { cwd: "/w", cwdKey: "--w--", sessionId: "u", sessionKey: "2026_u" },
+    pointer: { revision: "c".repeat(40) },
+    view,
+    meta: { version: 1, kind: "session", identity: { cwd: "/w", cwdKey: "--w--", sessionId: "u", sessionKey: "2026_u" }, lineage: view.lineage, counters: { transitions: 1, runs: 0 }, revision: "self", publication: { intent: "unconfirmed" }, artifacts: {} },
+    config: { version: 1, enabled: true, remotePublication: "turn-end" },
+    basis: { pointer: null, hashes: new Map(), files: new Map() },
+  };
+}
+
+const base: StatusInput = { episode: "active.steady", toolsActive: true, storeRoot: "/s", storeKind: "git", runtime: null, unavailable: null, publication: "turn-end", pendingTarget: null };
+
+describe("status", () => {
+  it("compact status is state-flow #<step>", () => {
+    expect(compactStatus(7)).toBe("state-flow #7");
+    expect(compactStatus(null)).toBe("state-flow");
+  });
+
+  it("separates runtime config/meta from semantic materialization", () => {
+    const text = renderStatus({ ...base, runtime: runtime(), pendingTarget: "d".repeat(40) });
+    expect(text).toMatch(/Runtime \(config and meta\)[\s\S]*enabled: yes[\s\S]*scope keys: cwd --w-- {4}session 2026_u[\s\S]*head: step 1 \(T1\)[\s\S]*Semantic materialization/);
+    expect(text).toMatch(/publication: turn-end \(pending d{40}\)/);
+    expect(text).toMatch(/hot offsets: 0–1 \(2 available\)/);
+    expect(text).toMatch(/retained tails: global 0, cwd 1, session 1/);
+    expect(text).toMatch(/artifacts: global 0, cwd 1, session 0, effective 1/);
+  });
+
+  it("failed inspection is unavailable, never a clean zero", () => {
+    const text = renderStatus({ ...base, runtime: runtime(), unavailable: "revision abc is unproven" });
+    expect(text).toMatch(/runtime: unavailable — revision abc is unproven/);
+    expect(text).not.toMatch(/artifacts: global 0/);
+    expect(text).toMatch(/Semantic materialization\n {2}unavailable/);
+  });
+
+  it("no runtime says how to enable", () => {
+    expect(renderStatus({ ...base, episode: "off", toolsActive: false })).toMatch(/runtime: none on this branch .*\/state-flow-start/);
+  });
+});
