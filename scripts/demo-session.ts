@@ -1,0 +1,449 @@
+// The State Flow demo: a real Pi AgentSession (Pi 0.84's faux model provider, no network) with
+// State Flow loaded as an extension, driven through six scripted runs that show what a user and
+// the model observe — activation, patches in every scope, the patch_state barrier, a resolution
+// retry, a historical read, stop (passive mode) and restart — followed by /state-flow-status and
+// the store on disk. Everything happens in a temporary directory with its own Pi agent dir and a
+// Git store whose demo commit identity is passed through the extension's `env` option; the
+// user's Git configuration is never read or written.
+//
+// `scripts/demo.ts` is the command-line entry (`npm run demo [-- --keep]`); tests call runDemo().
+
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import {
+  InMemoryCredentialStore,
+  fauxAssistantMessage,
+  fauxProvider,
+  fauxText,
+  fauxToolCall,
+  type AssistantMessage,
+  type Context,
+  type FauxResponseStep,
+} from "@earendil-works/pi-ai";
+import {
+  DefaultResourceLoader,
+  ModelRuntime,
+  SessionManager,
+  SettingsManager,
+  createAgentSession,
+  type AgentSession,
+  type AgentSessionEvent,
+} from "@earendil-works/pi-coding-agent";
+import { createStateFlowExtension } from "../adapters/pi/extension.ts";
+import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
+
+export interface DemoOptions {
+  /** Keep the temporary directory (agent dir, project, sessions, store) instead of deleting it. */
+  keep?: boolean;
+  /** Receives every timeline line (default: console.log). */
+  print?: (line: string) => void;
+}
+
+export interface DemoResult {
+  /** The temporary root (already deleted unless `keep`). */
+  root: string;
+  storeRoot: string;
+  /** Every printed line. */
+  lines: string[];
+  /** Final effective state (offset 0). */
+  finalState: unknown;
+  /** Episode state after the last run. */
+  episode: string;
+  /** `git log --oneline` of the store, newest first. */
+  gitLog: string[];
+}
+
+type Step = (context: Context) => AssistantMessage;
+
+const say = (text: string): Step => () => fauxAssistantMessage([fauxText(text)], { stopReason: "stop" });
+let callId = 0;
+const call = (name: string, args: Record<string, unknown>): Step => () =>
+  fauxAssistantMessage([fauxToolCall(name, args, { id: `demo-${++callId}` })], { stopReason: "toolUse" });
+const calls = (...list: [string, Record<string, unknown>][]): Step => () =>
+  fauxAssistantMessage(list.map(([name, args]) => fauxToolCall(name, args, { id: `demo-${++callId}` })), { stopReason: "toolUse" });
+
+const STATE_FLOW_TOOLS = ["patch_state", "read_state"];
+
+function compact(value: unknown, max = 200): string {
+  const text = JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** The effective/scope state without empty fields, for one-line display. */
+function trimState(state: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(state)) {
+    if (value === "" || (typeof value === "object" && value !== null && Object.keys(value).length === 0)) continue;
+    out[key] = value;
+  }
+  return out;
+}
+
+function messageText(message: Context["messages"][number]): string {
+  const content = (message as { content: unknown }).content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((block: { type?: string; text?: string }) => (block.type === "text" ? (block.text ?? "") : "")).join("");
+}
+
+/** One line naming each message the model receives. */
+function describeMessages(context: Context): string {
+  return context.messages
+    .map((message) => {
+      const text = messageText(message);
+      if (message.role === "user") {
+        if (text.startsWith("[State Flow runtime context")) return "runtime-context";
+        if (text.startsWith("[State Flow stopped")) return "frozen-handoff";
+        if (text.startsWith("[State Flow resolution")) return "hidden-steer";
+        return `user "${text.length > 40 ? `${text.slice(0, 39)}…` : text}"`;
+      }
+      if (message.role === "assistant") {
+        const tools = (message.content as { type: string; name?: string }[]).filter((b) => b.type === "toolCall").map((b) => b.name);
+        return tools.length > 0 ? `assistant→${tools.join("+")}` : "assistant";
+      }
+      return `result(${(message as { toolName?: string }).toolName})`;
+    })
+    .join(", ");
+}
+
+/** The interesting sections of the runtime-context message, each on its own line. */
+function describeRuntimeContext(text: string): string[] {
+  const lines = text.split("\n");
+  const section = (title: string): string[] => {
+    const start = lines.findIndex((l) => l.startsWith(`## ${title}`));
+    if (start < 0) return [];
+    const end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
+    return lines.slice(start, end < 0 ? undefined : end).filter((l) => l.trim() !== "");
+  };
+  const out: string[] = [];
+  const spec = section("Current specification");
+  out.push(`request:      ${spec.slice(1).join(" ")}`);
+  const state = section("state[0]");
+  const header = state[0] ?? "";
+  const step = /at step (\d+)/.exec(header)?.[1] ?? "?";
+  const json = state.filter((l) => !l.startsWith("##") && !l.startsWith("```")).join("\n");
+  try {
+    out.push(`state[0]:     step ${step} ${compact(trimState(JSON.parse(json) as Record<string, unknown>), 150)}`);
+  } catch {
+    out.push(`state[0]:     step ${step} (unparsed)`);
+  }
+  const transitions = section("Recent transitions").slice(1);
+  const shownTransitions = transitions.slice(0, 3).map((l) => l.replace(/^- /, ""));
+  const older = transitions.length - shownTransitions.length;
+  out.push(`transitions:  ${shownTransitions.join(" | ")}${older > 0 ? ` | (+${older} older)` : ""}`);
+  const bootstrap = section("Bootstrap");
+  if (bootstrap.length > 0) out.push("bootstrap:    yes — this migration run also sees the earlier context once");
+  const resolution = section("Resolution").slice(1);
+  if (resolution.length > 0) out.push(`resolution:   ${resolution.join(" ")}`);
+  return out;
+}
+
+interface Recorder {
+  lines: string[];
+  print: (line: string) => void;
+}
+
+function gitEnv(root: string): NodeJS.ProcessEnv {
+  const gitConfig = join(root, "gitconfig");
+  writeFileSync(gitConfig, "");
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
+  for (const key of Object.keys(env)) if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
+  return {
+    ...env,
+    GIT_AUTHOR_NAME: "State Flow Demo",
+    GIT_AUTHOR_EMAIL: "demo@state-flow.invalid",
+    GIT_COMMITTER_NAME: "State Flow Demo",
+    GIT_COMMITTER_EMAIL: "demo@state-flow.invalid",
+  };
+}
+
+function storeTree(storeRoot: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name));
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      const indent = "  ".repeat(depth);
+      if (entry.isDirectory()) {
+        if (entry.name === ".git") {
+          out.push(`${indent}.git/                                   (Git repository: full history)`);
+          continue;
+        }
+        out.push(`${indent}${entry.name}/`);
+        walk(path, depth + 1);
+      } else {
+        out.push(`${indent}${entry.name.padEnd(40 - indent.length)}${String(statSync(path).size).padStart(6)} bytes`);
+      }
+    }
+  };
+  walk(storeRoot, 1);
+  return out;
+}
+
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const started = Date.now();
+  const rec: Recorder = { lines: [], print: () => undefined };
+  const sink = options.print ?? ((line: string) => console.log(line));
+  rec.print = (line: string) => {
+    rec.lines.push(line);
+    sink(line);
+  };
+  const out = rec.print;
+
+  const root = mkdtempSync(join(tmpdir(), "state-flow-demo-"));
+  const agentDir = join(root, "agent");
+  const cwd = join(root, "todo-cli");
+  const sessionDir = join(root, "sessions");
+  for (const dir of [agentDir, cwd, sessionDir]) mkdirSync(dir, { recursive: true });
+  const storeRoot = join(agentDir, "state-flow");
+  const env = gitEnv(root);
+  const previousEnv = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, PI_OFFLINE: process.env.PI_OFFLINE };
+  process.env.PI_CODING_AGENT_DIR = agentDir; // Pi's getAgentDir() follows this, not the SDK option
+  process.env.PI_OFFLINE = "1";
+
+  let session: AgentSession | undefined;
+  let accessor: RuntimeAccessor | undefined;
+  let footer: string | undefined;
+  const notices: { message: string; level: string }[] = [];
+  const errors: string[] = [];
+  let result: DemoResult | undefined;
+  try {
+    const modelRuntime = await ModelRuntime.create({
+      credentials: new InMemoryCredentialStore(),
+      modelsPath: null,
+      modelsStorePath: join(root, "models.json"),
+      refreshOnCreate: false,
+    } as never);
+    const faux = fauxProvider({ provider: "faux", models: [{ id: "scripted-model" }] });
+    modelRuntime.registerNativeProvider(faux.provider);
+    const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } } as never);
+    const loader = new DefaultResourceLoader({
+      cwd,
+      agentDir,
+      settingsManager,
+      extensionFactories: [createStateFlowExtension({ agentDir, env, onRuntime: (a) => (accessor = a) })],
+      noSkills: true,
+      noPromptTemplates: true,
+      noThemes: true,
+      noContextFiles: true,
+    } as never);
+    await loader.reload();
+    const created = await createAgentSession({
+      cwd,
+      agentDir,
+      model: faux.getModel(),
+      thinkingLevel: "off",
+      modelRuntime,
+      resourceLoader: loader,
+      sessionManager: SessionManager.create(cwd, sessionDir),
+      settingsManager,
+    } as never);
+    const s = created.session;
+    session = s;
+    const ui = new Proxy(
+      {
+        notify: (message: string, level = "info") => {
+          notices.push({ message, level });
+          out(`  [notice:${level}] ${message.split("\n").join("\n    ")}`);
+        },
+        setStatus: (key: string, text: string | undefined) => {
+          if (key === "state-flow") footer = text;
+        },
+      } as Record<string, unknown>,
+      { get: (target, key) => target[key as string] ?? (() => undefined) },
+    );
+    await s.bindExtensions({
+      uiContext: ui as never,
+      onError: (error: unknown) => {
+        const text = `extension error: ${String((error as { error?: unknown }).error ?? error)}`;
+        errors.push(text);
+        out(`  !! ${text}`);
+      },
+      commandContextActions: {
+        waitForIdle: () => s.waitForIdle(),
+        navigateTree: (id: string, opts?: never) => s.navigateTree(id, opts),
+        reload: () => s.reload(),
+        newSession: async () => ({ cancelled: true }),
+        fork: async () => ({ cancelled: true }),
+        switchSession: async () => ({ cancelled: true }),
+      } as never,
+    });
+    if (!accessor) throw new Error("State Flow did not hand out its runtime accessor: the extension did not load");
+    const sf = accessor;
+
+    // What happens during a run, in order: each inference's context, the model's output, tool results, steers.
+    let inference = 0;
+    let previousShown: string[] = [];
+    s.subscribe((event: AgentSessionEvent) => {
+      if (event.type === "message_end") {
+        const message = event.message as { role: string; content?: unknown; customType?: string; stopReason?: string };
+        if (message.role === "assistant") {
+          const blocks = message.content as { type: string; text?: string; name?: string; arguments?: unknown }[];
+          for (const block of blocks) {
+            if (block.type === "toolCall") out(`      model calls ${block.name} ${compact(block.arguments, 150)}`);
+            else if (block.type === "text" && block.text) out(`      model answers "${block.text}"`);
+          }
+        } else if (message.role === "custom" && message.customType === "state-flow-resolution") {
+          out(`      ⤷ hidden steer (same run, not shown to the user): ${compact(message.content, 130)}`);
+        }
+      } else if (event.type === "tool_execution_end") {
+        const text = ((event.result as { content?: { text?: string }[] })?.content ?? []).map((c) => c.text ?? "").join("");
+        let oneLine = text.replace(/\s+/g, " ").trim();
+        if (event.toolName === "read_state" && !event.isError) {
+          const read = JSON.parse(text) as { offset: number; scope: string; boundary: { step: number }; state: Record<string, unknown> };
+          oneLine = `state${read.scope === "effective" ? "" : `.${read.scope}`}[${read.offset}] = boundary step ${read.boundary.step}: ${compact(trimState(read.state), 170)}`;
+        }
+        out(`      ${event.isError ? "✗" : "✓"} ${event.toolName}: ${oneLine.length > 220 ? `${oneLine.slice(0, 219)}…` : oneLine}`);
+      }
+    });
+    const script = (...steps: Step[]) =>
+      faux.appendResponses(
+        steps.map<FauxResponseStep>((step) => (context: Context) => {
+          inference += 1;
+          const tools = (context.tools ?? []).map((t) => t.name).filter((n) => STATE_FLOW_TOOLS.includes(n));
+          const protocol = (context.systemPrompt ?? "").includes("## State Flow protocol");
+          out(`    inference ${inference}: tools ${tools.length > 0 ? tools.join(", ") : "(no State Flow tools)"}; protocol in system prompt: ${protocol ? "yes" : "no"}`);
+          out(`      context: [${describeMessages(context)}]`);
+          const shown: string[] = [];
+          const runtime = context.messages.map(messageText).find((t) => t.startsWith("[State Flow runtime context"));
+          if (runtime) shown.push(...describeRuntimeContext(runtime));
+          const handoff = context.messages.map(messageText).find((t) => t.startsWith("[State Flow stopped"));
+          if (handoff) shown.push(`frozen handoff: ${compact(trimState(JSON.parse(handoff.slice(handoff.indexOf("\n") + 1)) as Record<string, unknown>), 180)}`);
+          // Later inferences of a run print only the runtime-context lines that changed.
+          const fresh = shown.filter((line) => !previousShown.includes(line));
+          if (inference > 1 && shown.length > 0 && fresh.length === 0) out("        (runtime context unchanged)");
+          for (const line of fresh) out(`        ${line}`);
+          previousShown = shown;
+          return step(context);
+        }),
+      );
+    const stepOf = (): string => {
+      try {
+        return String(sf.read(0).boundary.step);
+      } catch {
+        return "-";
+      }
+    };
+    let runNumber = 0;
+    const run = async (title: string, prompt: string, ...steps: Step[]) => {
+      runNumber += 1;
+      inference = 0;
+      previousShown = [];
+      out("");
+      out(`── Run ${runNumber}: ${title} ${"─".repeat(Math.max(4, 70 - title.length))}`);
+      out(`  user> ${prompt}`);
+      script(...steps);
+      await s.prompt(prompt);
+      await s.waitForIdle();
+      const pending = faux.getPendingResponseCount();
+      if (pending > 0) throw new Error(`run ${runNumber} ended with ${pending} unused scripted model step(s): the flow diverged from the script`);
+      const last = [...s.messages].reverse().find((m) => m.role === "assistant");
+      const answer = last ? messageText(last as never) : "";
+      let accepted = "—";
+      try {
+        accepted = sf.read(0, "session").state.response === answer ? "accepted as session.response" : "not committed";
+      } catch {
+        accepted = "not committed (no runtime)";
+      }
+      out(`  answer: "${answer}" → ${accepted}`);
+      out(`  after:  episode ${sf.episode()}, step ${stepOf()}, footer "${footer ?? ""}"`);
+    };
+    const command = async (text: string) => {
+      out("");
+      out(`── ${text} ${"─".repeat(Math.max(4, 76 - text.length))}`);
+      await s.prompt(text);
+      await s.waitForIdle();
+      out(`  after:  episode ${sf.episode()}, step ${stepOf()}, State Flow tools ${STATE_FLOW_TOOLS.every((t) => s.getActiveToolNames().includes(t)) ? "on" : "off"}, footer "${footer ?? ""}"`);
+    };
+
+    out("State Flow demo — a real Pi 0.84 AgentSession, scripted faux model, nothing leaves this machine");
+    out(`  temp dir:  ${root}`);
+    out(`  agent dir: ${relative(root, agentDir)}/ (PI_CODING_AGENT_DIR)   project: ${relative(root, cwd)}/   store: ${relative(root, storeRoot)}/ (Git)`);
+    out(`  before:    episode ${sf.episode()} (manual activation is the default), State Flow tools ${s.getActiveToolNames().includes("patch_state") ? "on" : "off"}`);
+
+    await command("/state-flow-start");
+
+    await run(
+      "one patch_state, all three scopes",
+      "New project: a todo CLI in TypeScript. I always want short answers. First task: list todos.",
+      call("patch_state", {
+        global: { contract: { answerStyle: "short" } },
+        cwd: { contract: { project: "todo CLI", language: "TypeScript" } },
+        session: { working: { task: "list todos", status: "planned" } },
+        final: true,
+      }),
+      say("Noted: todo CLI in TypeScript, short answers. Next: implement `todo list`."),
+    );
+
+    await run(
+      "the barrier: patch_state must run alone",
+      "Store todos in a JSON file. Implement list.",
+      calls(
+        ["patch_state", { cwd: { contract: { storage: "todos.json" } }, session: { working: { status: "list implemented" } }, final: true }],
+        ["read_state", { offset: 1 }],
+      ),
+      say("`todo list` reads todos.json. Done."),
+    );
+
+    await run(
+      "resolution retry: an answer without final:true",
+      "Add a --done flag.",
+      say("Added --done."),
+      call("patch_state", { session: { working: { task: "--done flag", status: "implemented" } }, final: true }),
+      say("Added `todo done <id>` (the --done flag)."),
+    );
+
+    await run(
+      "read_state at offset 1",
+      "What was the session state one transition ago?",
+      call("read_state", { offset: 1, scope: "session" }),
+      call("patch_state", { final: true }),
+      say("One transition ago the task was the --done flag, implemented, before my last answer was recorded."),
+    );
+
+    await command("/state-flow-stop");
+
+    await run("passive mode: State Flow stopped", "Unrelated: what is 2+2?", say("4."));
+
+    await command("/state-flow-start");
+
+    await run(
+      "restart: bootstrap from the frozen handoff",
+      "Back to the CLI: what is next?",
+      call("patch_state", { session: { working: { task: "delete command", status: "next" } }, final: true }),
+      say("Next: `todo rm <id>`."),
+    );
+
+    out("");
+    out(`── /state-flow-status ${"─".repeat(58)}`);
+    await s.prompt("/state-flow-status");
+    await s.waitForIdle();
+
+    out("");
+    out(`── the store on disk: ${relative(root, storeRoot)}/ ${"─".repeat(40)}`);
+    for (const line of storeTree(storeRoot)) out(line);
+    const log = spawnSync("git", ["log", "--oneline"], { cwd: storeRoot, env, encoding: "utf8" });
+    if (log.status !== 0) throw new Error(`git log failed in the store: ${log.stderr}`);
+    const gitLog = log.stdout.trim().split("\n");
+    out("");
+    out(`── git log --oneline (store, newest first) ${"─".repeat(36)}`);
+    for (const line of gitLog) out(`  ${line}`);
+
+    const finalState = sf.read(0).state;
+    out("");
+    out(`final effective state[0]: ${compact(trimState(finalState as never), 400)}`);
+    if (errors.length > 0) throw new Error(`the demo hit ${errors.length} extension error(s): ${errors.join("; ")}`);
+    out(`done in ${((Date.now() - started) / 1000).toFixed(1)} s${options.keep ? ` — kept ${root}` : " — temp dir removed (pass --keep to inspect it)"}`);
+    result = { root, storeRoot, lines: rec.lines, finalState, episode: sf.episode(), gitLog };
+    return result;
+  } finally {
+    await session?.dispose?.();
+    if (previousEnv.PI_CODING_AGENT_DIR === undefined) delete process.env.PI_CODING_AGENT_DIR;
+    else process.env.PI_CODING_AGENT_DIR = previousEnv.PI_CODING_AGENT_DIR;
+    if (previousEnv.PI_OFFLINE === undefined) delete process.env.PI_OFFLINE;
+    else process.env.PI_OFFLINE = previousEnv.PI_OFFLINE;
+    if (!options.keep) rmSync(root, { recursive: true, force: true });
+  }
+}
