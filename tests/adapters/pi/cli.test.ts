@@ -1,0 +1,200 @@
+// The real `pi` CLI (print mode, offline) loading this package through its package.json
+// manifest (`-e <repo root>`), plus a test-only extension that registers Pi's faux model
+// provider (tests/fixtures/faux-cli-extension.ts). Each run gets its own agent dir
+// (PI_CODING_AGENT_DIR), HOME and Git identity; the user's Git configuration is never used.
+
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { cwdKey, sessionIdOfKey } from "../../../storage/layout.ts";
+import { StateStore } from "../../../storage/state-store.ts";
+import { openStore } from "../../../storage/store.ts";
+import { readTemporalState } from "../../../storage/temporal.ts";
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const fauxExtension = join(repoRoot, "tests/fixtures/faux-cli-extension.ts");
+const piPackage = join(repoRoot, "node_modules/@earendil-works/pi-coding-agent");
+const piCli = join(piPackage, (JSON.parse(readFileSync(join(piPackage, "package.json"), "utf8")) as { bin: { pi: string } }).bin.pi);
+
+type Step = { say: string } | { call: string; args: Record<string, unknown> };
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** Contexts the faux model received, one per inference. */
+  contexts: { systemPrompt: string; messages: { role: string; content: unknown }[]; tools: string[] }[];
+}
+
+let root: string | undefined;
+afterEach(() => {
+  if (root) rmSync(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+function setup(config: Record<string, unknown> | string | null) {
+  root = mkdtempSync(join(tmpdir(), "sf-cli-"));
+  const agentDir = join(root, "agent");
+  const cwd = join(root, "project");
+  const home = join(root, "home");
+  for (const dir of [agentDir, cwd, home]) mkdirSync(dir, { recursive: true });
+  if (config !== null) writeFileSync(join(agentDir, "state-flow.json"), typeof config === "string" ? config : JSON.stringify(config));
+  const gitConfig = join(root, "gitconfig");
+  writeFileSync(gitConfig, "");
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(GIT_|PI_|FAUX_CLI_|STATE_FLOW_)/.test(key)) continue;
+    env[key] = value;
+  }
+  Object.assign(env, {
+    HOME: home,
+    PI_CODING_AGENT_DIR: agentDir,
+    PI_OFFLINE: "1",
+    GIT_CONFIG_GLOBAL: gitConfig,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_AUTHOR_NAME: "State Flow CLI Test",
+    GIT_AUTHOR_EMAIL: "cli-test@state-flow.invalid",
+    GIT_COMMITTER_NAME: "State Flow CLI Test",
+    GIT_COMMITTER_EMAIL: "cli-test@state-flow.invalid",
+  });
+  return { agentDir, cwd: realpathSync(cwd), env, storeRoot: join(agentDir, "state-flow"), contextsFile: join(root, "contexts.jsonl") };
+}
+
+function runPi(dirs: ReturnType<typeof setup>, script: Step[], prompt: string): Promise<CliRun> {
+  const args = [
+    piCli,
+    "--offline",
+    "--no-session",
+    "-nc",
+    "-ns",
+    "-np",
+    "--no-themes",
+    "-e",
+    repoRoot,
+    "-e",
+    fauxExtension,
+    "--provider",
+    "faux-cli",
+    "--model",
+    "faux-1",
+    "-p",
+    prompt,
+  ];
+  const env = { ...dirs.env, FAUX_CLI_SCRIPT: JSON.stringify(script), FAUX_CLI_CONTEXTS: dirs.contextsFile };
+  return new Promise((done, fail) => {
+    // stdin is closed: print mode would otherwise wait for piped input.
+    const child = spawn(process.execPath, args, { cwd: dirs.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    child.on("error", fail);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      const contexts = existsSync(dirs.contextsFile)
+        ? readFileSync(dirs.contextsFile, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as CliRun["contexts"][number])
+        : [];
+      done({ code, stdout, stderr, contexts });
+    });
+  });
+}
+
+function messageText(message: { content: unknown }): string {
+  if (typeof message.content === "string") return message.content;
+  return (message.content as { type: string; text?: string }[]).map((b) => b.text ?? "").join("");
+}
+
+describe("the pi CLI with this package (-e <repo root>)", () => {
+  it("autoStart: the faux model patches state with final:true, the answer is printed and committed to the Git store", async () => {
+    const dirs = setup({ autoStart: true });
+    const run = await runPi(
+      dirs,
+      [
+        {
+          call: "patch_state",
+          args: {
+            global: { contract: { style: "terse" } },
+            cwd: { contract: { tool: "pi CLI" } },
+            session: { working: { checked: "print mode" } },
+            final: true,
+          },
+        },
+        { say: "CLI answer: state recorded." },
+      ],
+      "Record that the CLI works",
+    );
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe("CLI answer: state recorded.");
+
+    // What the model saw: State Flow's tools and protocol, then the rebuilt state after the patch.
+    expect(run.contexts).toHaveLength(2);
+    const [first, second] = run.contexts;
+    expect(first!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
+    expect(first!.systemPrompt).toContain("## State Flow protocol");
+    const runtime = messageText(second!.messages[0]!);
+    expect(runtime).toMatch(/^\[State Flow runtime context/);
+    expect(runtime).toContain("Record that the CLI works");
+    expect(runtime).toContain('"checked": "print mode"');
+
+    // The store: <agentDir>/state-flow/<cwd-key>/<session-key>/…, a Git repository with three commits.
+    const cwdDir = join(dirs.storeRoot, cwdKey(dirs.cwd));
+    const sessions = readdirSync(cwdDir, { withFileTypes: true }).filter((e) => e.isDirectory());
+    expect(sessions).toHaveLength(1);
+    const sessionKey = sessions[0]!.name;
+    for (const file of ["checkpoint.json", "patches.jsonl", "meta.json", "config.json"]) expect(existsSync(join(cwdDir, sessionKey, file))).toBe(true);
+    for (const file of ["checkpoint.json", "patches.jsonl", "meta.json"]) {
+      expect(existsSync(join(cwdDir, file))).toBe(true);
+      expect(existsSync(join(dirs.storeRoot, file))).toBe(true);
+    }
+    expect(JSON.parse(readFileSync(join(cwdDir, sessionKey, "config.json"), "utf8"))).toMatchObject({ enabled: true });
+
+    const log = spawnSync("git", ["log", "--format=%an|%s"], { cwd: dirs.storeRoot, env: dirs.env, encoding: "utf8" });
+    expect(log.stdout.trim().split("\n")).toEqual([
+      "State Flow CLI Test|state-flow: response",
+      "State Flow CLI Test|state-flow: patch_state global+cwd+session",
+      `State Flow CLI Test|state-flow: start session ${sessionKey}`,
+    ]);
+
+    const store = await openStore({ root: dirs.storeRoot, env: dirs.env });
+    expect(store.kind).toBe("git");
+    const runtime0 = await new StateStore(store, { cwd: dirs.cwd, cwdKey: cwdKey(dirs.cwd), sessionId: sessionIdOfKey(sessionKey), sessionKey }).loadCurrent();
+    expect(runtime0).not.toBeNull();
+    const now = readTemporalState(runtime0!.view);
+    expect(now.boundary.step).toBe(2);
+    expect(now.state).toEqual({
+      artifacts: {},
+      contract: { style: "terse", tool: "pi CLI" },
+      working: { checked: "print mode" },
+      response: "CLI answer: state recorded.",
+    });
+    expect(readTemporalState(runtime0!.view, 1, "session").state).toMatchObject({ working: { checked: "print mode" }, response: "" });
+    expect(readTemporalState(runtime0!.view, 0, "global").state.contract).toEqual({ style: "terse" });
+    expect(readTemporalState(runtime0!.view, 0, "cwd").state.contract).toEqual({ tool: "pi CLI" });
+  }, 30_000);
+
+  it("manual default: without autoStart the CLI stays ordinary Pi and creates no store", async () => {
+    const dirs = setup(null);
+    const run = await runPi(dirs, [{ say: "Plain Pi answer." }], "Hello");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe("Plain Pi answer.");
+    expect(run.contexts).toHaveLength(1);
+    expect(run.contexts[0]!.tools).not.toContain("patch_state");
+    expect(run.contexts[0]!.tools).not.toContain("read_state");
+    expect(run.contexts[0]!.systemPrompt).not.toContain("State Flow protocol");
+    expect(existsSync(dirs.storeRoot)).toBe(false);
+  }, 30_000);
+
+  it("an invalid state-flow.json fails extension loading, naming the key and the value", async () => {
+    const dirs = setup({ autoStart: "yes" });
+    const run = await runPi(dirs, [{ say: "never" }], "Hello");
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('"autoStart" = "yes" must be true or false');
+    expect(run.contexts).toHaveLength(0);
+    expect(existsSync(dirs.storeRoot)).toBe(false);
+  }, 30_000);
+});
