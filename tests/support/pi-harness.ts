@@ -43,6 +43,11 @@ export interface HarnessOptions {
   openFile?: string;
   /** Extra extension factories loaded after State Flow (e.g. a foreign extension). */
   extraExtensions?: ExtensionFactory[];
+  /**
+   * false: load the extension but do not bind it yet (no session_start): the episode stays
+   * `unbound` until `bind()`. Default true.
+   */
+  bind?: boolean;
 }
 
 export interface Notice {
@@ -67,6 +72,7 @@ export class PiHarness {
   accessor!: RuntimeAccessor;
   faux!: ReturnType<typeof fauxProvider>;
   private readonly owned: boolean;
+  private binding: (() => Promise<void>) | null = null;
 
   private constructor(options: HarnessOptions) {
     const shared = options.shareWith;
@@ -150,6 +156,23 @@ export class PiHarness {
       settingsManager,
     } as never);
     this.session = session;
+    this.binding = () => this.bindSession(session);
+    if (options.bind !== false) await this.bind();
+  }
+
+  /** Binds the UI and command actions and lets Pi emit session_start (once). */
+  async bind(): Promise<void> {
+    const binding = this.binding;
+    this.binding = null;
+    await binding?.();
+  }
+
+  /** Pi's quit path: session_shutdown{reason:"quit"} to the loaded extensions (the session stays readable). */
+  async shutdown(): Promise<void> {
+    await this.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" } as never);
+  }
+
+  private async bindSession(session: AgentSession): Promise<void> {
     const ui = new Proxy(
       {
         notify: (message: string, level = "info") => this.notices.push({ message, level }),

@@ -1,0 +1,705 @@
+// Model-based, end to end (issue 5 item 12): the generated shortest paths of the episode and
+// resolution machines are replayed through a real Pi session. Each machine event is produced by
+// the Pi action that produces it in the field (extension load/bind, commands, scripted faux turns,
+// reopening a session file, session_shutdown), faults are real (a replaced file-only cohort), and
+// after every step the observable behaviour is compared with a pure actor fed the same events:
+// the episode the accessor reports, the active tools, the store files, the status text, the
+// notices, and the context the faux model receives. The adapter's own actors are observed (not
+// replaced) through createFlowActor, so the test also proves the adapter sends exactly the
+// translated events: it holds no lifecycle flags of its own.
+
+import { existsSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { createActor, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
+import type { Context } from "@earendil-works/pi-ai";
+import {
+  episodeMachine,
+  episodeStateName,
+  flattenValue,
+  isToolsActive,
+  projectionMode,
+  type EpisodeEvent,
+  type EpisodeNoticeCode,
+} from "../../../machines/episode.ts";
+import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, type ResolutionEvent } from "../../../machines/resolution.ts";
+import type { RestoreResult } from "../../../machines/restore.ts";
+import { generatePaths } from "../../../machines/graph.ts";
+import { PiHarness, call, contextText, say, type HarnessOptions } from "../../support/pi-harness.ts";
+
+// ---- observing the adapter's actors ----------------------------------------------------------
+
+interface Recorded {
+  machine: string;
+  events: AnyEventObject[];
+  actor: { getSnapshot(): AnyMachineSnapshot };
+}
+const recorded = vi.hoisted(() => ({ actors: [] as Recorded[] }));
+
+vi.mock(import("../../../adapters/inspect/inspector.ts"), async (importOriginal) => {
+  const original = await importOriginal();
+  const { createActor: create } = await import("xstate");
+  return {
+    ...original,
+    // Same actor as production (same machine, same input); only an inspect observer is added.
+    createFlowActor: ((machine: { id: string }, options: { input?: unknown } = {}) => {
+      const entry = { machine: machine.id, events: [] as AnyEventObject[] } as Recorded;
+      const actor = create(machine as never, {
+        ...(options.input === undefined ? {} : { input: options.input }),
+        inspect: (ev: { type: string; actorRef?: unknown; event?: AnyEventObject }) => {
+          if (ev.type === "@xstate.event" && ev.actorRef === actor && ev.event && !ev.event.type.startsWith("xstate.")) entry.events.push(ev.event);
+        },
+      } as never);
+      entry.actor = actor as never;
+      recorded.actors.push(entry);
+      return actor;
+    }) as never,
+  };
+});
+
+function latest(machine: string, since = 0): Recorded | undefined {
+  for (let i = recorded.actors.length - 1; i >= since; i--) if (recorded.actors[i]!.machine === machine) return recorded.actors[i];
+  return undefined;
+}
+
+/** Event identity as the machine's guards see it (restore results by kind; revisions are world data). */
+function eventKey(event: AnyEventObject): string {
+  const e = event as unknown as { type: string; result: RestoreResult; reason: string; branch: string; ending: string; final: boolean };
+  if (e.type === "RESTORE_RESULT") return `RESTORE_RESULT(${e.result.kind})`;
+  if (e.type === "SESSION_START") return `SESSION_START(${e.reason},${e.branch})`;
+  if (e.type === "DRAFT") return `DRAFT(${e.ending})`;
+  if (e.type === "PATCH_ACCEPTED") return `PATCH_ACCEPTED(${e.final})`;
+  if (e.type === "STORAGE_FAILED") return "STORAGE_FAILED";
+  return e.type;
+}
+const show = (events: readonly AnyEventObject[]) => events.map(eventKey).join(" → ") || "(no events)";
+
+// ---- summary ------------------------------------------------------------------------------------
+
+interface Summary {
+  generated: number;
+  distinct: number;
+  replayed: number;
+  steps: number;
+  skipped: { path: string; reason: string }[];
+  ms: number;
+}
+const summaries: Record<string, Summary> = {};
+function summary(machine: string): Summary {
+  return (summaries[machine] ??= { generated: 0, distinct: 0, replayed: 0, steps: 0, skipped: [], ms: 0 });
+}
+afterAll(() => {
+  for (const [machine, s] of Object.entries(summaries)) {
+    console.log(
+      `[model-based/pi] ${machine}: shortest paths generated=${s.generated} distinct-after-prefix-dedupe=${s.distinct} ` +
+        `replayed through Pi=${s.replayed} (steps=${s.steps}) skipped=${s.skipped.length} time=${Math.round(s.ms)}ms`,
+    );
+    for (const k of s.skipped) console.log(`  skipped ${k.path}: ${k.reason}`);
+  }
+});
+
+/** Drops paths that are a strict prefix of another path: the longer replay observes every step of the shorter one. */
+function dedupeByPrefix<T extends AnyEventObject>(paths: T[][]): T[][] {
+  const keys = paths.map((p) => p.map((e) => JSON.stringify(e)));
+  return paths.filter((_, i) => !keys.some((other, j) => j !== i && other.length > keys[i]!.length && keys[i]!.every((k, n) => k === other[n])));
+}
+
+// ==== M1 episode ==================================================================================
+
+const restoreResults: RestoreResult[] = [
+  { kind: "revision", revision: "r-sel", skippedInvalid: 0 },
+  { kind: "passive" },
+  { kind: "disabled" },
+  { kind: "none" },
+  { kind: "unproven", revision: "r-sel", reason: "unavailable" },
+  { kind: "lockBusy", revision: "r-sel" },
+];
+const episodeAlphabet: EpisodeEvent[] = [
+  ...(["startup", "reload", "new", "resume", "fork"] as const).flatMap((reason) =>
+    (["empty", "unmarked", "marked"] as const).map((branch) => ({ type: "SESSION_START", reason, branch }) as const),
+  ),
+  { type: "START" },
+  { type: "STOP" },
+  { type: "TREE" },
+  { type: "RUN_ACCEPTED" },
+  { type: "STORAGE_READY" },
+  { type: "STORAGE_FAILED" },
+  { type: "SHUTDOWN" },
+  ...restoreResults.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
+];
+
+interface EpisodePath {
+  autoStart: boolean;
+  events: EpisodeEvent[];
+}
+
+function episodePaths(): { generated: number; paths: EpisodePath[] } {
+  let generated = 0;
+  const paths: EpisodePath[] = [];
+  for (const autoStart of [false, true]) {
+    const shortest = generatePaths<EpisodeEvent>(
+      episodeMachine,
+      { events: () => episodeAlphabet, serializeState: (s) => JSON.stringify(s.value), input: { autoStart } },
+      { simple: false },
+    ).filter((p) => p.kind === "shortest");
+    generated += shortest.length;
+    // The empty path (unbound) is kept although every path starts with it: it alone asserts the
+    // tools at load, see UNBOUND_TOOLS_BUG.
+    const all = shortest.map((p) => p.events);
+    for (const events of [...all.filter((e) => e.length === 0), ...dedupeByPrefix(all)]) paths.push({ autoStart, events });
+  }
+  return { generated, paths };
+}
+
+/**
+ * Adapter bug exposed by the empty path: between extension load and session_start (episode
+ * `unbound`, documented "Tools off") Pi reports patch_state/read_state active, because Pi activates
+ * every registered extension tool and the adapter first syncs tools after SESSION_START.
+ */
+const UNBOUND_TOOLS_BUG =
+  "adapter bug: while unbound (extension loaded, no session_start yet) Pi's active tools include patch_state and " +
+  "read_state — the adapter only deactivates them in syncTools after the first SESSION_START (I1.1; docs: unbound = tools off)";
+
+/** Why a path cannot be produced through Pi (a fault that cannot be made real), or null. */
+function episodeSkipReason(path: EpisodePath): string | null {
+  if (path.events.some((e) => e.type === "RESTORE_RESULT" && e.result.kind === "lockBusy")) {
+    return (
+      "RESTORE_RESULT{lockBusy} cannot be produced: the adapter's restore check (StateStore.loadPointer → " +
+      "backend.loadRevision) never takes the publication lock, so a held <store>/.git/state-flow-publication.lock " +
+      "(or <store>/.state-flow-publication.lock) yields RESTORE_RESULT{revision}, never lock-held → lockBusy"
+    );
+  }
+  return null;
+}
+
+const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
+  "not-enabled": /not enabled on this branch; nothing to stop/,
+  "already-active": /already active on this branch/,
+  "stop-refused-unproven": /cannot stop: this branch's provenance is unproven/,
+  "start-refused-unproven": /cannot start: this branch's provenance is unproven/,
+  "start-failed": /could not initialize its store/,
+  "restore-lock-busy": /publication lock is held/,
+  "restore-unproven": /could not prove this branch's revision/,
+};
+
+/** Texts planted in setup sessions: raw user requests that some projections must never show. */
+const PRE_FLOW = "PRE-FLOW RAW REQUEST";
+const PRE_STOP = "PRE-STOP RAW REQUEST";
+const PRE_RESTORE = "PRE-RESTORE RAW REQUEST";
+
+/** One replay world: the harnesses (setup sessions first, the path's session last) and what was planted. */
+class EpisodeWorld {
+  readonly harnesses: PiHarness[] = [];
+  h!: PiHarness;
+  /** A storage initialization happened in this world (setup or path). */
+  started = false;
+  planted: string[] = [];
+  stoppedText: string | null = null;
+  private readonly pure;
+  private readonly emitted: AnyEventObject[] = [];
+  private adapterSeen = 0;
+  private noticesSeen = 0;
+  readonly trail: string[] = [];
+
+  constructor(readonly path: EpisodePath) {
+    this.pure = createActor(episodeMachine, { input: { autoStart: path.autoStart } });
+    this.pure.on("*", (e: AnyEventObject) => this.emitted.push(e));
+    this.pure.start();
+  }
+
+  get state(): AnyMachineSnapshot {
+    return this.pure.getSnapshot();
+  }
+
+  private async harness(options: HarnessOptions): Promise<PiHarness> {
+    const first = this.harnesses[0];
+    const h = await PiHarness.create({ ...options, ...(first ? { shareWith: first } : {}) });
+    this.harnesses.push(h);
+    return h;
+  }
+
+  /** A setup session that plants the branch the path's SESSION_START{branch} and RESTORE_RESULT need. */
+  async plant(branch: "empty" | "unmarked" | "marked", restore: RestoreResult["kind"] | null): Promise<string | undefined> {
+    if (branch === "empty") return undefined;
+    const fileOnly = restore === "unproven";
+    const s = await this.harness({ sessionKind: "file", config: { autoStart: false }, ...(fileOnly ? { git: false } : {}) });
+    if (branch === "unmarked") {
+      s.script(say("pre-flow answer"));
+      await s.prompt(PRE_FLOW);
+      this.planted.push(PRE_FLOW);
+      return s.session.sessionFile!;
+    }
+    await s.command("/state-flow-start");
+    this.started = true;
+    const request = restore === "passive" ? PRE_STOP : PRE_RESTORE;
+    // Neither the state nor the answer repeats the raw request, so its absence from context is meaningful.
+    s.script(call("patch_state", { session: { working: { planted: "fact" } }, final: true }), say("planted answer"));
+    await s.prompt(request);
+    this.planted.push(request);
+    if (restore === "passive") {
+      await s.command("/state-flow-stop");
+      this.stoppedText = PRE_STOP;
+    }
+    if (restore === "unproven") {
+      // Real fault: another session publishes a global transition, so the file-only cohort the
+      // planted branch names is replaced (file-only stores keep no history).
+      const other = await this.harness({ git: false });
+      await other.command("/state-flow-start");
+      other.script(call("patch_state", { global: { contract: { replacedBy: "another session" } }, final: true }), say("replaced"));
+      await other.prompt("replace the shared cohort");
+    }
+    return s.session.sessionFile!;
+  }
+
+  /** The path's own session: loaded but not yet bound, so `unbound` is observable. */
+  async open(openFile: string | undefined, fileOnly: boolean): Promise<void> {
+    const since = recorded.actors.length;
+    this.h = await this.harness({
+      config: { autoStart: this.path.autoStart },
+      bind: false,
+      ...(openFile ? { openFile } : {}),
+      ...(fileOnly ? { git: false } : {}),
+    });
+    const adapter = latest("episode", since);
+    expect(adapter, "the extension created its episode actor at load").toBeDefined();
+    this.adapter = adapter!;
+    this.noticesSeen = this.h.notices.length;
+    // Only the empty path asserts the tools at load (it.fails, UNBOUND_TOOLS_BUG); the others check the rest.
+    this.check("load", this.path.events.length > 0);
+  }
+
+  adapter!: Recorded;
+  /** Pi has emitted session_start to the adapter at least once (before it, see UNBOUND_TOOLS_BUG). */
+  private bound = false;
+
+  /** Runs one Pi action, feeds the expected machine events to the pure actor and checks everything. */
+  async step(label: string, expected: EpisodeEvent[], action: () => Promise<void>): Promise<void> {
+    const before = episodeStateName(this.state as never);
+    this.emitted.length = 0;
+    await action();
+    for (const e of expected) if (this.pure.getSnapshot().status === "active") this.pure.send(e);
+    if (expected.some((e) => e.type === "SESSION_START")) this.bound = true;
+    const sent = this.adapter.events.slice(this.adapterSeen);
+    this.adapterSeen = this.adapter.events.length;
+    this.trail.push(`${label}: ${show(expected)}`);
+    const where = `path [${show(this.path.events)}] (autoStart=${this.path.autoStart}) step "${label}" from ${before}`;
+    expect(sent.map(eventKey), `the adapter sends exactly the translated events (no lifecycle flags of its own) — ${where}`).toEqual(expected.map(eventKey));
+    if (this.state.matches("starting") || expected.some((e) => e.type === "STORAGE_READY" || e.type === "STORAGE_FAILED")) this.started = true;
+    // Before any session_start the adapter never synced tools (UNBOUND_TOOLS_BUG, asserted by the empty path).
+    this.check(where, this.path.events.length > 0 && !this.bound);
+  }
+
+  /** Observable invariants after a step. */
+  check(where: string, skipUnboundTools = false): void {
+    const h = this.h;
+    const s = this.state as never;
+    const name = episodeStateName(s);
+    expect(h.extensionErrors(), `no extension errors — ${where}`).toEqual([]);
+    expect(h.loadErrors, `no load errors — ${where}`).toEqual([]);
+    // State equality: the accessor reports what the pure machine reached with the same events.
+    expect(h.accessor.episode(), `I1.1/I1.5/I1.11 the adapter's episode equals the machine's — ${where}`).toBe(name);
+    expect(this.adapter.actor.getSnapshot().value, `I1.1 adapter actor snapshot — ${where}`).toEqual((this.state as AnyMachineSnapshot).value);
+    // I1.1: tools active exactly in `active`.
+    const tools = h.activeTools;
+    const active = isToolsActive(s);
+    if (!skipUnboundTools) expect(tools.includes("patch_state") && tools.includes("read_state"), `I1.1 patch_state/read_state active iff ${name} is active — ${where}`).toBe(active);
+    if (!skipUnboundTools) expect(tools.includes("patch_state") || tools.includes("read_state"), `I1.1 no State Flow tool outside active (${name}) — ${where}`).toBe(active);
+    // I1.2: store files exist only after a start; manual startup / resume while off is read-only.
+    expect(existsSync(h.storeRoot), `I1.2 <agentDir>/state-flow exists iff a start initialized it (started=${this.started}) — ${where}`).toBe(this.started);
+    // Status: detailed report and compact footer.
+    const status = h.accessor.status();
+    expect(status, `I1.1 status names the episode and the tool state — ${where}`).toContain(`episode: ${name}${active ? " (tools active)" : " (tools off)"}`);
+    const mode = projectionMode(s);
+    const footer = h.statuses.length > 0 ? h.statuses[h.statuses.length - 1] : undefined;
+    if (name === "unbound" || name === "closed") {
+      // nothing bound yet / shut down: no footer owned by this step
+    } else if (mode === "ordinary") expect(footer, `I1.2 off shows no State Flow footer — ${where}`).toBeUndefined();
+    else if (mode === "passive") expect(footer, `I1.5 passive footer — ${where}`).toBe("state-flow stopped");
+    else if (mode === "failedClosed") {
+      expect(footer, `I1.11 failed-closed footer — ${where}`).toBe("state-flow unavailable");
+      expect(status, `I1.11 failed inspection is reported unavailable, never clean — ${where}`).toMatch(/runtime: unavailable[\s\S]*Semantic materialization\n {2}unavailable/);
+    } else expect(footer, `I1.1 active footer is the compact step — ${where}`).toMatch(/^state-flow #\d+$/);
+    if (mode === "active" || mode === "bootstrapHandoff" || mode === "bootstrapTranscript") expect(status, `I1.1 enabled runtime — ${where}`).toContain("enabled: yes");
+    if (mode === "passive") expect(status, `I1.5 stop changed config only — ${where}`).toContain("enabled: no");
+    // Notices: every notice the machine emitted reached the user, with its level.
+    const fresh = h.notices.slice(this.noticesSeen);
+    this.noticesSeen = h.notices.length;
+    for (const e of this.emitted) {
+      if (e.type !== "episode.notice") continue;
+      const code = (e as unknown as { code: EpisodeNoticeCode }).code;
+      expect(fresh.some((n) => NOTICE_TEXT[code].test(n.message)), `I1.8/I1.9/I1.11 notice ${code} shown to the user — ${where}; got ${JSON.stringify(fresh)}`).toBe(true);
+    }
+  }
+
+  /** End-of-path probe: one user run in the final mode, asserting what the model receives. */
+  async probe(): Promise<void> {
+    const h = this.h;
+    const s = this.state as never;
+    const mode = projectionMode(s);
+    const name = episodeStateName(s);
+    const where = `probe of ${name} after [${show(this.path.events)}] (autoStart=${this.path.autoStart})`;
+    if (name === "closed") {
+      // I1.10: a closed episode accepts nothing more; a command changes nothing and creates nothing.
+      await this.step("/state-flow-start after shutdown", [{ type: "START" }], () => h.command("/state-flow-start"));
+      expect(h.accessor.episode(), `I1.10 closed stays closed — ${where}`).toBe("closed");
+      return;
+    }
+    const n = h.contexts.length;
+    const enabled = mode === "active" || mode === "bootstrapTranscript" || mode === "bootstrapHandoff";
+    const request = `PROBE ${name}`;
+    if (enabled) {
+      h.script(call("patch_state", { session: { working: { probe: name } }, final: true }), say(`probe answer ${name}`));
+      await this.step(`run "${request}"`, [{ type: "RUN_ACCEPTED" }], () => h.prompt(request));
+      expect(h.accessor.read(0, "session").state.response, `I1.7 the probe run was accepted — ${where}`).toBe(`probe answer ${name}`);
+    } else {
+      h.script(say(`probe answer ${name}`));
+      await this.step(`run "${request}"`, [], () => h.prompt(request));
+    }
+    const context = h.contexts[n]!;
+    const text = contextText(context);
+    const toolNames = (context.tools ?? []).map((t) => t.name);
+    const runtimeMessages = context.messages.filter((m) => m.role === "user" && contextText({ messages: [m] } as Context).includes("## state[0]"));
+    expect(text, `the model receives the current request — ${where}`).toContain(request);
+    if (enabled) {
+      expect(toolNames, `I1.1 the model is offered patch_state in ${name} — ${where}`).toContain("patch_state");
+      expect(context.systemPrompt, `I1.1 protocol in the system prompt — ${where}`).toContain("## State Flow protocol");
+      expect(runtimeMessages, `I1.1 exactly one runtime-context message with state[0] — ${where}`).toHaveLength(1);
+      expect(context.messages[0], `I1.1 the runtime context comes first — ${where}`).toBe(runtimeMessages[0]);
+    } else {
+      expect(toolNames, `I1.1 no State Flow tool offered in ${name} — ${where}`).not.toContain("patch_state");
+      expect(toolNames, `I1.1 no State Flow tool offered in ${name} — ${where}`).not.toContain("read_state");
+      expect(context.systemPrompt ?? "", `I1.1 no protocol outside active — ${where}`).not.toContain("## State Flow protocol");
+      expect(runtimeMessages, `I1.1 no runtime context outside active — ${where}`).toHaveLength(0);
+    }
+    if (mode === "bootstrapTranscript") {
+      expect(text, `I1.6 the transcript bootstrap is marked — ${where}`).toContain("## Bootstrap");
+      for (const planted of this.planted) expect(text, `I1.6 pre-Flow context present in the migration run — ${where}`).toContain(planted);
+    }
+    if (mode === "bootstrapHandoff") {
+      expect(text, `I1.6 the handoff bootstrap is marked — ${where}`).toContain("## Bootstrap");
+      expect(text, `I1.6 the frozen exit handoff is present — ${where}`).toContain("frozen exit handoff");
+      expect(text, `I1.6 never the raw pre-stop transcript — ${where}`).not.toContain(this.stoppedText ?? "(none)");
+    }
+    if (mode === "passive") {
+      expect(text, `I1.5 passive shows the frozen exit handoff — ${where}`).toContain("frozen exit handoff");
+      expect(text, `I1.6 passive never shows the raw pre-stop request — ${where}`).not.toContain(this.stoppedText ?? "(none)");
+    }
+    if (mode === "active") {
+      for (const planted of this.planted) expect(text, `I1.7 steady: state + current run only, no earlier raw request — ${where}`).not.toContain(planted);
+      expect(text, `I1.7 steady is not a bootstrap — ${where}`).not.toContain("## Bootstrap");
+    }
+    if (mode === "bootstrapTranscript" || mode === "bootstrapHandoff") {
+      // I1.7: bootstrap lasts exactly one accepted run; the next run is steady.
+      expect(h.accessor.episode(), `I1.7 one accepted run ends bootstrap — ${where}`).toBe("active.steady");
+      const m = h.contexts.length;
+      h.script(call("patch_state", { final: true }), say("steady answer"));
+      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_ACCEPTED" }], () => h.prompt("AFTER BOOTSTRAP"));
+      const next = contextText(h.contexts[m]!);
+      expect(next, `I1.7 the pre-Flow/handoff context left the projection — ${where}`).not.toContain("## Bootstrap");
+      expect(next, `I1.7 no frozen handoff after bootstrap — ${where}`).not.toContain("frozen exit handoff");
+      for (const planted of [...this.planted, request]) expect(next, `I1.7 earlier raw requests gone after bootstrap — ${where}`).not.toContain(planted);
+    }
+    if (mode === "failedClosed") {
+      // I1.8: STOP and START fail visibly on an unproven branch and change nothing.
+      await this.step("/state-flow-stop", [{ type: "STOP" }], () => h.command("/state-flow-stop"));
+      await this.step("/state-flow-start", [{ type: "START" }], () => h.command("/state-flow-start"));
+      expect(h.accessor.episode(), `I1.8 unproven stays failed-closed — ${where}`).toBe(name);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.pure.stop();
+    for (const h of this.harnesses.reverse()) await h.dispose();
+  }
+}
+
+/** Translates the path into Pi actions: each trigger event plus the result events the adapter produces for it. */
+async function replayEpisode(path: EpisodePath): Promise<number> {
+  const world = new EpisodeWorld(path);
+  try {
+    const events = path.events;
+    const first = events[0];
+    const restore = events[1]?.type === "RESTORE_RESULT" ? events[1].result.kind : null;
+    let openFile: string | undefined;
+    if (first?.type === "SESSION_START") {
+      if (first.reason !== "startup") throw new Error(`no Pi action mapped for ${eventKey(first)} as a first event`);
+      openFile = await world.plant(first.branch, restore);
+    }
+    await world.open(openFile, restore === "unproven");
+    let i = 0;
+    let steps = 0;
+    while (i < events.length) {
+      const trigger = events[i]!;
+      const group: EpisodeEvent[] = [trigger];
+      i++;
+      while (i < events.length && ["STORAGE_READY", "STORAGE_FAILED", "RESTORE_RESULT"].includes(events[i]!.type)) group.push(events[i++]!);
+      const h = world.h;
+      steps++;
+      switch (trigger.type) {
+        case "SESSION_START":
+          // Pi emits session_start{startup} when the extension binds; the adapter chains the result itself.
+          await world.step(`session_start(${trigger.reason}) on a ${trigger.branch} branch`, group, () => h.bind());
+          break;
+        case "START":
+          await world.step("/state-flow-start", group, () => h.command("/state-flow-start"));
+          break;
+        case "STOP":
+          await world.step("/state-flow-stop", group, () => h.command("/state-flow-stop"));
+          break;
+        case "SHUTDOWN":
+          await world.step("session_shutdown(quit)", group, () => h.shutdown());
+          break;
+        default:
+          throw new Error(`no Pi action mapped for trigger ${eventKey(trigger)} (group ${show(group)})`);
+      }
+    }
+    if (world.state.matches("starting") || world.state.matches("restoring"))
+      throw new Error(`path ends in the transient ${episodeStateName(world.state as never)}, which Pi never leaves observable`);
+    await world.probe();
+    return steps;
+  } catch (error) {
+    if (error instanceof Error) error.message += `\n  replayed: ${world.trail.join(" | ")}`;
+    throw error;
+  } finally {
+    await world.dispose();
+  }
+}
+
+describe("M1 episode: generated shortest paths replayed through a real Pi session", () => {
+  const { generated, paths } = episodePaths();
+  const s = summary("episode");
+  s.generated = generated;
+  s.distinct = paths.length;
+  it("generates a non-trivial set of shortest paths (both autoStart settings)", () => {
+    expect(generated).toBeGreaterThanOrEqual(20);
+    expect(paths.length).toBeGreaterThanOrEqual(8);
+  });
+  for (const path of paths) {
+    const title = `autoStart=${path.autoStart}: ${show(path.events)}`;
+    const reason = episodeSkipReason(path);
+    if (reason) {
+      s.skipped.push({ path: title, reason });
+      it.skip(`${title} — skipped: ${reason}`, () => {});
+      continue;
+    }
+    if (path.events.length === 0) {
+      s.skipped.push({ path: `${title} (unbound)`, reason: `it.fails — ${UNBOUND_TOOLS_BUG}` });
+      it.fails(`${title} (unbound) — known ${UNBOUND_TOOLS_BUG}`, async () => {
+        // Fails only for the documented reason. Any other failure (or none: the bug is fixed, turn
+        // this into a plain it) returns normally, so it.fails reports it instead of hiding it.
+        const error = await replayEpisode(path).then(() => null, (e: unknown) => e as Error);
+        if (error && /^I1\.1 patch_state\/read_state active iff unbound is active — load/.test(error.message)) throw error;
+        if (error) console.error(`the unbound path failed for another reason than UNBOUND_TOOLS_BUG: ${error.message}`);
+      });
+      continue;
+    }
+    it(title, async () => {
+      const t0 = performance.now();
+      s.steps += await replayEpisode(path);
+      s.replayed++;
+      s.ms += performance.now() - t0;
+    });
+  }
+});
+
+// ==== M2 resolution ===============================================================================
+
+const resolutionAlphabet: ResolutionEvent[] = [
+  { type: "PATCH_ACCEPTED", final: true },
+  { type: "PATCH_ACCEPTED", final: false },
+  { type: "FINAL_ONLY" },
+  { type: "PATCH_REJECTED" },
+  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending }) as const),
+  { type: "TURN_END" },
+  { type: "RUN_ENDED" },
+];
+
+function resolutionPaths(): { generated: number; paths: ResolutionEvent[][] } {
+  const shortest = generatePaths<ResolutionEvent>(
+    resolutionMachine,
+    { events: () => resolutionAlphabet, serializeState: (s) => JSON.stringify([s.value, s.context]) },
+    { simple: false },
+  ).filter((p) => p.kind === "shortest");
+  return { generated: shortest.length, paths: dedupeByPrefix(shortest.map((p) => p.events)) };
+}
+
+type ModelStep = { kind: "patch" | "final-only" | "text"; step: (context: Context) => import("@earendil-works/pi-ai").AssistantMessage; events: ResolutionEvent[]; text?: string };
+
+/**
+ * Event → faux model turn. Every turn ends with Pi's turn_end (TURN_END); an explicit TURN_END in
+ * the path is the one after the previous turn. RUN_ENDED is a run that ends on a provider-error
+ * ending (an interrupted draft, a no-op by I2.4) followed by agent_end. A path that leaves the run
+ * open is completed the same way.
+ */
+function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: ModelStep[]; completed: boolean } {
+  const steps: ModelStep[] = [];
+  let n = 0;
+  let ended = false;
+  for (const e of path) {
+    n++;
+    switch (e.type) {
+      case "PATCH_ACCEPTED":
+        steps.push({
+          kind: "patch",
+          step: call("patch_state", { session: { working: { [`${tag}-${n}`]: n } }, ...(e.final ? { final: true } : {}) }),
+          events: [e, { type: "TURN_END" }],
+        });
+        break;
+      case "FINAL_ONLY":
+        steps.push({ kind: "final-only", step: call("patch_state", { final: true }), events: [e, { type: "TURN_END" }] });
+        break;
+      case "DRAFT": {
+        const text = e.ending === "empty" ? "" : `${tag} draft ${n} (${e.ending})`;
+        const stopReason = e.ending === "complete" || e.ending === "empty" ? "stop" : e.ending;
+        steps.push({ kind: "text", step: say(text, stopReason), events: [e, { type: "TURN_END" }], text });
+        break;
+      }
+      case "TURN_END": {
+        const prev = steps[steps.length - 1];
+        if (!prev || prev.events[prev.events.length - 1]!.type !== "TURN_END") throw new Error("TURN_END without a preceding turn");
+        break; // the turn_end Pi already emits after that turn
+      }
+      case "RUN_ENDED":
+        steps.push({ kind: "text", step: say(`${tag} interrupted ${n}`, "error"), events: [{ type: "DRAFT", ending: "error" }, { type: "TURN_END" }, { type: "RUN_ENDED" }], text: `${tag} interrupted ${n}` });
+        ended = true;
+        break;
+      case "PATCH_REJECTED":
+        throw new Error("PATCH_REJECTED has no Pi action in this table (not on a shortest path)");
+    }
+  }
+  // Does the run stay open after the path? Replay purely to find out.
+  const probe = createActor(resolutionMachine).start();
+  for (const s of steps) for (const e of s.events) probe.send(e);
+  const open = probe.getSnapshot().status === "active";
+  probe.stop();
+  if (open && !ended) {
+    n++;
+    steps.push({ kind: "text", step: say(`${tag} interrupted ${n}`, "error"), events: [{ type: "DRAFT", ending: "error" }, { type: "TURN_END" }, { type: "RUN_ENDED" }], text: `${tag} interrupted ${n}` });
+    return { steps, completed: true };
+  }
+  return { steps, completed: false };
+}
+
+function resolutionNoteFor(s: AnyMachineSnapshot): RegExp {
+  if (isTerminalEligible(s as never)) return /## Resolution\nTerminal eligibility is latched/;
+  const attempts = (s.context as { attempts: number }).attempts;
+  return attempts > 0 ? new RegExp(`## Resolution\\n${attempts} answer\\(s\\) in this run were not accepted`) : /## Resolution\nThis run is not yet terminal-eligible/;
+}
+
+const customs = (h: PiHarness, type: string) => h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === type);
+
+async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: number): Promise<number> {
+  const tag = `R${index}`;
+  const { steps } = translateRun(path, tag);
+  const where = `resolution path [${show(path)}] as faux turns ${steps.map((s) => show(s.events)).join(" | ")}`;
+  // Pure actor fed the same events, turn by turn.
+  const pure = createActor(resolutionMachine);
+  const emitted: AnyEventObject[][] = [];
+  let current: AnyEventObject[] = [];
+  pure.on("*", (e: AnyEventObject) => current.push(e));
+  pure.start();
+  const after: AnyMachineSnapshot[] = [];
+  for (const s of steps) {
+    current = [];
+    for (const e of s.events) if (pure.getSnapshot().status === "active") pure.send(e);
+    emitted.push(current);
+    after.push(pure.getSnapshot());
+  }
+  const final = pure.getSnapshot();
+  const expectedEvents = steps.flatMap((s) => s.events).filter((_, i, all) => {
+    // Events the adapter sends only while its actor is active (a settled run ignores the rest).
+    const a = createActor(resolutionMachine).start();
+    for (const e of all.slice(0, i)) a.send(e);
+    const active = a.getSnapshot().status === "active";
+    a.stop();
+    return active;
+  });
+  pure.stop();
+
+  const responseBefore = h.accessor.read(0).state.response;
+  const contextsBefore = h.contexts.length;
+  const steersBefore = customs(h, "state-flow-resolution").length;
+  const errorsBefore = h.notices.filter((n) => n.level === "error").length;
+  const since = recorded.actors.length;
+  h.script(...steps.map((s) => s.step));
+  await h.prompt(`${tag} request`);
+  expect(h.extensionErrors(), `no extension errors — ${where}`).toEqual([]);
+  const adapter = latest("resolution", since);
+  expect(adapter, `I2.1 one resolution actor per enabled run — ${where}`).toBeDefined();
+  expect(recorded.actors.slice(since).filter((r) => r.machine === "resolution"), `I2.1 exactly one resolution actor for the run — ${where}`).toHaveLength(1);
+  expect(adapter!.events.map(eventKey), `the adapter sends exactly the translated events — ${where}`).toEqual(expectedEvents.map(eventKey));
+  expect(flattenValue(adapter!.actor.getSnapshot().value), `I2.x adapter resolution state equals the machine's — ${where}`).toBe(flattenValue(final.value));
+
+  // The context of each inference shows the resolution state reached by the previous turns.
+  const contexts = h.contexts.slice(contextsBefore);
+  expect(contexts, `I2.2 latching final:true never ends the turn: every scripted turn was an inference — ${where}`).toHaveLength(steps.length);
+  expect(contextText(contexts[0]!), `I2.1 every enabled run starts ineligible with zero attempts — ${where}`).toMatch(/## Resolution\nThis run is not yet terminal-eligible/);
+  let steers = 0;
+  for (let j = 1; j < contexts.length; j++) {
+    const text = contextText(contexts[j]!);
+    const state = after[j - 1]!;
+    expect(text, `I2.2/I2.5 inference ${j} sees the resolution state ${flattenValue(state.value)} — ${where}`).toMatch(resolutionNoteFor(state));
+    for (const e of emitted[j - 1]!) {
+      if (e.type === "resolution.steer") {
+        steers++;
+        expect(text, `I2.5 hidden steer ${steers} reaches the next inference — ${where}`).toContain(`[State Flow resolution ${(e as unknown as { attempt: number }).attempt}/${MAX_RESOLUTION_STEERS + 1}]`);
+      }
+    }
+    // Discarded and interrupted drafts never reach a later inference.
+    for (let k = 0; k < j; k++) {
+      const s = steps[k]!;
+      if (s.kind === "text" && s.text && emitted[k]!.some((e) => e.type === "resolution.discardDraft")) {
+        expect(text, `I2.4/I2.5 discarded draft "${s.text}" stays out of later inferences — ${where}`).not.toContain(s.text);
+      }
+    }
+  }
+  // Steers: exactly those the machine emitted, hidden from the user.
+  const steerMessages = customs(h, "state-flow-resolution").slice(steersBefore);
+  const expectedSteers = emitted.flat().filter((e) => e.type === "resolution.steer").length;
+  expect(steerMessages, `I2.5 one hidden steer per unresolved attempt 1..${MAX_RESOLUTION_STEERS} — ${where}`).toHaveLength(expectedSteers);
+  expect(steerMessages.every((m) => (m as { display: boolean }).display === false), `I2.5 steers are hidden — ${where}`).toBe(true);
+  expect(expectedSteers, `I2.5 steers never exceed ${MAX_RESOLUTION_STEERS} — ${where}`).toBeLessThanOrEqual(MAX_RESOLUTION_STEERS);
+  // Exhaustion: one concise error; committed state and enablement kept.
+  const errors = h.notices.filter((n) => n.level === "error").slice(errorsBefore);
+  if (final.matches("exhausted")) {
+    expect(errors, `I2.5 the third unresolved attempt gives exactly one error — ${where}`).toHaveLength(1);
+    expect(errors[0]!.message, `I2.5 exhaustion error — ${where}`).toMatch(/not accepted after 3 attempts/);
+  } else expect(errors, `I2.5 no error unless exhausted — ${where}`).toEqual([]);
+  expect(h.accessor.episode(), `I2.5 enablement kept — ${where}`).toBe("active.steady");
+  expect(h.activeTools, `I2.5 tools kept — ${where}`).toContain("patch_state");
+  // Response: committed exactly once at turn_end of an eligible complete draft, else unchanged.
+  const response = h.accessor.read(0).state.response;
+  if (final.matches("accepted")) {
+    const candidate = [...steps].reverse().find((s) => s.kind === "text")!;
+    expect(response, `I2.6/I2.7 the eligible complete draft is the response — ${where}`).toBe(candidate.text);
+    expect(h.accessor.read(1).state.response, `I2.6 one response transition — ${where}`).toBe(responseBefore);
+  } else {
+    expect(response, `I2.4/I2.6 no response without an accepted answer (${flattenValue(final.value)}) — ${where}`).toBe(responseBefore);
+  }
+  return steps.length;
+}
+
+describe("M2 resolution: generated shortest paths replayed as runs of a real Pi session", () => {
+  const { generated, paths } = resolutionPaths();
+  const s = summary("resolution");
+  s.generated = generated;
+  s.distinct = paths.length;
+  it("generates the shortest paths to every resolution state", () => {
+    expect(generated).toBeGreaterThanOrEqual(10);
+  });
+  it(`replays ${paths.length} runs (one enabled run per path) in one session`, async () => {
+    const t0 = performance.now();
+    const h = await PiHarness.create({ config: { autoStart: true } });
+    try {
+      expect(h.accessor.episode()).toBe("active.steady");
+      let index = 0;
+      for (const path of paths) {
+        s.steps += await replayRun(h, path, ++index);
+        s.replayed++;
+      }
+    } finally {
+      await h.dispose();
+      s.ms += performance.now() - t0;
+    }
+  });
+});
