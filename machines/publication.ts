@@ -30,6 +30,10 @@ export interface PublicationContext {
   pending: string | null;
   /** Last target a current-generation push confirmed. */
   confirmed: string | null;
+  /** Failed pushes of the pending target (0 when nothing is pending or it was never attempted). */
+  attempts: number;
+  /** Error of the pending target's last failed push. */
+  lastError: string | null;
 }
 
 export type PublicationEvent =
@@ -38,14 +42,16 @@ export type PublicationEvent =
   | { type: "RETRY" }
   | { type: "PUSH_OK"; target: string; generation: number }
   | { type: "PUSH_FAILED"; target: string; generation: number; error?: string }
-  | { type: "RESTORED_PENDING"; target: string }
+  /** The push found no remote configured (removed since the route was chosen): local-only from now on. */
+  | { type: "PUSH_LOCAL_ONLY"; target: string; generation: number }
+  | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string }
   | { type: "LINEAGE_RESET" }
   | { type: "SHUTDOWN" };
 
 /** A push result counts only for the target in flight under the current generation. */
 export function isCurrentResult(context: PublicationContext, event: PublicationEvent): boolean {
   return (
-    (event.type === "PUSH_OK" || event.type === "PUSH_FAILED") &&
+    (event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY") &&
     context.inflight !== null &&
     event.target === context.inflight &&
     event.generation === context.generation
@@ -78,22 +84,43 @@ export const publicationMachine = setup({
       acceptedCount: ({ context }) => context.acceptedCount + 1,
       queued: () => null,
       pending: () => null,
+      attempts: () => 0,
+      lastError: () => null,
     }),
     startPushQueued: assign({
       inflight: ({ context }) => context.queued,
       queued: () => null,
       pending: () => null,
+      attempts: () => 0,
+      lastError: () => null,
     }),
     startPushPending: assign({ inflight: ({ context }) => context.pending }),
-    confirmInflight: assign({ confirmed: ({ context }) => context.inflight, inflight: () => null, pending: () => null }),
-    failInflight: assign({ pending: ({ context }) => context.inflight, inflight: () => null }),
-    restorePending: assign({ pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null) }),
+    confirmInflight: assign({
+      confirmed: ({ context }) => context.inflight,
+      inflight: () => null,
+      pending: () => null,
+      attempts: () => 0,
+      lastError: () => null,
+    }),
+    failInflight: assign({
+      pending: ({ context }) => context.inflight,
+      inflight: () => null,
+      attempts: ({ context }) => (context.pending !== null && context.pending === context.inflight ? context.attempts + 1 : 1),
+      lastError: ({ event }) => (event.type === "PUSH_FAILED" ? (event.error ?? "push failed") : "push failed"),
+    }),
+    restorePending: assign({
+      pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null),
+      attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
+      lastError: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.error ?? null) : null),
+    }),
     ignoreStaleResult: () => {},
     fenceGeneration: assign({
       generation: ({ context }) => context.generation + 1,
       queued: () => null,
       inflight: () => null,
       pending: () => null,
+      attempts: () => 0,
+      lastError: () => null,
     }),
   },
 }).createMachine({
@@ -108,6 +135,8 @@ export const publicationMachine = setup({
     inflight: null,
     pending: null,
     confirmed: null,
+    attempts: 0,
+    lastError: null,
   }),
   initial: "route",
   on: { SHUTDOWN: { target: ".closed", actions: ["fenceGeneration"] } },
@@ -122,7 +151,7 @@ export const publicationMachine = setup({
       ],
     },
     fileOnly: { description: "Git absent: persistence is file-only; nothing to publish, no fake pushes." },
-    localOnly: { description: "Git without a remote: intentionally local, not a pending error." },
+    localOnly: { description: "Git without a remote (at start, or a push found none): intentionally local, not a pending error." },
     off: { description: "Policy off: commits stay local." },
     remote: {
       description: "Git with a remote under turn-end or transition policy.",
@@ -145,10 +174,29 @@ export const publicationMachine = setup({
         },
         pushing: {
           description: "One asynchronous push in flight; newer targets queue behind it.",
+          initial: "inFlight",
           on: {
             ACCEPTED: { actions: ["queueNewest"] },
             PUSH_OK: [{ guard: "isCurrentResult", target: "settling", actions: ["confirmInflight"] }, { actions: ["ignoreStaleResult"] }],
             PUSH_FAILED: [{ guard: "isCurrentResult", target: "settling", actions: ["failInflight"] }, { actions: ["ignoreStaleResult"] }],
+            PUSH_LOCAL_ONLY: [
+              { guard: "isCurrentResult", target: "#publication.localOnly", actions: ["fenceGeneration"] },
+              { actions: ["ignoreStaleResult"] },
+            ],
+          },
+          states: {
+            inFlight: {
+              description: "The push runs; a turn end with a newer target queued is remembered as turnEnded.",
+              on: { TURN_END: { guard: "hasQueued", target: "turnEnded" } },
+            },
+            turnEnded: {
+              description: "A turn ended after a newer target was queued: the current result starts its push at once.",
+              on: {
+                ACCEPTED: { target: "inFlight", actions: ["queueNewest"] },
+                PUSH_OK: { guard: "isCurrentResult", target: "inFlight", actions: ["confirmInflight", "startPushQueued"] },
+                PUSH_FAILED: { guard: "isCurrentResult", target: "inFlight", actions: ["failInflight", "startPushQueued"] },
+              },
+            },
           },
         },
         settling: {

@@ -1,5 +1,8 @@
 // Remote publication policy (spec 001 "Runtime ownership and Git publication") behind one small
-// interface, so the XState publication machine can drive it later without changing callers.
+// interface. The lifecycle lives in ONE statechart, machines/publication.ts; this driver only sends
+// it events, runs the pushes it asks for (pushToStart) and reports their results tagged with the
+// target and the generation they started under. It holds no queue, pending or generation of its
+// own: the intent it reports is derived from the machine snapshot.
 //
 //   off        – accepted commits stay local;
 //   turn-end   – (default) each accepted cohort replaces the queued target (newest only); the push
@@ -13,6 +16,16 @@
 // acknowledges a newer target, and shutdown fences the old generation (its late results are
 // ignored).
 
+import { createActor, type InspectionEvent, type Observer } from "xstate";
+import {
+  isCurrentResult,
+  publicationMachine,
+  publicationStatus,
+  pushToStart,
+  type PublicationContext,
+  type PublicationEvent,
+  type PublicationSnapshot,
+} from "../machines/publication.ts";
 import type { GitPushResult } from "./git-backend.ts";
 
 export type PublicationPolicy = "off" | "turn-end" | "transition";
@@ -30,6 +43,8 @@ export interface PendingPublication {
 /** What pushes an existing commit (GitBackend.pushRevision). */
 export interface Pusher {
   push(revision: string): Promise<GitPushResult>;
+  /** Whether a publication remote is configured (GitBackend.publicationRemote() !== null); used by openPublication. */
+  hasRemote?(): Promise<boolean>;
 }
 
 export type PublicationOutcome =
@@ -45,7 +60,7 @@ export type PublicationOutcome =
   | { readonly kind: "superseded"; readonly revision: string } // a newer target replaced this one
   | { readonly kind: "fenced" }; // result arrived after shutdown
 
-/** The one small interface the runtime uses (and a future machine-backed driver implements). */
+/** The one small interface the runtime uses; implemented over the publication machine. */
 export interface PublicationDriver {
   readonly policy: PublicationPolicy;
   /** The unconfirmed intent to persist (null = nothing unconfirmed). */
@@ -66,130 +81,204 @@ export interface PublicationOptions {
   readonly policy?: PublicationPolicy;
   /** null for file-only stores. */
   readonly pusher: Pusher | null;
+  /**
+   * Whether the state repository has a publication remote (routes the machine to local-only when
+   * false). Default true when a pusher is given: a push that then finds no remote switches the
+   * machine to local-only (PUSH_LOCAL_ONLY). openPublication() fills it in from pusher.hasRemote().
+   */
+  readonly remote?: boolean;
   /** The intent persisted by a previous generation (restart). */
   readonly restored?: PendingPublication | null;
   /** Called whenever the intent to persist changes. */
   readonly onPendingChange?: (pending: PendingPublication | null) => void;
+  /** Live inspection observer for the machine actor (adapters/inspect: FlowInspection.inspect). */
+  readonly inspect?: Observer<InspectionEvent>;
 }
 
-interface Target {
-  readonly seq: number;
-  readonly revision: string;
-  attempts: number;
-  lastError?: string;
+/** The intent to persist, derived from the machine: the newest unconfirmed accepted target. */
+export function intentOf(context: PublicationContext): PendingPublication | null {
+  const revision = context.queued ?? context.inflight ?? context.pending;
+  if (revision === null) return null;
+  if (revision !== context.pending) return { revision, attempts: 0 };
+  return { revision, attempts: context.attempts, ...(context.lastError === null ? {} : { lastError: context.lastError }) };
 }
+
+function sameIntent(a: PendingPublication | null | undefined, b: PendingPublication | null): boolean {
+  return JSON.stringify(a ?? null) === JSON.stringify(b);
+}
+
+/** createPublication with `remote` resolved from the pusher (GitBackend.publicationRemote()) when not given. */
+export async function openPublication(options: PublicationOptions): Promise<PublicationDriver> {
+  if (options.remote !== undefined || !options.pusher?.hasRemote) return createPublication(options);
+  return createPublication({ ...options, remote: await options.pusher.hasRemote() });
+}
+
+type Waiter = { readonly revision: string; readonly resolve: (outcome: PublicationOutcome) => void };
 
 export function createPublication(options: PublicationOptions): PublicationDriver {
   const policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
   const pusher = options.pusher;
-  let seq = 0;
-  let target: Target | null = null;
-  let fenced = false;
-  let inflight: Promise<PublicationOutcome> | null = null;
+  const actor = createActor(publicationMachine, {
+    input: { policy, backend: pusher ? "git" : "file", remote: pusher !== null && (options.remote ?? true) },
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  }).start();
+  // Effect plumbing only (no lifecycle): the push promises still running, and callers awaiting
+  // the outcome of one target.
+  const running = new Set<Promise<void>>();
+  const waiters = new Set<Waiter>();
 
-  if (options.restored && pusher) {
-    target = { seq: ++seq, revision: options.restored.revision, attempts: options.restored.attempts };
-    if (options.restored.lastError !== undefined) target.lastError = options.restored.lastError;
+  const snap = (): PublicationSnapshot => actor.getSnapshot();
+  const isOpen = () => snap().status === "active";
+
+  /** Sends one event; reports the intent change; starts the push the machine asks for; settles waiters. */
+  function dispatch(event: PublicationEvent, delivered?: { target: string; outcome: PublicationOutcome }): void {
+    if (!isOpen()) return;
+    const prev = snap();
+    actor.send(event);
+    const next = snap();
+    if (next.status === "active" && !sameIntent(intentOf(prev.context), intentOf(next.context))) options.onPendingChange?.(intentOf(next.context));
+    const start = pushToStart(prev, next);
+    if (start) run(start.target, start.generation);
+    if (delivered) settle(delivered.target, delivered.outcome);
+    for (const waiter of [...waiters]) {
+      const c = next.context;
+      if (next.status !== "active") settle(waiter.revision, { kind: "fenced" });
+      else if (c.queued !== waiter.revision && c.inflight !== waiter.revision) settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
+    }
   }
 
-  const snapshot = (): PendingPublication | null =>
-    target === null
-      ? null
-      : { revision: target.revision, attempts: target.attempts, ...(target.lastError === undefined ? {} : { lastError: target.lastError }) };
+  function settle(revision: string, outcome: PublicationOutcome): void {
+    for (const waiter of [...waiters])
+      if (waiter.revision === revision) {
+        waiters.delete(waiter);
+        waiter.resolve(outcome);
+      }
+  }
 
-  const notify = () => {
-    if (!fenced) options.onPendingChange?.(snapshot());
-  };
+  /** Resolves with the outcome of `revision`'s push (or superseded/fenced); register BEFORE dispatching. */
+  function outcomeOf(revision: string): Promise<PublicationOutcome> {
+    return new Promise((resolve) => waiters.add({ revision, resolve }));
+  }
 
-  async function pushOnce(t: Target): Promise<PublicationOutcome> {
-    if (!pusher) return { kind: "file-only" };
-    let result: GitPushResult;
-    try {
-      result = await pusher.push(t.revision);
-    } catch (error) {
-      result = { kind: "failed", detail: error instanceof Error ? error.message : String(error) };
-    }
-    if (fenced) return { kind: "fenced" };
-    const current = target !== null && target.seq === t.seq;
+  function run(target: string, generation: number): void {
+    const p: Promise<void> = (async () => {
+      let result: GitPushResult;
+      try {
+        result = await pusher!.push(target);
+      } catch (error) {
+        result = { kind: "failed", detail: error instanceof Error ? error.message : String(error) };
+      }
+      report(target, generation, result);
+    })().finally(() => running.delete(p));
+    running.add(p);
+  }
+
+  /** Maps one push result onto a machine event (fenced by target and generation) and an outcome. */
+  function report(target: string, generation: number, result: GitPushResult): void {
+    if (!isOpen()) return settle(target, { kind: "fenced" });
+    const c = snap().context;
+    const current = isCurrentResult(c, { type: "PUSH_OK", target, generation });
+    const superseded: PublicationOutcome = { kind: "superseded", revision: target };
     switch (result.kind) {
       case "pushed":
-        if (!current) return { kind: "superseded", revision: t.revision }; // never acknowledges the newer target
-        target = null;
-        notify();
-        return { kind: "pushed", revision: t.revision, ...(result.remote ? { remote: result.remote } : {}) };
+        return dispatch(
+          { type: "PUSH_OK", target, generation },
+          { target, outcome: current ? { kind: "pushed", revision: target, ...(result.remote ? { remote: result.remote } : {}) } : superseded },
+        );
+      case "failed": {
+        const error = result.detail || "push failed";
+        const outcome: PublicationOutcome = current && c.queued === null ? { kind: "pending", revision: target, error } : superseded;
+        return dispatch({ type: "PUSH_FAILED", target, generation, error }, { target, outcome });
+      }
       case "local-only":
-        if (current) {
-          target = null;
-          notify();
-        }
-        return { kind: "local-only", revision: t.revision };
-      case "unreachable":
-        if (current) {
-          target = null; // a reset made the target unreachable: report once, do not retry forever
-          notify();
-        }
-        return { kind: "unreachable", revision: t.revision, error: result.detail ?? "commit not found" };
-      case "failed":
-        if (!current) return { kind: "superseded", revision: t.revision };
-        t.attempts += 1;
-        t.lastError = result.detail ?? "push failed";
-        notify();
-        return { kind: "pending", revision: t.revision, error: t.lastError };
+        return dispatch({ type: "PUSH_LOCAL_ONLY", target, generation }, { target, outcome: current ? { kind: "local-only", revision: target } : superseded });
+      case "unreachable": {
+        // The target no longer exists locally (history reset): report it once, never retry it
+        // forever. A newer queued target supersedes it; otherwise the lineage was reset.
+        const outcome: PublicationOutcome = current ? { kind: "unreachable", revision: target, error: result.detail || "commit not found" } : superseded;
+        if (!current) return dispatch({ type: "PUSH_FAILED", target, generation }, { target, outcome });
+        if (c.queued !== null) return dispatch({ type: "PUSH_FAILED", target, generation, error: result.detail || "commit not found" }, { target, outcome });
+        return dispatch({ type: "LINEAGE_RESET" }, { target, outcome });
+      }
     }
   }
 
-  /** Pushes the newest target; if a newer one was queued meanwhile, pushes that too. */
-  function pushNewest(): Promise<PublicationOutcome> {
-    if (inflight) return inflight.then(() => (target && !fenced ? pushNewest() : { kind: "idle" } as const));
-    const t = target;
-    if (!t) return Promise.resolve({ kind: "idle" });
-    const run = pushOnce(t).finally(() => {
-      inflight = null;
+  if (options.restored) {
+    // Sent directly: restoring starts no push, and the caller already persisted this intent.
+    actor.send({
+      type: "RESTORED_PENDING",
+      target: options.restored.revision,
+      attempts: options.restored.attempts,
+      ...(options.restored.lastError === undefined ? {} : { error: options.restored.lastError }),
     });
-    inflight = run;
-    return run;
+    // A route that publishes nothing (file-only, no remote, off) drops the old intent: say so.
+    if (!sameIntent(options.restored, intentOf(snap().context))) options.onPendingChange?.(intentOf(snap().context));
+  }
+
+  /** The outcome for routes that never publish, or null on the remote route. */
+  function routeOutcome(revision: string | null): PublicationOutcome | null {
+    switch (publicationStatus(snap())) {
+      case "file-only":
+        return { kind: "file-only" };
+      case "closed":
+        return { kind: "fenced" };
+      case "off":
+        return revision === null ? { kind: "idle" } : { kind: "kept-local", revision };
+      case "local-only":
+        return revision === null ? { kind: "idle" } : { kind: "local-only", revision };
+      default:
+        return null;
+    }
   }
 
   return {
     policy,
     get pending() {
-      return snapshot();
+      return isOpen() ? intentOf(snap().context) : null;
     },
     async accepted(revision) {
-      if (!pusher) return { kind: "file-only" };
-      if (policy === "off") return { kind: "kept-local", revision };
-      target = { seq: ++seq, revision, attempts: 0 };
-      notify();
-      if (policy === "turn-end") return { kind: "queued", revision };
-      // transition: synchronous push of this cohort (after any in-flight push)
-      if (inflight) await inflight.catch(() => undefined);
-      if (target?.revision !== revision) return { kind: "superseded", revision };
-      return pushNewest();
+      const fixed = routeOutcome(revision);
+      if (fixed) return fixed;
+      const outcome = policy === "transition" ? outcomeOf(revision) : null;
+      dispatch({ type: "ACCEPTED", target: revision });
+      if (outcome) return outcome; // transition: resolves after this cohort's push result
+      return routeOutcome(revision) ?? { kind: "queued", revision };
     },
     turnEnd() {
-      if (!pusher) return { kind: "file-only" };
-      if (fenced || target === null) return { kind: "idle" };
-      const revision = target.revision;
-      void pushNewest();
-      return { kind: "pushing", revision };
+      const fixed = routeOutcome(null);
+      if (fixed) return fixed.kind === "fenced" ? { kind: "idle" } : fixed;
+      dispatch({ type: "TURN_END" });
+      const s = snap();
+      if (!s.matches({ remote: "pushing" })) return { kind: "idle" };
+      return { kind: "pushing", revision: s.context.queued ?? s.context.inflight! };
     },
     async retry() {
-      if (!pusher) return { kind: "file-only" };
-      if (fenced) return { kind: "fenced" };
-      return pushNewest();
+      const fixed = routeOutcome(null);
+      if (fixed) return fixed;
+      const c = snap().context;
+      if (snap().matches({ remote: "pushing" })) return outcomeOf(c.inflight!);
+      if (c.queued !== null) return { kind: "queued", revision: c.queued }; // waits for its turn end
+      if (c.pending === null) return { kind: "idle" };
+      const outcome = outcomeOf(c.pending);
+      dispatch({ type: "RETRY" });
+      return outcome;
     },
     async settled() {
-      while (inflight) await inflight.catch(() => undefined);
+      while (running.size > 0) await Promise.allSettled([...running]);
     },
     shutdown() {
-      const intent = snapshot();
-      fenced = true;
+      const intent = isOpen() ? intentOf(snap().context) : null;
+      dispatch({ type: "SHUTDOWN" });
       return intent;
     },
   };
 }
 
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
-export function gitPusher(git: { pushRevision(revision: string): Promise<GitPushResult> }): Pusher {
-  return { push: (revision) => git.pushRevision(revision) };
+export function gitPusher(git: { pushRevision(revision: string): Promise<GitPushResult>; publicationRemote?(): Promise<string | null> }): Pusher {
+  const publicationRemote = git.publicationRemote?.bind(git);
+  return {
+    push: (revision) => git.pushRevision(revision),
+    ...(publicationRemote ? { hasRemote: async () => (await publicationRemote()) !== null } : {}),
+  };
 }

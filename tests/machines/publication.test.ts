@@ -33,7 +33,7 @@ function eventsFor(s: AnyMachineSnapshot): PublicationEvent[] {
   const c = s.context as PublicationContext;
   const next = `t${c.acceptedCount + 1}`;
   const results: PublicationEvent[] = [];
-  for (const type of ["PUSH_OK", "PUSH_FAILED"] as const) {
+  for (const type of ["PUSH_OK", "PUSH_FAILED", "PUSH_LOCAL_ONLY"] as const) {
     if (c.inflight) {
       results.push({ type, target: c.inflight, generation: c.generation });
       results.push({ type, target: c.inflight, generation: c.generation - 1 });
@@ -44,7 +44,7 @@ function eventsFor(s: AnyMachineSnapshot): PublicationEvent[] {
     { type: "ACCEPTED", target: next },
     { type: "TURN_END" },
     { type: "RETRY" },
-    { type: "RESTORED_PENDING", target: "t0" },
+    { type: "RESTORED_PENDING", target: "t0", attempts: 2, error: "offline" },
     { type: "LINEAGE_RESET" },
     { type: "SHUTDOWN" },
     ...results,
@@ -66,6 +66,8 @@ export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Tr
   const n = next.context as PublicationContext;
   const before = flattenValue(prev.value);
   const after = flattenValue(next.value);
+  const isResult = event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY";
+  const isCurrent = isResult && event.target === p.inflight && event.generation === p.generation;
   if (event.type === "ACCEPTED") trace.lastAccepted = event.target;
   if (event.type === "LINEAGE_RESET" && after.startsWith("remote")) trace.lastAccepted = null;
   // I3.1
@@ -75,30 +77,47 @@ export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Tr
     const ok = event.type === "PUSH_OK" && event.target === p.inflight && event.generation === p.generation && n.confirmed === p.inflight;
     if (!ok) v.push(`I3.2 confirmed moved ${p.confirmed} → ${n.confirmed} on ${JSON.stringify(event)}`);
   }
-  if ((event.type === "PUSH_OK" || event.type === "PUSH_FAILED") && !(event.target === p.inflight && event.generation === p.generation)) {
+  if (isResult && !isCurrent) {
     if (before !== after || JSON.stringify(p) !== JSON.stringify(n)) v.push(`I3.2 stale result ${JSON.stringify(event)} changed ${before} → ${after}`);
   }
   // I3.3
   const publishes = input.backend === "git" && input.remote && input.policy !== "off";
   if (!publishes && (after.startsWith("remote") || hasPendingPublication(next as never)))
     v.push(`I3.3 ${input.backend}/${input.remote ? "remote" : "no remote"}/${input.policy} reached ${after}`);
+  if (event.type === "PUSH_LOCAL_ONLY" && isCurrent && (after !== "localOnly" || n.queued || n.inflight || n.pending || hasPendingPublication(next as never)))
+    v.push(`I3.3 a push that found no remote left ${after} with targets`);
+  if (after === "localOnly" && (n.queued || n.inflight || n.pending)) v.push("I3.3 localOnly holds targets");
   // I3.4
   const started = pushToStart(prev as never, next as never);
   if (started && event.type === "ACCEPTED" && input.policy === "turn-end") v.push("I3.4 turn-end policy pushed synchronously on ACCEPTED");
-  if (event.type === "ACCEPTED" && input.policy === "transition" && publishes && p.inflight === null && prev.status === "active" && !started)
+  if (event.type === "ACCEPTED" && input.policy === "transition" && publishes && before.startsWith("remote") && p.inflight === null && !started)
     v.push(`I3.4 transition policy did not push ${event.target} at once (from ${before})`);
-  if (started && input.policy === "turn-end" && !["TURN_END", "RETRY"].includes(event.type))
-    v.push(`I3.4 turn-end push started by ${event.type}`);
+  if (started && input.policy === "turn-end" && !["TURN_END", "RETRY"].includes(event.type) && !(before === "remote.pushing.turnEnded" && isCurrent))
+    v.push(`I3.4 turn-end push started by ${event.type} (from ${before})`);
+  // a turn end while a newer target is queued behind a push is not lost: the current result pushes it
+  if (event.type === "TURN_END" && before === "remote.pushing.inFlight" && p.queued !== null && after !== "remote.pushing.turnEnded")
+    v.push("I3.4 turn end during a push was lost");
+  if (before === "remote.pushing.turnEnded" && isCurrent && event.type !== "PUSH_LOCAL_ONLY" && !(started && n.inflight === p.queued))
+    v.push(`I3.4 turnEnded did not push the queued target ${p.queued}`);
   // I3.5
-  if (started && p.inflight !== null && before === "remote.pushing" && !(event.type === "PUSH_OK" || event.type === "PUSH_FAILED"))
-    v.push("I3.5 second push started while one is in flight");
-  if ((after === "remote.pushing") !== (n.inflight !== null && after.startsWith("remote"))) v.push(`I3.5 inflight ${n.inflight} inconsistent with ${after}`);
+  if (started && p.inflight !== null && before.startsWith("remote.pushing") && !isResult) v.push("I3.5 second push started while one is in flight");
+  if (after.startsWith("remote.pushing") !== (n.inflight !== null && after.startsWith("remote")))
+    v.push(`I3.5 inflight ${n.inflight} inconsistent with ${after}`);
   // I3.6
-  if (event.type === "PUSH_FAILED" && event.target === p.inflight && event.generation === p.generation && p.queued === null && n.pending !== p.inflight)
+  if (event.type === "PUSH_FAILED" && isCurrent && p.queued === null && n.pending !== p.inflight)
     v.push(`I3.6 failed push lost its target ${p.inflight}`);
+  if (event.type === "PUSH_FAILED" && isCurrent && n.pending === p.inflight) {
+    const expected = p.pending === p.inflight ? p.attempts + 1 : 1;
+    if (n.attempts !== expected || n.lastError !== (event.error ?? "push failed")) v.push(`I3.6 failure count ${n.attempts} (expected ${expected}) / error ${n.lastError}`);
+  }
+  if (n.pending === null && (n.attempts !== 0 || n.lastError !== null)) v.push(`I3.6 attempts/lastError ${n.attempts}/${n.lastError} without a pending target`);
   if (before === "remote.pending" && after === "remote.pushing" && (event.type === "TURN_END" || event.type === "RETRY") && n.inflight !== p.pending)
     v.push(`I3.6 retry pushed ${n.inflight} instead of pending ${p.pending}`);
-  if (event.type === "RESTORED_PENDING" && before === "remote.idle" && !(after === "remote.pending" && n.pending === event.target))
+  if (
+    event.type === "RESTORED_PENDING" &&
+    before === "remote.idle" &&
+    !(after === "remote.pending" && n.pending === event.target && n.attempts === (event.attempts ?? 0) && n.lastError === (event.error ?? null))
+  )
     v.push("I3.6 restored pending publication was lost");
   // I3.7
   if (event.type === "SHUTDOWN" && prev.status === "active" && (next.status !== "done" || n.generation !== p.generation + 1))
@@ -164,7 +183,39 @@ describe("publication negative controls", () => {
   });
 });
 
+describe("publication negative controls (turn end during a push)", () => {
+  it("I3.4 check catches a turn end that is dropped while a push is in flight", () => {
+    const { violations } = runSuite(publicationMachine.provide({ guards: { hasQueued: () => false } }));
+    expect(violations.some((v) => v.startsWith("I3.4 turn end during a push was lost"))).toBe(true);
+  });
+});
+
 describe("publication scenarios", () => {
+  it("I3.4 a turn end during a push pushes the newer queued target right after the current result", () => {
+    const a = createActor(publicationMachine, { input: { policy: "turn-end", backend: "git", remote: true } }).start();
+    a.send({ type: "ACCEPTED", target: "c1" });
+    a.send({ type: "TURN_END" });
+    a.send({ type: "ACCEPTED", target: "c2" });
+    a.send({ type: "TURN_END" });
+    const prev = a.getSnapshot();
+    a.send({ type: "PUSH_FAILED", target: "c1", generation: 0, error: "offline" });
+    expect(pushToStart(prev, a.getSnapshot()), "c2 supersedes the failed c1").toEqual({ target: "c2", generation: 0 });
+    expect(a.getSnapshot().context.pending).toBeNull();
+    a.send({ type: "PUSH_FAILED", target: "c2", generation: 0, error: "offline" });
+    expect(a.getSnapshot().context).toMatchObject({ pending: "c2", attempts: 1, lastError: "offline" });
+    a.stop();
+  });
+
+  it("I3.3 a push that finds no remote ends local-only, dropping every target", () => {
+    const a = createActor(publicationMachine, { input: { policy: "transition", backend: "git", remote: true } }).start();
+    a.send({ type: "ACCEPTED", target: "c1" });
+    a.send({ type: "ACCEPTED", target: "c2" });
+    a.send({ type: "PUSH_LOCAL_ONLY", target: "c1", generation: 0 });
+    expect(publicationStatus(a.getSnapshot())).toBe("local-only");
+    expect(hasPendingPublication(a.getSnapshot())).toBe(false);
+    a.stop();
+  });
+
   it("I3.2 a late result of an older push never acknowledges the newer queued target", () => {
     const a = createActor(publicationMachine, { input: { policy: "turn-end", backend: "git", remote: true } }).start();
     a.send({ type: "ACCEPTED", target: "c1" });

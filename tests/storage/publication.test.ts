@@ -5,7 +5,7 @@ import type { GitPushResult } from "../../storage/git-backend.ts";
 import { openGitBackend } from "../../storage/git-backend.ts";
 import { findGitExecutable } from "../../storage/git-runner.ts";
 import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
-import { createPublication, gitPusher, type PendingPublication, type Pusher } from "../../storage/publication.ts";
+import { createPublication, gitPusher, openPublication, type PendingPublication, type Pusher } from "../../storage/publication.ts";
 import { TempDirs, git, gitTestEnv } from "./helpers.ts";
 
 const temps = new TempDirs();
@@ -19,6 +19,31 @@ function manualPusher() {
   const calls: Array<{ revision: string; resolve: (r: GitPushResult) => void }> = [];
   const pusher: Pusher = { push: (revision) => new Promise((resolve) => calls.push({ revision, resolve })) };
   return { pusher, calls };
+}
+
+/** Counts the pushes a real pusher runs. */
+function counting(inner: Pusher) {
+  const pushed: string[] = [];
+  const pusher: Pusher = {
+    push: (revision) => {
+      pushed.push(revision);
+      return inner.push(revision);
+    },
+    ...(inner.hasRemote ? { hasRemote: () => inner.hasRemote!() } : {}),
+  };
+  return { pusher, pushed };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+/** Records whether a promise has settled yet. */
+function track<T>(promise: Promise<T>) {
+  const state: { done: boolean; value?: T } = { done: false };
+  void promise.then((value) => {
+    state.done = true;
+    state.value = value;
+  });
+  return state;
 }
 
 async function gitStore() {
@@ -108,11 +133,147 @@ describe("publication policies", () => {
     expect(pub.pending).toBeNull();
   });
 
+  it("transition: accepted() resolves only after this cohort's push result; a cohort accepted meanwhile is pushed next", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const a = track(pub.accepted("a"));
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a"]);
+    expect(a.done).toBe(false); // synchronous policy: waits for the push result
+    const b = track(pub.accepted("b")); // a is still in flight: b queues behind it
+    await tick();
+    expect(calls).toHaveLength(1);
+    calls[0]!.resolve({ kind: "pushed", remote: "origin" });
+    await tick();
+    expect(a.value).toEqual({ kind: "pushed", revision: "a", remote: "origin" });
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]); // pushed right after a's result, no turn end needed
+    expect(b.done).toBe(false);
+    calls[1]!.resolve({ kind: "failed", detail: "offline" });
+    await tick();
+    expect(b.value).toEqual({ kind: "pending", revision: "b", error: "offline" });
+    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
+  });
+
+  it("transition: a cohort superseded while queued behind a push resolves as superseded, the newest is pushed", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const a = track(pub.accepted("a"));
+    const b = track(pub.accepted("b"));
+    const c = track(pub.accepted("c"));
+    await tick();
+    expect(b.value).toEqual({ kind: "superseded", revision: "b" });
+    calls[0]!.resolve({ kind: "pushed" });
+    await tick();
+    expect(a.value).toEqual({ kind: "pushed", revision: "a" });
+    expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
+    calls[1]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(c.value).toEqual({ kind: "pushed", revision: "c" });
+    expect(pub.pending).toBeNull();
+  });
+
+  it("turn-end: a turn end during a push pushes the newer target right after the result (not lost)", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b");
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "b" });
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a"]); // one push at a time
+    calls[0]!.resolve({ kind: "failed", detail: "offline" });
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    calls[1]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(pub.pending).toBeNull();
+  });
+
+  it("turn-end: a cohort accepted after the turn end waits for its own turn end", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b");
+    pub.turnEnd();
+    await pub.accepted("c"); // c's turn has not ended yet
+    calls[0]!.resolve({ kind: "pushed" });
+    await tick();
+    expect(calls.map((x) => x.revision)).toEqual(["a"]);
+    expect(pub.pending).toEqual({ revision: "c", attempts: 0 });
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "c" });
+    expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
+  });
+
+  it("a push that throws is a pending failure, retried with the same commit", async () => {
+    let fail = true;
+    const pushed: string[] = [];
+    const pusher: Pusher = {
+      push: async (revision) => {
+        pushed.push(revision);
+        if (fail) throw new Error("spawn failed");
+        return { kind: "pushed" };
+      },
+    };
+    const pub = createPublication({ policy: "transition", pusher });
+    expect(await pub.accepted("a")).toEqual({ kind: "pending", revision: "a", error: "spawn failed" });
+    expect(await pub.retry()).toEqual({ kind: "pending", revision: "a", error: "spawn failed" });
+    expect(pub.pending).toEqual({ revision: "a", attempts: 2, lastError: "spawn failed" });
+    fail = false;
+    expect(await pub.retry()).toEqual({ kind: "pushed", revision: "a" });
+    expect(pushed).toEqual(["a", "a", "a"]);
+    expect(await pub.retry()).toEqual({ kind: "idle" });
+  });
+
+  it("a restored intent under a route that publishes nothing is dropped and reported cleared", () => {
+    const restored = { revision: "r", attempts: 1, lastError: "offline" };
+    for (const options of [{ pusher: null }, { pusher: manualPusher().pusher, remote: false }, { pusher: manualPusher().pusher, policy: "off" as const }]) {
+      const persisted: Array<PendingPublication | null> = [];
+      const pub = createPublication({ ...options, restored, onPendingChange: (p) => persisted.push(p) });
+      expect(pub.pending).toBeNull();
+      expect(persisted).toEqual([null]);
+    }
+    // the remote route keeps it and does not rewrite the intent the caller already persisted
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = createPublication({ pusher: manualPusher().pusher, restored, onPendingChange: (p) => persisted.push(p) });
+    expect(pub.pending).toEqual(restored);
+    expect(persisted).toEqual([]);
+  });
+
+  it("a late push result after shutdown resolves a waiting transition caller as fenced", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const a = pub.accepted("a");
+    await tick();
+    expect(pub.shutdown()).toEqual({ revision: "a", attempts: 0 });
+    expect(await a).toEqual({ kind: "fenced" });
+    calls[0]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(pub.pending).toBeNull();
+    expect(await pub.accepted("b")).toEqual({ kind: "fenced" });
+    expect(calls).toHaveLength(1);
+  });
+
   it("no remote configured is local-only, not an error (real git)", async () => {
     const { backend, commit } = await gitStore();
     const pub = createPublication({ policy: "transition", pusher: gitPusher(backend) });
     const revision = await commit();
     expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
+    expect(pub.pending).toBeNull();
+    expect(await pub.accepted(await commit())).toMatchObject({ kind: "local-only" }); // routed local-only now: no further push
+  });
+
+  it("openPublication asks the backend for a remote: none → local-only without a push or a pending intent (real git)", async () => {
+    const { backend, commit } = await gitStore();
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = await openPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
+    const revision = await commit();
+    expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    await pub.settled();
+    expect(pushed).toEqual([]);
+    expect(persisted).toEqual([]);
     expect(pub.pending).toBeNull();
   });
 
@@ -126,11 +287,42 @@ describe("publication policies", () => {
     expect(git(remote, env, "rev-parse", branch).trim()).toBe(revision);
   });
 
+  it("turn-end with a bare remote pushes only the newest target asynchronously at turn end (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const pub = await openPublication({ pusher });
+    const r1 = await commit();
+    expect(await pub.accepted(r1)).toEqual({ kind: "queued", revision: r1 });
+    const r2 = await commit();
+    expect(await pub.accepted(r2)).toEqual({ kind: "queued", revision: r2 });
+    expect(pushed).toEqual([]);
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
+    await pub.settled();
+    expect(pushed).toEqual([r2]);
+    const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
+    expect(git(remote, env, "rev-parse", branch).trim()).toBe(r2);
+    expect(pub.pending).toBeNull();
+  });
+
+  it("policy off keeps commits local even with a remote (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const pub = await openPublication({ policy: "off", pusher });
+    const revision = await commit();
+    expect(await pub.accepted(revision)).toEqual({ kind: "kept-local", revision });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    await pub.settled();
+    expect(pushed).toEqual([]);
+    expect(git(remote, env, "for-each-ref").trim()).toBe("");
+  });
+
   it("unreachable remote → pending → restart with the persisted target → remote fixed → pushed (real git)", async () => {
     const { backend, commit, remote, root, env, home } = await gitStore();
     git(root, env, "remote", "add", "origin", join(home, "does-not-exist.git"));
     let persisted: PendingPublication | null = null;
-    const first = createPublication({ pusher: gitPusher(backend), onPendingChange: (p) => (persisted = p) });
+    const first = await openPublication({ pusher: gitPusher(backend), onPendingChange: (p) => (persisted = p) });
     const r1 = await commit();
     await first.accepted(r1);
     const r2 = await commit();
@@ -145,7 +337,7 @@ describe("publication policies", () => {
     // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
     git(root, env, "remote", "set-url", "origin", remote);
     const headBefore = git(root, env, "rev-parse", "HEAD").trim();
-    const second = createPublication({ pusher: gitPusher(backend), restored: saved, onPendingChange: (p) => (persisted = p) });
+    const second = await openPublication({ pusher: gitPusher(backend), restored: saved, onPendingChange: (p) => (persisted = p) });
     expect(second.pending).toEqual(saved);
     expect(await second.retry()).toMatchObject({ kind: "pushed", revision: r2 });
     expect(persisted).toBeNull();
