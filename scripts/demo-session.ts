@@ -202,6 +202,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const previousEnv = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, PI_OFFLINE: process.env.PI_OFFLINE };
   process.env.PI_CODING_AGENT_DIR = agentDir; // Pi's getAgentDir() follows this, not the SDK option
   process.env.PI_OFFLINE = "1";
+  // An interrupted demo (Ctrl-C, a closed pipe) still removes its temporary directory.
+  const cleanupOnExit = () => {
+    if (!options.keep) rmSync(root, { recursive: true, force: true });
+  };
+  process.on("exit", cleanupOnExit);
 
   let session: AgentSession | undefined;
   let accessor: RuntimeAccessor | undefined;
@@ -444,6 +449,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     else process.env.PI_CODING_AGENT_DIR = previousEnv.PI_CODING_AGENT_DIR;
     if (previousEnv.PI_OFFLINE === undefined) delete process.env.PI_OFFLINE;
     else process.env.PI_OFFLINE = previousEnv.PI_OFFLINE;
+    process.off("exit", cleanupOnExit);
     if (!options.keep) rmSync(root, { recursive: true, force: true });
   }
 }

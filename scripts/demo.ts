@@ -23,6 +23,9 @@ if (!process.execArgv.includes(TRANSFORM)) {
     console.error(`usage: npm run demo [-- --keep]   (unknown: ${unknown.join(" ")})`);
     process.exit(2);
   }
+  // Exit normally (so the demo's exit hook removes its temp dir) on Ctrl-C or a closed pipe (`| head`).
+  process.on("SIGINT", () => process.exit(130));
+  process.stdout.on("error", () => process.exit(0));
   const { runDemo } = await import("./demo-session.ts");
   try {
     await runDemo({ keep: args.includes("--keep") });
