@@ -569,7 +569,7 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
   }
   // Does the run stay open after the path? Replay purely to find out.
   const probe = createActor(resolutionMachine).start();
-  for (const s of steps) for (const e of s.events) probe.send(e);
+  for (const s of steps) for (const e of s.events) if (probe.getSnapshot().status === "active") probe.send(e);
   const open = probe.getSnapshot().status === "active";
   probe.stop();
   if (open && !ended) {
@@ -609,7 +609,7 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
   const expectedEvents = steps.flatMap((s) => s.events).filter((_, i, all) => {
     // Events the adapter sends only while its actor is active (a settled run ignores the rest).
     const a = createActor(resolutionMachine).start();
-    for (const e of all.slice(0, i)) a.send(e);
+    for (const e of all.slice(0, i)) if (a.getSnapshot().status === "active") a.send(e);
     const active = a.getSnapshot().status === "active";
     a.stop();
     return active;
