@@ -4,15 +4,21 @@
 //   file-only baseline: one writeFile + rename of the same bytes;
 //   Git baseline:       writing the same files + `git add -A` + `git commit` in a scratch repo.
 //
+// Each baseline iteration runs right after the measured iteration (interleaved), so both see the
+// same machine load; figures are medians. A breakdown explains where the Git cohort's time goes:
+// per git process wall time (spawn to close), the cost of a bare process spawn (direct
+// node:child_process vs simple-git, interleaved), and the fsync-bearing live-file write alone.
+//
 // Prints a table and ends with one line `BENCH {json}`. Never asserts timings.
 
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { FileBackend } from "../storage/file-backend.ts";
 import { openGitBackend } from "../storage/git-backend.ts";
-import { findGitExecutable } from "../storage/git-runner.ts";
+import { writeOwnedFilesAtomic } from "../storage/fs-safe.ts";
+import { GitRunner, findGitExecutable, type GitProcessCounter } from "../storage/git-runner.ts";
 import { cohortPaths, scopeFiles } from "../storage/layout.ts";
 import { openStore } from "../storage/store.ts";
 
@@ -77,62 +83,112 @@ function runGit(cwd: string, args: string[]): void {
 async function benchFile(size: number) {
   const root = join(work, `file-${size}`);
   const backend = new FileBackend(root, { generation: "bench" });
+  // baseline: one writeFile + rename of the same bytes (interleaved with the measured cohorts)
+  const baseDir = join(work, `file-base-${size}`);
+  mkdirSync(baseDir, { recursive: true });
   const times: number[] = [];
+  const base: number[] = [];
   for (let i = 0; i < WARMUP + ITERATIONS; i++) {
     const basis = await backend.loadCurrent(paths);
     const writes = cohortBytes(i, size);
     const t = performance.now();
     await backend.publish({ basis, writes });
-    if (i >= WARMUP) times.push(performance.now() - t);
-  }
-  // baseline: one writeFile + rename of the same bytes
-  const baseDir = join(work, `file-base-${size}`);
-  mkdirSync(baseDir, { recursive: true });
-  const base: number[] = [];
-  for (let i = 0; i < WARMUP + ITERATIONS; i++) {
-    const bytes = Buffer.concat([...cohortBytes(i, size).values()]);
-    const t = performance.now();
+    const ms = performance.now() - t;
+    const bytes = Buffer.concat([...writes.values()]);
+    const tb = performance.now();
     writeFileSync(join(baseDir, "cohort.tmp"), bytes);
     renameSync(join(baseDir, "cohort.tmp"), join(baseDir, "cohort.json"));
-    if (i >= WARMUP) base.push(performance.now() - t);
+    const baseMs = performance.now() - tb;
+    if (i >= WARMUP) times.push(ms), base.push(baseMs);
   }
   return { ms: median(times), baselineMs: median(base) };
 }
 
+/** Median wall time of each git command over the measured cohorts (from the runner's process log). */
+function perProcess(log: NonNullable<GitProcessCounter["log"]>): Record<string, number> {
+  const by = new Map<string, number[]>();
+  for (const entry of log) {
+    const args = entry.args[0] === "-c" ? entry.args.slice(2) : entry.args;
+    const name = args[0] ?? "?";
+    by.set(name, [...(by.get(name) ?? []), entry.ms]);
+  }
+  return Object.fromEntries([...by].map(([name, ms]) => [name, round(median(ms))]));
+}
+
 async function benchGit(size: number) {
   const root = join(work, `git-${size}`);
-  const counter = { count: 0 };
+  const counter: GitProcessCounter = { count: 0 };
   const backend = (await openGitBackend({ root, binary: gitBinary!, env, counter, generation: "bench", init: true }))!;
-  const times: number[] = [];
-  const procs: number[] = [];
-  for (let i = 0; i < WARMUP + ITERATIONS; i++) {
-    const basis = await backend.loadCurrent(paths);
-    const writes = cohortBytes(i, size);
-    const before = counter.count;
-    const t = performance.now();
-    await backend.publish({ basis, writes });
-    if (i >= WARMUP) {
-      times.push(performance.now() - t);
-      procs.push(counter.count - before);
-    }
-  }
-  // baseline: same files written, then `git add -A` + `git commit` in a scratch repo (2 processes)
+  // baseline: same files written, then `git add -A` + `git commit` in a scratch repo (2 processes),
+  // each baseline iteration right after the measured one
   const scratch = join(work, `git-base-${size}`);
   mkdirSync(scratch, { recursive: true });
   runGit(scratch, ["init", "-q"]);
+  const times: number[] = [];
+  const procs: number[] = [];
   const base: number[] = [];
+  let log: GitProcessCounter["log"];
   for (let i = 0; i < WARMUP + ITERATIONS; i++) {
+    const basis = await backend.loadCurrent(paths); // not logged: only publication processes are
     const writes = cohortBytes(i, size);
+    const before = counter.count;
+    counter.log = i >= WARMUP ? (log ?? []) : undefined;
     const t = performance.now();
+    await backend.publish({ basis, writes });
+    const ms = performance.now() - t;
+    log = counter.log;
+    counter.log = undefined;
+    const tb = performance.now();
     for (const [path, bytes] of writes) {
       mkdirSync(dirname(join(scratch, path)), { recursive: true });
       writeFileSync(join(scratch, path), bytes);
     }
     runGit(scratch, ["add", "-A"]);
     runGit(scratch, ["commit", "-q", "-m", `cohort ${i}`]);
-    if (i >= WARMUP) base.push(performance.now() - t);
+    const baseMs = performance.now() - tb;
+    if (i >= WARMUP) {
+      times.push(ms);
+      base.push(baseMs);
+      procs.push(counter.count - before);
+    }
   }
-  return { ms: median(times), baselineMs: median(base), processes: Math.max(...procs), baselineProcesses: 2 };
+  // The live-file write alone (same-directory temp + write + fsync + rename + directory fsync).
+  const liveDir = join(work, `live-${size}`);
+  const live: number[] = [];
+  for (let i = 0; i < WARMUP + ITERATIONS; i++) {
+    const t = performance.now();
+    await writeOwnedFilesAtomic(liveDir, [...cohortBytes(i, size)]);
+    if (i >= WARMUP) live.push(performance.now() - t);
+  }
+  return {
+    ms: median(times),
+    baselineMs: median(base),
+    processes: Math.max(...procs),
+    baselineProcesses: 2,
+    perProcessMs: perProcess(log ?? []),
+    liveWriteMs: median(live),
+  };
+}
+
+/** A bare process spawn: `git --version` directly through node:child_process vs through simple-git (interleaved). */
+async function benchSpawn() {
+  const runner = new GitRunner({ cwd: work, env, binary: gitBinary! });
+  const direct: number[] = [];
+  const viaSimpleGit: number[] = [];
+  const trueMs: number[] = [];
+  for (let i = 0; i < WARMUP + 40; i++) {
+    let t = performance.now();
+    await runner.exec(["--version"]);
+    const d = performance.now() - t;
+    t = performance.now();
+    await runner.run(["--version"]);
+    const sg = performance.now() - t;
+    t = performance.now();
+    await new Promise((done) => spawn("true", { stdio: "ignore" }).on("close", done));
+    const tr = performance.now() - t;
+    if (i >= WARMUP) direct.push(d), viaSimpleGit.push(sg), trueMs.push(tr);
+  }
+  return { directMs: median(direct), simpleGitMs: median(viaSimpleGit), trueMs: median(trueMs) };
 }
 
 /** A store with 1,000 committed cohorts (built with git fast-import for setup speed), then a cold load. */
@@ -176,6 +232,7 @@ async function benchLoad1000() {
 
 const t0 = performance.now();
 const results: Record<string, unknown> = {};
+const breakdown: string[] = [];
 const rows: string[][] = [["case", "payload", "median ms", "baseline ms", "ratio", "git procs", "baseline procs"]];
 try {
   for (const size of SIZES) {
@@ -195,8 +252,14 @@ try {
       processes: gi.processes,
       baselineProcesses: gi.baselineProcesses,
       processRatio: round(gi.processes / gi.baselineProcesses),
+      perProcessMs: gi.perProcessMs,
+      liveWriteMs: round(gi.liveWriteMs, 3),
     };
+    breakdown.push(`git ${label}: per process ${Object.entries(gi.perProcessMs).map(([k, v]) => `${k} ${v}`).join(", ")} ms; live-file write alone (fsync) ${round(gi.liveWriteMs)} ms`);
   }
+  const spawnCost = await benchSpawn();
+  results.spawn = { directMs: round(spawnCost.directMs, 3), simpleGitMs: round(spawnCost.simpleGitMs, 3), trueMs: round(spawnCost.trueMs, 3) };
+  breakdown.push(`spawn: git --version direct ${round(spawnCost.directMs)} ms, via simple-git ${round(spawnCost.simpleGitMs)} ms; /bin/true ${round(spawnCost.trueMs)} ms`);
   const load = await benchLoad1000();
   rows.push(["load current (1,000 commits)", "", `${round(load.ms)}`, "", "", `${load.processes}`, ""]);
   rows.push(["read revision #1 (1,000 commits)", "", `${round(load.revisionMs)}`, "", "", `${load.revisionProcesses}`, ""]);
@@ -208,4 +271,5 @@ results.iterations = ITERATIONS;
 results.totalSeconds = round((performance.now() - t0) / 1000);
 const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
 for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  "));
+for (const line of breakdown) console.log(line);
 console.log(`BENCH ${JSON.stringify(results)}`);

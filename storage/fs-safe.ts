@@ -197,6 +197,71 @@ export async function writeOwnedFileAtomic(root: string, rel: string, bytes: Uin
   await fsyncDirectory(dir);
 }
 
+/** Temp files written and fsynced next to their targets, not yet renamed into place. */
+export interface PreparedWrites {
+  /** Renames every temp file over its target in the given order, then fsyncs each distinct directory once. */
+  commit(): Promise<void>;
+  /** Removes the temp files (nothing was replaced). Safe to call after a failed commit. */
+  abort(): Promise<void>;
+}
+
+/**
+ * First half of an atomic multi-file replacement: for every entry a same-directory temp file
+ * (exclusive create, the target's mode) is written and fsynced, in parallel. Nothing visible
+ * changes until `commit()`. Refuses when a target or any directory below root is a symlink or
+ * not regular; on any failure the temp files already created are removed.
+ */
+export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<PreparedWrites> {
+  const prepared: Array<{ abs: string; temp: string }> = [];
+  const abort = async () => {
+    await Promise.all(prepared.map((item) => (item?.temp ? unlink(item.temp).catch(() => undefined) : undefined)));
+  };
+  const results = await Promise.allSettled(
+    entries.map(async ([rel, bytes], index) => {
+      const segments = assertStorePath(rel);
+      await checkParents(root, segments, true);
+      const abs = join(root, ...segments);
+      const existing = await lstatOrNull(abs);
+      if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
+      if (existing && !existing.isFile()) throw notRegular(abs, "file");
+      const temp = join(dirname(abs), `.${basename(abs)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
+      const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, existing ? existing.mode & 0o777 : 0o644).catch((error: unknown) => {
+        throw ioError(temp, "create temporary file", error);
+      });
+      prepared[index] = { abs, temp };
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } catch (error) {
+        throw ioError(abs, "write", error);
+      } finally {
+        await handle.close();
+      }
+    }),
+  );
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (failed) {
+    await abort();
+    throw failed.reason;
+  }
+  return {
+    abort,
+    async commit() {
+      for (let index = 0; index < entries.length; index++) {
+        const item = prepared[index]!;
+        try {
+          await rename(item.temp, item.abs);
+        } catch (error) {
+          await abort();
+          throw ioError(item.abs, "replace", error);
+        }
+        prepared[index] = { abs: item.abs, temp: "" };
+      }
+      await Promise.all([...new Set(prepared.map((item) => dirname(item.abs)))].map((dir) => fsyncDirectory(dir)));
+    },
+  };
+}
+
 /**
  * Atomically replaces several store files: every temp file is written and fsynced (in parallel),
  * then renamed in the given order, then each distinct directory is fsynced once. On a failure
@@ -204,45 +269,7 @@ export async function writeOwnedFileAtomic(root: string, rel: string, bytes: Uin
  * order replaced (callers roll back from their verified basis or keep their lock).
  */
 export async function writeOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> {
-  const prepared: Array<{ abs: string; temp: string }> = [];
-  try {
-    await Promise.all(
-      entries.map(async ([rel, bytes], index) => {
-        const segments = assertStorePath(rel);
-        await checkParents(root, segments, true);
-        const abs = join(root, ...segments);
-        const existing = await lstatOrNull(abs);
-        if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
-        if (existing && !existing.isFile()) throw notRegular(abs, "file");
-        const temp = join(dirname(abs), `.${basename(abs)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
-        const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, existing ? existing.mode & 0o777 : 0o644).catch((error: unknown) => {
-          throw ioError(temp, "create temporary file", error);
-        });
-        prepared[index] = { abs, temp };
-        try {
-          await handle.writeFile(bytes);
-          await handle.sync();
-        } catch (error) {
-          throw ioError(abs, "write", error);
-        } finally {
-          await handle.close();
-        }
-      }),
-    );
-    for (let index = 0; index < entries.length; index++) {
-      const item = prepared[index]!;
-      try {
-        await rename(item.temp, item.abs);
-      } catch (error) {
-        throw ioError(item.abs, "replace", error);
-      }
-      prepared[index] = { abs: item.abs, temp: "" };
-    }
-  } catch (error) {
-    await Promise.all(prepared.map((item) => (item?.temp ? unlink(item.temp).catch(() => undefined) : undefined)));
-    throw error;
-  }
-  await Promise.all([...new Set(prepared.map((item) => dirname(item.abs)))].map((dir) => fsyncDirectory(dir)));
+  await (await prepareOwnedFilesAtomic(root, entries)).commit();
 }
 
 /** Removes a store file; false when it was already absent. Refuses symlinks and non-regular files. */

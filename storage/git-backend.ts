@@ -1,17 +1,21 @@
 // Git backend: an exact-root repository at the store root; one local commit per accepted cohort.
 //
-// Publication (under the common-Git-directory publication lock):
-//   1. per-file compare-and-swap of every cohort member in the worktree against the caller's basis
-//      (0 processes); the reconciled base is the current branch head read from the ref files;
-//   2. an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
-//      `git add -A` stages the complete non-ignored worktree delta               (1 process)
-//   3. overlay of the exact prepared bytes: blobs are written as loose objects in-process and
-//      entered with one `git update-index -z --index-info` (deletions with mode 0) (1 process)
-//   4. `git write-tree`, `git commit-tree -p <base>` (identity from git config only)  (2 processes)
-//   5. `git update-ref refs/heads/<branch> <new> <base>`: compare-and-swap            (1 process)
-//   6. the prepared files are written to the worktree atomically and the isolated index is
-//      installed as the caller's index through index.lock, so no artificial staged/unstaged
-//      entries remain (0 processes).
+// Publication (under the common-Git-directory publication lock); five git processes, spawned
+// directly (see git-runner.ts), with the in-process work overlapped with them:
+//   1. in parallel, all invisible until the ref moves:
+//      - per-file compare-and-swap reads of every cohort member against the caller's basis; the
+//        reconciled base is the current branch head read from the ref files (0 processes);
+//      - an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
+//        `git add -A` stages the complete non-ignored worktree delta            (1 process)
+//      - the exact prepared bytes are written as loose blob objects in-process   (0 processes)
+//   2. `git update-index -z --index-info` overlays those blobs (deletions: mode 0) (1 process)
+//   3. `git write-tree`, `git commit-tree -p <base>` (identity from git config only)  (2 processes)
+//      while, concurrently, the live files' same-directory temp copies are written and fsynced;
+//   4. `git update-ref refs/heads/<branch> <new> <base>`: compare-and-swap, only once every temp
+//      copy is durable (a failure before this point publishes nothing)          (1 process)
+//   5. the temp copies are renamed into place (then one fsync per directory) and the isolated
+//      index is installed as the caller's index through index.lock, so no artificial
+//      staged/unstaged entries remain (0 processes).
 // A failure after the ref moved keeps the publication lock (recovery is explicit).
 //
 // Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
@@ -24,7 +28,7 @@ import { copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from
 import { join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
 import { cohortListing, FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
-import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFilesAtomic } from "./fs-safe.ts";
+import { prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, type HeldLock } from "./lock.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
@@ -106,7 +110,7 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
     if (!options.init) return null;
     await mkdir(root, { recursive: true });
     try {
-      await runner.run(["init", "-q"], { silent: true }); // never deletes existing files
+      await runner.exec(["init", "-q"]); // never deletes existing files
     } catch (error) {
       throw gitFailed(`Initializing the state repository at ${root}`, error, root);
     }
@@ -223,7 +227,7 @@ export class GitBackend implements StoreBackend {
 
   private async revParseRef(ref: string): Promise<string | null> {
     try {
-      const out = (await this.runner.run(["rev-parse", "-q", "--verify", `${ref}^{commit}`])).trim();
+      const out = (await this.runner.execText(["rev-parse", "-q", "--verify", `${ref}^{commit}`])).trim();
       return out === "" ? null : out;
     } catch (error) {
       if (error instanceof GitCommandError && error.exitCode === 1) return null;
@@ -247,16 +251,19 @@ export class GitBackend implements StoreBackend {
   async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
-    let out: string;
-    try {
-      out = await this.runner.run(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` });
-    } catch (error) {
-      throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", error);
-    }
+    // The live files are read while git resolves HEAD's blobs (one process).
+    const [checked, files] = await Promise.allSettled([
+      this.runner.execText(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` }),
+      readMembers(this.root, members),
+    ]);
+    if (files.status === "rejected") throw files.reason;
+    if (checked.status === "rejected") throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", checked.reason);
+    return this.verifyCurrent(members, checked.value, files.value);
+  }
+
+  private verifyCurrent(members: readonly string[], out: string, files: Map<string, Buffer | null>): CohortSnapshot {
     const lines = out.split("\n");
     const headLine = lines[0] ?? "";
-    const files = new Map<string, Buffer | null>();
-    for (const path of members) files.set(path, await readOwnedFile(this.root, path));
     const hashes = hashFiles(files);
     if (headLine.endsWith(" missing")) {
       // Unborn branch: nothing committed yet; the live files are the (uncommitted) current view.
@@ -295,7 +302,7 @@ export class GitBackend implements StoreBackend {
     for (const path of members) assertGitPath(path);
     let listing: string;
     try {
-      listing = await this.runner.run(["ls-tree", "-z", "-r", "--full-tree", `${pointer.revision}^{commit}`, "--", ...members]);
+      listing = await this.runner.execText(["ls-tree", "-z", "-r", "--full-tree", `${pointer.revision}^{commit}`, "--", ...members]);
     } catch (error) {
       if (error instanceof GitCommandError && /not a valid object|not a tree object|bad object|invalid object|Not a valid/i.test(error.stderr)) {
         throw new StoreError(
@@ -327,7 +334,7 @@ export class GitBackend implements StoreBackend {
     if (wanted.length > 0) {
       let raw: Buffer;
       try {
-        raw = await this.runner.catFileBuffer(["--batch"], wanted.map((p) => `${entries.get(p)}\n`).join(""));
+        raw = await this.runner.exec(["cat-file", "--batch"], { input: wanted.map((p) => `${entries.get(p)}\n`).join("") });
       } catch (error) {
         throw gitFailed(`Reading objects of revision ${pointer.revision}`, error);
       }
@@ -357,15 +364,25 @@ export class GitBackend implements StoreBackend {
     }
     const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "git publication" });
     let keepLock = false;
+    const index = this.isolatedIndexPath();
+    let prepared: Promise<PreparedWrites> | undefined;
     try {
-      const current = new Map<string, Buffer | null>();
-      for (const path of members) current.set(path, await readOwnedFile(this.root, path));
+      const { ref, revision: head } = await this.head();
+      // Independent work in parallel (all of it invisible until the ref moves): the per-file
+      // compare-and-swap reads, staging the worktree delta into the isolated index, and writing
+      // the prepared blobs into the object database.
+      const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
+        readMembers(this.root, members),
+        this.stageWorktree(index, head),
+        this.writeBlobs(request.writes),
+      ]);
+      if (currentResult.status === "rejected") throw currentResult.reason;
+      const current = currentResult.value;
       const currentHashes = hashFiles(current);
       for (const [path, found] of currentHashes) {
         const expected = request.basis.hashes.get(path);
         if (expected !== found) throw staleBasisError(path, expected, found);
       }
-      const { ref, revision: head } = await this.head();
       if (request.basis.pointer !== null && head === null) {
         throw new StoreError(
           "stale-basis",
@@ -373,32 +390,44 @@ export class GitBackend implements StoreBackend {
           { file: ref },
         );
       }
+      if (stagedResult.status === "rejected") throw stagedResult.reason;
+      if (blobsResult.status === "rejected") throw blobsResult.reason;
       // The reconciled base: every member is unchanged, so a head that moved through other scopes' commits is adopted.
       const changed = members.filter((p) => {
         const bytes = request.writes.has(p) ? (request.writes.get(p) ?? null) : (current.get(p) ?? null);
         return (bytes === null ? null : sha256Hex(bytes)) !== currentHashes.get(p);
       });
       if (changed.length === 0 && head !== null) {
+        await unlink(index).catch(() => undefined);
         return { pointer: { revision: head }, hashes: currentHashes, changed, committed: false };
       }
-      const overlay = new Map<string, Buffer | null>();
-      for (const [path, bytes] of request.writes) overlay.set(path, bytes);
-      const commit = await this.commitIsolated({ ref, base: head, overlay, message: request.message ?? "state-flow: accepted cohort" });
-      keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
+      // The live files' temp copies are written and fsynced while git builds the commit; they are
+      // renamed into place only after the ref moved. A failure to prepare them publishes nothing.
       const order = writeOrder(request.writes.keys());
-      await writeOwnedFilesAtomic(
+      prepared = prepareOwnedFilesAtomic(
         this.root,
         order.flatMap((path) => {
           const bytes = request.writes.get(path) ?? null;
           return bytes === null ? [] : [[path, bytes] as const];
         }),
       );
+      prepared.catch(() => undefined); // awaited below; never an unhandled rejection
+      const revision = await this.commitStaged({
+        ref,
+        base: head,
+        env: { GIT_INDEX_FILE: index },
+        blobs: blobsResult.value,
+        message: request.message ?? "state-flow: accepted cohort",
+        beforeRefUpdate: async () => void (await prepared),
+      });
+      keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
+      await (await prepared).commit();
       for (const path of order) if (request.writes.get(path) == null) await removeOwnedFile(this.root, path);
-      const indexSynced = await this.installIndex(commit.index);
+      const indexSynced = await this.installIndex(index);
       keepLock = false;
       const hashes = new Map(currentHashes);
       for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
-      return { pointer: { revision: commit.revision }, hashes, changed, committed: true, indexSynced };
+      return { pointer: { revision }, hashes, changed, committed: true, indexSynced };
     } catch (error) {
       if (keepLock && error instanceof Error) {
         throw new StoreError(
@@ -408,6 +437,10 @@ export class GitBackend implements StoreBackend {
             `(after checking for unrelated edits), then remove the lock.`,
           { file: this.lockPath, cause: error },
         );
+      }
+      if (!keepLock) {
+        await unlink(index).catch(() => undefined);
+        if (prepared) await prepared.then((p) => p.abort(), () => undefined);
       }
       throw error;
     } finally {
@@ -425,10 +458,11 @@ export class GitBackend implements StoreBackend {
     for (const path of members) assertGitPath(path);
     const fileLock = await acquirePublicationLock(join(this.root, FILE_LOCK_NAME), { generation: this.generation, purpose: "adoption into git" });
     let lock: HeldLock | undefined;
+    const index = this.isolatedIndexPath();
+    let committed = false;
     try {
       lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "adoption into git" });
-      const files = new Map<string, Buffer | null>();
-      for (const path of members) files.set(path, await readOwnedFile(this.root, path));
+      const files = await readMembers(this.root, members);
       const hashes = hashFiles(files);
       const pointer = filePointerOf(hashes);
       if (pointer.revision !== expected.revision) {
@@ -438,76 +472,106 @@ export class GitBackend implements StoreBackend {
         );
       }
       const { ref, revision: head } = await this.head();
-      const commit = await this.commitIsolated({
+      const [, blobs] = await Promise.all([this.stageWorktree(index, head), this.writeBlobs(files)]);
+      const revision = await this.commitStaged({
         ref,
         base: head,
-        overlay: files,
+        env: { GIT_INDEX_FILE: index },
+        blobs,
         message: `state-flow: adopt file-only cohort ${expected.revision}\n\n${cohortListing(hashes)}`,
       });
-      const indexSynced = await this.installIndex(commit.index);
-      return { pointer: { revision: commit.revision }, hashes, changed: members, committed: true, indexSynced };
+      committed = true;
+      const indexSynced = await this.installIndex(index);
+      return { pointer: { revision }, hashes, changed: members, committed: true, indexSynced };
     } finally {
+      if (!committed) await unlink(index).catch(() => undefined);
       await lock?.release();
       await fileLock.release();
     }
   }
 
-  /** Builds and CAS-publishes one commit through an isolated index. Returns the commit and the index file to install. */
-  private async commitIsolated(options: { ref: string; base: string | null; overlay: ReadonlyMap<string, Buffer | null>; message: string }): Promise<{ revision: string; index: string }> {
-    const { ref, base, overlay, message } = options;
-    const index = join(this.info.gitDir, `state-flow-index.${process.pid}.${randomBytes(6).toString("hex")}`);
+  private isolatedIndexPath(): string {
+    return join(this.info.gitDir, `state-flow-index.${process.pid}.${randomBytes(6).toString("hex")}`);
+  }
+
+  /**
+   * Fills the isolated index `index` with the base commit plus the complete non-ignored worktree
+   * delta: a copy of the caller's index (it tracks HEAD and keeps the stat cache; `read-tree` of
+   * the base when there is none) and `git add -A`. One process (two without a caller's index).
+   */
+  private async stageWorktree(index: string, base: string | null): Promise<void> {
     const env = { GIT_INDEX_FILE: index };
-    try {
-      // Start from the caller's index (it tracks HEAD and keeps the stat cache) or from the base tree.
+    if (base !== null) {
       let seeded = false;
-      if (base !== null) {
-        try {
-          await copyFile(join(this.info.gitDir, "index"), index, fsConstants.COPYFILE_EXCL);
-          seeded = true;
-        } catch (error) {
-          if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
-        }
-        if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env, undefined, true);
-      }
-      await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`], "Staging the worktree delta (git add -A)", env, undefined, true);
-      const objectsDir = join(this.info.commonDir, "objects");
-      let info = "";
-      for (const path of [...overlay.keys()].sort(comparePaths)) {
-        const bytes = overlay.get(path) ?? null;
-        if (bytes === null) {
-          info += `0 ${this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1}\t${path}\0`;
-        } else {
-          const id = this.info.objectFormat === "sha1" ? await writeLooseBlob(objectsDir, bytes) : (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], "Writing a blob", undefined, bytes)).trim();
-          info += `100644 ${id}\t${path}\0`;
-        }
-      }
-      // --verbose prints one line per entry (see GitRunner.run about silent commands).
-      if (info) await this.git(["update-index", "--verbose", "-z", "--index-info"], "Overlaying the prepared files", env, info);
-      const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
-      let revision: string;
       try {
-        revision = (await this.runner.run(["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message])).trim();
+        await copyFile(join(this.info.gitDir, "index"), index, fsConstants.COPYFILE_EXCL);
+        seeded = true;
       } catch (error) {
-        if (looksLikeIdentityError(error)) throw identityMissing(error);
-        throw gitFailed("Creating the commit (git commit-tree)", error);
+        if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
       }
-      try {
-        // Transaction verbs make update-ref report "start: ok / prepare: ok / commit: ok" (no silent-process delay).
-        const old = base ?? (this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1);
-        await this.runner.run(["update-ref", "-m", "state-flow: accepted cohort", "--stdin"], { input: `start\nupdate ${ref} ${revision} ${old}\nprepare\ncommit\n` });
-      } catch (error) {
+      if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
+    }
+    await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`], "Staging the worktree delta (git add -A)", env);
+  }
+
+  /** Writes the prepared bytes as blobs (loose objects in-process for sha1, in parallel). null = deletion. */
+  private async writeBlobs(overlay: ReadonlyMap<string, Buffer | null>): Promise<Map<string, string | null>> {
+    const objectsDir = join(this.info.commonDir, "objects");
+    const ids = new Map<string, string | null>();
+    const entries = [...overlay].sort(([a], [b]) => comparePaths(a, b));
+    if (this.info.objectFormat === "sha1") {
+      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseBlob(objectsDir, bytes))));
+      entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
+    } else {
+      for (const [path, bytes] of entries) {
+        ids.set(path, bytes === null ? null : (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], "Writing a blob", undefined, bytes)).trim());
+      }
+    }
+    return ids;
+  }
+
+  /**
+   * Overlays the exact prepared blobs on the staged isolated index and publishes one commit:
+   * `update-index --index-info` (deletions with mode 0), `write-tree`, `commit-tree -p <base>`
+   * (identity from git config only), then — after `beforeRefUpdate` — `update-ref <ref> <new>
+   * <base>`, a compare-and-swap against the reconciled base. Four processes.
+   */
+  private async commitStaged(options: {
+    ref: string;
+    base: string | null;
+    env: Record<string, string>;
+    blobs: ReadonlyMap<string, string | null>;
+    message: string;
+    beforeRefUpdate?: () => Promise<void>;
+  }): Promise<string> {
+    const { ref, base, env, blobs, message } = options;
+    const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
+    let info = "";
+    for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
+    if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
+    const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
+    let revision: string;
+    try {
+      revision = (await this.runner.execText(["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message])).trim();
+    } catch (error) {
+      if (looksLikeIdentityError(error)) throw identityMissing(error);
+      throw gitFailed("Creating the commit (git commit-tree)", error);
+    }
+    await options.beforeRefUpdate?.();
+    try {
+      await this.runner.exec(["update-ref", "-m", "state-flow: accepted cohort", ref, revision, base ?? zero]);
+    } catch (error) {
+      if (error instanceof GitCommandError && /but expected|reference already exists|cannot lock ref/i.test(error.stderr)) {
         throw new StoreError(
           "stale-basis",
           `Stale basis: ${ref} of the state repository moved away from ${base ?? "(unborn)"} while publishing (compare-and-swap failed). ` +
-            `Nothing was published; reload the current view and retry. Git said: ${error instanceof Error ? error.message : String(error)}`,
+            `Nothing was published; reload the current view and retry. Git said: ${error.message}`,
           { file: ref, cause: error },
         );
       }
-      return { revision, index };
-    } catch (error) {
-      await unlink(index).catch(() => undefined);
-      throw error;
+      throw gitFailed(`Moving ${ref} to the new commit (git update-ref)`, error, ref);
     }
+    return revision;
   }
 
   /** Installs the isolated index as the caller's index via the index.lock protocol. False if git holds index.lock. */
@@ -533,9 +597,9 @@ export class GitBackend implements StoreBackend {
     return true;
   }
 
-  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string, silent = false): Promise<string> {
+  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string): Promise<string> {
     try {
-      return await this.runner.run(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }), silent });
+      return await this.runner.execText(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }) });
     } catch (error) {
       throw gitFailed(what, error);
     }
@@ -550,7 +614,7 @@ export class GitBackend implements StoreBackend {
     const branch = ref.slice("refs/heads/".length);
     let out = "";
     try {
-      out = await this.runner.run(["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]);
+      out = await this.runner.execText(["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]);
     } catch (error) {
       if (!(error instanceof GitCommandError && error.exitCode === 1)) throw gitFailed("Reading remote configuration", error);
     }
@@ -576,7 +640,7 @@ export class GitBackend implements StoreBackend {
     if (remote === null) return { kind: "local-only" };
     const ref = await this.headBranch();
     try {
-      await this.runner.run(["push", "--quiet", remote, `${revision}:${ref}`]);
+      await this.runner.exec(["push", "--quiet", remote, `${revision}:${ref}`]);
       return { kind: "pushed", remote };
     } catch (error) {
       const stderr = error instanceof GitCommandError ? error.stderr : String(error);
@@ -594,6 +658,12 @@ function assertGitPath(path: string): void {
       file: path,
     });
   }
+}
+
+/** Reads every member file in parallel (raw bytes; null = absent; symlinks and non-regular files refused). */
+async function readMembers(root: string, members: readonly string[]): Promise<Map<string, Buffer | null>> {
+  const read = await Promise.all(members.map((path) => readOwnedFile(root, path)));
+  return new Map(members.map((path, i) => [path, read[i] ?? null]));
 }
 
 /** Writes a loose blob object exactly as git would (zlib of "blob <n>\0" + bytes) unless it exists. */

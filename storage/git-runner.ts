@@ -1,19 +1,31 @@
-// The one place that spawns git (through simple-git 4). Every spawned process is counted so the
+// The one place that spawns git. Every spawned process is counted (and optionally timed) so the
 // bench and the tests can report git process counts per operation. Output is collected without
 // any size limit (no 1 MiB maxBuffer), stdin is supported, any non-zero exit is an error, and
 // the git executable is located on PATH ourselves so that "git absent" is a fact we decide, not
 // an error message we guess from.
+//
+// Two ways to run git, chosen by measurement (npm run bench:store prints the `spawn` figures):
+//   - `exec` spawns git directly with node:child_process. It is used for the per-cohort hot path
+//     (publication, current view, revision reads) and for every command that prints nothing on
+//     success. Reason: simple-git 4.0.2's completion plugin sleeps a fixed 50 ms after any process
+//     that wrote nothing to stdout/stderr (`c && await wt(50)` in dist/index.mjs, not
+//     configurable), which made `add`, `update-ref` and `init` cost 50+ ms each; the earlier
+//     workarounds (GIT_TRACE=1, --verbose, update-ref --stdin transactions) only existed to make
+//     git talk. Apart from that, simple-git adds a builder, plugin chain and task queue per call
+//     (measured ≈ 0.3–1 ms per process on the bench machine, against ≈ 3–5 ms for the process).
+//   - `run` keeps simple-git (the project's Git library) for cold, talkative commands where it
+//     costs nothing measurable: `--version`, `rev-parse` at open, `config`, `var`, `push`.
 
+import { spawn } from "node:child_process";
 import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { simpleGit, type SimpleGit } from "simple-git";
 import { StoreError } from "./store-error.ts";
 
-/** A GIT_TRACE line ("13:14:14.748159 git.c:460  trace: built-in: git add -A"). */
-const TRACE_LINE = /^\d\d:\d\d:\d\d\.\d+ \S+:\d+ +trace: /;
-
 export interface GitProcessCounter {
   count: number;
+  /** When present, every process appends its arguments and wall time (spawn to close) here (bench). */
+  log?: Array<{ readonly args: readonly string[]; readonly ms: number; readonly via: "spawn" | "simple-git" }>;
 }
 
 /** Environment variables that would redirect git away from the store repository; never inherited. */
@@ -148,39 +160,73 @@ export class GitRunner {
   }
 
   private fail(args: readonly string[], failure: { exit?: number; stderr?: string }, error: unknown): GitCommandError {
-    const stderr = (failure.stderr ?? (error instanceof Error ? error.message : String(error)))
-      .split("\n")
-      .filter((line) => !TRACE_LINE.test(line))
-      .join("\n");
-    return new GitCommandError(args, failure.exit ?? -1, stderr);
+    return new GitCommandError(args, failure.exit ?? -1, failure.stderr ?? (error instanceof Error ? error.message : String(error)));
+  }
+
+  private record(args: readonly string[], started: number, via: "spawn" | "simple-git"): void {
+    this.counter.log?.push({ args, ms: performance.now() - started, via });
   }
 
   /**
-   * Runs git and returns stdout as UTF-8 text. Throws GitCommandError on any non-zero exit.
-   * `silent: true` marks a command that prints nothing on success: simple-git 4.0.2 waits a fixed
-   * 50 ms after any process that produced no output (completion plugin), so such commands get
-   * GIT_TRACE=1 (one trace line on stderr, filtered from error messages) to end without that delay.
+   * Runs git through simple-git and returns stdout as UTF-8 text (cold, talkative commands only:
+   * a command that prints nothing on success costs simple-git's fixed 50 ms, use `exec`).
+   * Throws GitCommandError on any non-zero exit.
    */
-  async run(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string>; silent?: boolean }): Promise<string> {
+  async run(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<string> {
     const failure: { exit?: number; stderr?: string } = {};
     this.counter.count += 1;
-    const env = options?.silent ? { ...options.env, GIT_TRACE: "1" } : options?.env;
+    const started = performance.now();
     try {
-      return await this.client(options?.input, env, failure).raw([...args]);
+      return await this.client(options?.input, options?.env, failure).raw([...args]);
     } catch (error) {
       throw this.fail(args, failure, error);
+    } finally {
+      this.record(args, started, "simple-git");
     }
   }
 
-  /** Runs `git cat-file <args>` and returns raw stdout bytes (unbounded). */
-  async catFileBuffer(args: readonly string[], input: Buffer | string): Promise<Buffer> {
-    const failure: { exit?: number; stderr?: string } = {};
+  /**
+   * Spawns git directly and returns raw stdout bytes (unbounded). stdin gets `input` (or is
+   * closed), stderr is kept for the error. Throws GitCommandError on a spawn failure (exit -1),
+   * a signal, or any non-zero exit.
+   */
+  exec(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<Buffer> {
     this.counter.count += 1;
-    try {
-      return await this.client(input, undefined, failure).binaryCatFile([...args]);
-    } catch (error) {
-      throw this.fail(["cat-file", ...args], failure, error);
-    }
+    const started = performance.now();
+    const input = options?.input;
+    return new Promise<Buffer>((resolvePromise, reject) => {
+      const stdout: Buffer[] = [];
+      const stderr: Buffer[] = [];
+      let spawnError: Error | undefined;
+      const child = spawn(this.binary, [...args], {
+        cwd: this.cwd,
+        env: options?.env ? { ...this.env, ...options.env } : this.env,
+        stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+        windowsHide: true,
+      });
+      child.stdout!.on("data", (chunk: Buffer) => stdout.push(chunk));
+      child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
+      child.on("error", (error) => {
+        spawnError ??= error; // e.g. EACCES/ENOENT: 'close' still follows
+      });
+      child.on("close", (code, signal) => {
+        this.record(args, started, "spawn");
+        const errText = Buffer.concat(stderr).toString("utf8");
+        if (spawnError) reject(new GitCommandError(args, -1, `${spawnError.message}${errText ? `\n${errText}` : ""}`));
+        else if (code !== 0) reject(new GitCommandError(args, code ?? -1, signal ? `${errText}killed by ${signal}` : errText));
+        else resolvePromise(Buffer.concat(stdout));
+      });
+      if (input !== undefined) {
+        // git may exit before reading all of stdin (it failed): the exit status reports that, not EPIPE.
+        child.stdin!.on("error", () => undefined);
+        child.stdin!.end(input);
+      }
+    });
+  }
+
+  /** `exec` with stdout decoded as UTF-8. */
+  async execText(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<string> {
+    return (await this.exec(args, options)).toString("utf8");
   }
 }
 

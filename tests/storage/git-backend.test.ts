@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitBackend, detectGit, gitBlobId, openGitBackend, parseCatFileBatch } from "../../storage/git-backend.ts";
@@ -182,6 +182,36 @@ describe("git backend", () => {
     await backend.publish({ basis: other, writes: new Map([[`${keys.cwdKey}/other/meta.json`, Buffer.from("o")]]) });
     const ok = await backend.publish({ basis: mine, writes: new Map([[s.meta, Buffer.from("x")]]) });
     expect(git(root, env, "rev-list", "--count", ok.pointer.revision).trim()).toBe("3");
+  });
+
+  it("publishes nothing when the ref moves between staging and the compare-and-swap update-ref", async () => {
+    const { backend, root, env, counter } = await repo();
+    const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
+    const basis = await backend.loadCurrent(paths);
+    // Another writer (not State Flow, so not stopped by the publication lock) moves the branch
+    // just before our update-ref runs.
+    const runner = backend.runner;
+    const exec = runner.exec.bind(runner);
+    let intruder = "";
+    runner.exec = async (args, options) => {
+      if (args[0] === "update-ref") {
+        const tree = git(root, env, "write-tree").trim();
+        intruder = git(root, env, "commit-tree", tree, "-p", first.pointer.revision, "-m", "intruder").trim();
+        git(root, env, "update-ref", "refs/heads/" + git(root, env, "branch", "--show-current").trim(), intruder);
+      }
+      return exec(args, options);
+    };
+    const before = counter.count;
+    const error = await backend.publish({ basis, writes: cohort(2) }).catch((e: unknown) => e);
+    runner.exec = exec;
+    expect(counter.count - before).toBe(5);
+    expect(error).toMatchObject({ code: "stale-basis", message: expect.stringContaining("compare-and-swap failed") });
+    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(intruder); // the other writer's commit survives
+    for (const [path, bytes] of cohort(1)) expect(readFileSync(join(root, path)), path).toEqual(bytes); // live files untouched
+    const stray = git(root, env, "status", "--porcelain", "--untracked-files=all", "--ignored");
+    expect(stray).not.toMatch(/\.tmp/); // prepared temp copies removed
+    expect(existsSync(backend.lockPath)).toBe(false);
+    expect(readdirSync(join(root, ".git")).filter((n) => n.startsWith("state-flow-index."))).toEqual([]);
   });
 
   it("fails closed when live files diverge from HEAD, and refuses symlinked members", async () => {
