@@ -75,8 +75,10 @@ export const publicationMachine = setup({
     hasPending: ({ context }) => context.pending !== null,
   },
   actions: {
+    // A target accepted while its own push is in flight is already covered by that push;
+    // queueing it again would restart a push of the same target that no adapter can tell apart.
     queueNewest: assign({
-      queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null),
+      queued: ({ context, event }) => (event.type !== "ACCEPTED" ? null : event.target === context.inflight ? context.queued : event.target),
       acceptedCount: ({ context }) => context.acceptedCount + 1,
     }),
     startPushNewest: assign({

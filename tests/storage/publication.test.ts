@@ -346,3 +346,28 @@ describe("publication policies", () => {
     expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(headBefore); // the existing commit was pushed, nothing re-applied
   });
 });
+
+describe("regression: a target accepted while its own push is in flight", () => {
+  it("is not re-queued, so a failed push never strands later transition-policy callers", async () => {
+    const pushes: string[] = [];
+    const driver = createPublication({
+      policy: "transition",
+      remote: true,
+      restored: { revision: "r1", attempts: 0 },
+      pusher: {
+        push: async (revision) => {
+          pushes.push(revision);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return { kind: "failed", detail: "remote down" };
+        },
+      },
+    });
+    const retry = driver.retry();
+    const same = driver.accepted("r1");
+    expect(await same).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(await retry).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    const next = await Promise.race([driver.accepted("r2"), new Promise((resolve) => setTimeout(() => resolve("stranded"), 2000))]);
+    expect(next).toEqual({ kind: "pending", revision: "r2", error: "remote down" });
+    expect(pushes).toEqual(["r1", "r2"]);
+  });
+});
