@@ -29,6 +29,7 @@ import {
 import { stageCohort, type StagedCohort } from "./cohort.ts";
 import { StateFlowError } from "./errors.ts";
 import { SCOPES, type ScopeName, type ScopePatch } from "./scope-state.ts";
+import { lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./store.ts";
 import {
@@ -192,6 +193,12 @@ export class StateStore {
 
   /** The runtime a Pi checkpoint names, read without moving the worktree. */
   async loadPointer(pointer: StorePointer): Promise<BranchRuntime> {
+    // File-only reads of the live cohort race a writer mid-publication: while the lock is held,
+    // the selected pointer is retained for retry instead of being judged unavailable. Git reads
+    // immutable commits and needs no such guard.
+    if (this.store.kind === "file" && (await lockExists(this.store.lockPath))) {
+      throw lockHeldError(this.store.lockPath, await readLockOwner(this.store.lockPath));
+    }
     const snapshot = await this.store.loadRevision(pointer, this.paths);
     const runtime = decodeRuntime(snapshot, this.identity);
     if (!runtime) {
@@ -268,7 +275,12 @@ export class StateStore {
    * Stages and durably publishes one cohort. Shared scopes that advanced elsewhere are adopted
    * first when this cohort does not patch them; a patched scope that advanced is a conflict.
    */
-  async commit(runtime: BranchRuntime, patches: Partial<Record<ScopeName, ScopePatch>>, message: string): Promise<CommitResult> {
+  async commit(
+    runtime: BranchRuntime,
+    patches: Partial<Record<ScopeName, ScopePatch>>,
+    message: string,
+    options: { run?: boolean } = {},
+  ): Promise<CommitResult> {
     const { live, view, moved } = await this.prepare(runtime);
     const conflict = moved.find((scope) => patches[scope]);
     if (conflict) {
@@ -283,7 +295,10 @@ export class StateStore {
     const meta: RuntimeMeta = {
       ...runtime.meta,
       lineage: staged.view.lineage,
-      counters: { ...runtime.meta.counters, transitions: runtime.meta.counters.transitions + 1 },
+      counters: {
+        transitions: runtime.meta.counters.transitions + 1,
+        runs: runtime.meta.counters.runs + (options.run ? 1 : 0),
+      },
     };
     const writes = this.sessionWrites(staged.view, meta, live);
     for (const scope of ["global", "cwd"] as const) {

@@ -27,7 +27,7 @@ import type { ScopeSelector } from "../../storage/scope-state.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
 import { isStoreError } from "../../storage/store-error.ts";
 import { openStore } from "../../storage/store.ts";
-import { createPublication, gitPusher, type PublicationDriver } from "../../storage/publication.ts";
+import { gitPusher, openPublication, type PublicationDriver } from "../../storage/publication.ts";
 import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../storage/temporal.ts";
 import { createFlowActor, type FlowInspection } from "../inspect/inspector.ts";
 import { CHECKPOINT_ENTRY, branchMarkers, branchShape, frozenRevision } from "./branch.ts";
@@ -65,6 +65,8 @@ export interface ControllerOptions {
   env: NodeJS.ProcessEnv;
   inspection: FlowInspection | undefined;
   onRuntime?: (accessor: RuntimeAccessor) => void;
+  /** Registers patch_state and read_state with Pi (called once, on first activation). */
+  registerTools: () => void;
 }
 
 const NOTICES: Record<EpisodeNoticeCode, { text: string; level: "info" | "warning" | "error" }> = {
@@ -120,10 +122,13 @@ export class StateFlowController {
   private readonly callArgs = new Map<string, unknown>();
   private ui: ExtensionContext["ui"] | null = null;
 
-  constructor(
-    private readonly pi: ExtensionAPI,
-    private readonly options: ControllerOptions,
-  ) {
+  private readonly pi: ExtensionAPI;
+  private readonly options: ControllerOptions;
+  private toolsRegistered = false;
+
+  constructor(pi: ExtensionAPI, options: ControllerOptions) {
+    this.pi = pi;
+    this.options = options;
     this.episode = createFlowActor(episodeMachine, { input: { autoStart: options.config.autoStart }, inspection: options.inspection });
     this.episode.on("episode.effect", (e) => this.effects.push(e.effect));
     this.episode.on("episode.notice", (e) => this.notices.push(e.code));
@@ -163,6 +168,10 @@ export class StateFlowController {
 
   async command(which: "start" | "stop", ctx: ExtensionContext): Promise<void> {
     this.ui = ctx.ui;
+    if (this.episode.getSnapshot().status !== "active") {
+      this.notify("State Flow has shut down for this session runtime; reload or reopen the session first.", "warning");
+      return;
+    }
     await this.send({ type: which === "start" ? "START" : "STOP" }, ctx);
   }
 
@@ -369,8 +378,10 @@ export class StateFlowController {
       const selected = fromPassive ? await this.frozenRuntime(ctx.sessionManager.getBranch(), store) : null;
       const runtime = await store.start(selected, this.options.config.remotePublication);
       this.unavailable = null;
-      this.installPublication(runtime);
+      // Bind the branch first, then publish: the new driver restores this revision as its
+      // unconfirmed intent and pushes it once.
       await this.accept(runtime);
+      await this.installPublication(runtime);
       this.episode.send({ type: "STORAGE_READY" });
     } catch (error) {
       this.notify(`State Flow start failed: ${errorMessage(error)}`, "error");
@@ -399,7 +410,7 @@ export class StateFlowController {
         if (!loaded.config.enabled) result = { kind: "disabled" };
       }
       if (result.kind === "passive") loaded = await this.frozenRuntime(ctx.sessionManager.getBranch(), store).catch(() => null);
-      if (loaded) this.installPublication(loaded);
+      if (loaded) await this.installPublication(loaded);
       this.unavailable = result.kind === "unproven" || result.kind === "lockBusy" ? `branch revision ${result.revision ?? "(none valid)"} is ${result.kind}` : null;
     } catch (error) {
       this.unavailable = errorMessage(error);
@@ -466,7 +477,7 @@ export class StateFlowController {
     if (!this.runtime || !this.store) return;
     try {
       const { patches } = parsePatchSet({ session: { response: text } }, { allowResponse: true });
-      const { runtime } = await this.store.commit(this.runtime, patches, "state-flow: response");
+      const { runtime } = await this.store.commit(this.runtime, patches, "state-flow: response", { run: true });
       await this.accept(runtime);
     } catch (error) {
       if (!(error instanceof StateFlowError && error.code === "no-op-cohort")) {
@@ -479,10 +490,24 @@ export class StateFlowController {
 
   private syncTools(ctx: ExtensionContext): void {
     const active = isToolsActive(this.episode.getSnapshot());
+    // Tools are registered on first activation: Pi activates every registered tool, and an
+    // unbound or ordinary session must never offer patch_state/read_state to the model.
+    if (active && !this.toolsRegistered) {
+      this.toolsRegistered = true;
+      this.options.registerTools();
+    }
+    if (!this.toolsRegistered) {
+      this.updateStatus(ctx);
+      return;
+    }
     const current = this.pi.getActiveTools();
     const others = current.filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
     const next = active ? [...others, ...TOOL_NAMES] : others;
     if (next.length !== current.length || next.some((n, i) => n !== current[i])) this.pi.setActiveTools(next);
+    this.updateStatus(ctx);
+  }
+
+  private updateStatus(ctx: ExtensionContext): void {
     const mode = projectionMode(this.episode.getSnapshot());
     if (mode === "ordinary") ctx.ui.setStatus("state-flow", undefined);
     else if (mode === "passive") ctx.ui.setStatus("state-flow", "state-flow stopped");
@@ -522,20 +547,23 @@ export class StateFlowController {
    * written inside the accepted commit), so a restored or restarted runtime pushes it again:
    * pending publication survives restart and a push of an already published commit is a no-op.
    */
-  private installPublication(runtime: BranchRuntime): void {
+  private async installPublication(runtime: BranchRuntime): Promise<void> {
     if (this.publication) return;
     const git = this.store?.store.git ?? null;
-    this.publication = createPublication({
+    this.publication = await openPublication({
       policy: runtime.config.remotePublication,
       pusher: git ? gitPusher(git) : null,
-      restored: git && runtime.config.remotePublication !== "off" ? { revision: runtime.pointer.revision, attempts: 0 } : null,
+      restored: git ? { revision: runtime.pointer.revision, attempts: 0 } : null,
+      onPendingChange: (pending) => {
+        if (pending?.lastError) this.notify(`State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); it is retried later.`, "warning");
+      },
+      ...(this.options.inspection ? { inspect: this.options.inspection.inspect } : {}),
     });
+    if (this.publication.pending) void this.publication.retry();
   }
 
   private async publish(revision: string): Promise<void> {
-    if (!this.publication) return;
-    const outcome = await this.publication.accepted(revision);
-    if (outcome.kind === "pending") this.notify(`State Flow: push of ${revision.slice(0, 12)} is pending (${outcome.error}); it is retried later.`, "warning");
+    await this.publication?.accepted(revision);
   }
 
   // ---- helpers -------------------------------------------------------------------------------

@@ -17,14 +17,15 @@ export interface DiagnosticRecord {
 export class Diagnostics {
   readonly path: string;
   private warned = false;
+  private readonly enabled: boolean;
+  private readonly storeRoot: string;
+  private readonly warn: (message: string) => void;
 
-  constructor(
-    agentDir: string,
-    private readonly enabled: boolean,
-    private readonly storeRoot: string,
-    private readonly warn: (message: string) => void,
-  ) {
+  constructor(agentDir: string, enabled: boolean, storeRoot: string, warn: (message: string) => void) {
     this.path = diagnosticsPath(agentDir);
+    this.enabled = enabled;
+    this.storeRoot = storeRoot;
+    this.warn = warn;
   }
 
   /** True when the log file would land inside the state store (capture must fail closed). */

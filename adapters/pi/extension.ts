@@ -40,39 +40,8 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       env: options.env ?? process.env,
       inspection,
       ...(options.onRuntime ? { onRuntime: options.onRuntime } : {}),
+      registerTools: () => registerTools(pi, controller),
     });
-
-    pi.registerTool({
-      name: "patch_state",
-      label: "Patch state",
-      description:
-        "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
-      promptSnippet: "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
-      parameters: PATCH_STATE_JSON_SCHEMA as never,
-      executionMode: "sequential",
-      prepareArguments(args: unknown) {
-        parsePatchStateArgs(args);
-        return args as never;
-      },
-      async execute(_toolCallId: string, params: unknown, _signal: unknown, _onUpdate: unknown, ctx: never) {
-        const result = await controller.patchState(parsePatchStateArgs(params), ctx);
-        return { content: text(result.text), details: result.details };
-      },
-    } as never);
-
-    pi.registerTool({
-      name: "read_state",
-      label: "Read state",
-      description:
-        "Read State Flow state at a past offset (0 = now … 7) or of one scope (effective, global, cwd, session). Use only for a concrete historical or scope-specific gap; current state is already in your context.",
-      promptSnippet: "Read older (offset 0–7) or scope-specific State Flow state",
-      parameters: READ_STATE_JSON_SCHEMA as never,
-      async execute(_toolCallId: string, params: unknown) {
-        const { offset, scope } = parseReadStateArgs(params);
-        const read = controller.readState(offset, scope);
-        return { content: text(JSON.stringify(read, null, 2)), details: { offset, scope, boundary: read.boundary } };
-      },
-    } as never);
 
     pi.registerCommand("state-flow-start", {
       description: "Initialize missing State Flow materialization and enable this branch",
@@ -102,6 +71,41 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     pi.on("turn_end", (_event, ctx) => controller.turnEnd(ctx));
     pi.on("agent_end", () => controller.agentEnd());
   };
+}
+
+/** patch_state and read_state; registered by the controller on first activation only. */
+function registerTools(pi: ExtensionAPI, controller: StateFlowController): void {
+  pi.registerTool({
+    name: "patch_state",
+    label: "Patch state",
+    description:
+      "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
+    promptSnippet: "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
+    parameters: PATCH_STATE_JSON_SCHEMA as never,
+    executionMode: "sequential",
+    prepareArguments(args: unknown) {
+      parsePatchStateArgs(args);
+      return args as never;
+    },
+    async execute(_toolCallId: string, params: unknown, _signal: unknown, _onUpdate: unknown, ctx: never) {
+      const result = await controller.patchState(parsePatchStateArgs(params), ctx);
+      return { content: text(result.text), details: result.details };
+    },
+  } as never);
+
+  pi.registerTool({
+    name: "read_state",
+    label: "Read state",
+    description:
+      "Read State Flow state at a past offset (0 = now … 7) or of one scope (effective, global, cwd, session). Use only for a concrete historical or scope-specific gap; current state is already in your context.",
+    promptSnippet: "Read older (offset 0–7) or scope-specific State Flow state",
+    parameters: READ_STATE_JSON_SCHEMA as never,
+    async execute(_toolCallId: string, params: unknown) {
+      const { offset, scope } = parseReadStateArgs(params);
+      const read = controller.readState(offset, scope);
+      return { content: text(JSON.stringify(read, null, 2)), details: { offset, scope, boundary: read.boundary } };
+    },
+  } as never);
 }
 
 /** Default export for Pi's package manifest: State Flow with options from state-flow.json. */

@@ -136,3 +136,13 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     await expect(store.loadCurrent()).rejects.toThrow(/config\.json is missing while its runtime partner exists/);
   });
 });
+
+describe("file-only restore under a held publication lock", () => {
+  it("retains the selected pointer (lock-held) instead of judging it unavailable", async () => {
+    const root = temp.make();
+    const store = await open("file", root, identity("s1"));
+    const runtime = await store.start(null, "off");
+    writeFileSync(store.store.lockPath, JSON.stringify({ pid: 1, host: "elsewhere", generation: "g", purpose: "test", createdAt: new Date().toISOString() }));
+    await expect(store.loadPointer(runtime.pointer)).rejects.toMatchObject({ code: "lock-held" });
+  });
+});

@@ -210,3 +210,106 @@ describe("status, diagnostics and configuration", () => {
     expect(h.activeTools).not.toContain("patch_state");
   });
 });
+
+describe("episode across sessions and storage modes", () => {
+  it("reopening the stopped session file keeps the passive projection; /tree keeps it too", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("first answer"));
+    await h.prompt("PRE-STOP REQUEST");
+    const anchor = h.session.sessionManager.getLeafId()!;
+    await h.command("/state-flow-stop");
+    h.script(say("passive answer"));
+    await h.prompt("after stop");
+    const file = h.session.sessionManager.getSessionFile()!;
+    const reopened = await harness({ shareWith: h, openFile: file });
+    expect(reopened.accessor.episode()).toBe("passive");
+    expect(reopened.activeTools).not.toContain("patch_state");
+    reopened.script(say("resumed passive"));
+    await reopened.prompt("resumed");
+    expect(contextText(reopened.contexts[0]!)).not.toContain("PRE-STOP REQUEST");
+    await reopened.session.navigateTree(anchor);
+    expect(reopened.accessor.episode()).toBe("passive");
+    reopened.script(say("tree passive"));
+    await reopened.prompt("after tree");
+    const text = contextText(reopened.contexts[1]!);
+    expect(text).toContain("frozen exit handoff");
+    expect(text).not.toContain("PRE-STOP REQUEST");
+  });
+
+  it("starting mid-conversation keeps the pre-Flow context for exactly one migration run", async () => {
+    const h = await harness();
+    h.script(say("ordinary answer"));
+    await h.prompt("EARLY ORDINARY REQUEST");
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { migrated: "early request" } }, final: true }), say("migrated"));
+    await h.prompt("first flow run");
+    expect(contextText(h.contexts[1]!)).toContain("EARLY ORDINARY REQUEST");
+    expect(contextText(h.contexts[1]!)).toContain("## Bootstrap");
+    h.script(call("patch_state", { final: true }), say("steady"));
+    await h.prompt("second flow run");
+    const steady = contextText(h.contexts[h.contexts.length - 2]!);
+    expect(steady).not.toContain("EARLY ORDINARY REQUEST");
+    expect(steady).not.toContain("first flow run");
+    expect(steady).toContain('"migrated": "early request"');
+  });
+
+  it("foreign extensions' custom messages stay in the projection", async () => {
+    const foreign = (pi: import("@earendil-works/pi-coding-agent").ExtensionAPI) => {
+      pi.on("before_agent_start", () => ({ message: { customType: "other-ext", content: "FOREIGN CONTEXT", display: true } }));
+    };
+    const h = await harness({ extraExtensions: [foreign] });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { final: true }), say("a"));
+    await h.prompt("one");
+    h.script(call("patch_state", { final: true }), say("b"));
+    await h.prompt("two");
+    const text = contextText(h.contexts[h.contexts.length - 1]!);
+    expect(text.split("FOREIGN CONTEXT").length - 1).toBe(2);
+  });
+
+  it("file-only mode when git is absent: start, patch, reload restores the exact cohort", async () => {
+    const h = await harness({ git: false, sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { cwd: { contract: { mode: "file-only" } }, final: true }), say("ok"));
+    await h.prompt("file only");
+    expect(existsSync(join(h.storeRoot, ".git"))).toBe(false);
+    const entries = h.session.sessionManager.getBranch().filter((e) => e.type === "custom" && e.customType === "state-flow");
+    expect((entries[entries.length - 1] as { data: { revision: string } }).data.revision).toMatch(/^file:[0-9a-f]{64}$/);
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0, "cwd").state.contract).toEqual({ mode: "file-only" });
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toMatch(/store: file at/);
+  });
+});
+
+describe("publication through Pi", () => {
+  it("unreachable remote → pending → resume → remote fixed → the same accepted commit is pushed", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { mkdirSync } = await import("node:fs");
+    const h = await harness({ sessionKind: "file", config: { remotePublication: "transition" } });
+    const remote = join(h.root, "remote.git");
+    mkdirSync(h.storeRoot, { recursive: true });
+    const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: h.env, encoding: "utf8" });
+    git(h.storeRoot, "init", "-q");
+    git(h.storeRoot, "remote", "add", "origin", remote);
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { publish: "me" } }, final: true }), say("ok"));
+    await h.prompt("publish");
+    expect(h.notices.some((n) => /push of [0-9a-f]{12} is pending/.test(n.message))).toBe(true);
+    const head = git(h.storeRoot, "rev-parse", "HEAD").trim();
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toMatch(/publication: transition \(pending [0-9a-f]{40}\)/);
+    // The remote becomes reachable; a resumed session retries the existing accepted commit.
+    git(h.root, "init", "-q", "--bare", remote);
+    const resumed = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, config: { remotePublication: "transition" } });
+    expect(resumed.accessor.episode()).toBe("active.steady");
+    let pushed = "";
+    for (let i = 0; i < 100 && !pushed; i++) {
+      pushed = git(remote, "for-each-ref", "--format=%(objectname)").trim();
+      if (!pushed) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(pushed).toBe(head);
+  });
+});
