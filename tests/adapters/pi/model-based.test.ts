@@ -186,7 +186,10 @@ class EpisodeWorld {
   private noticesSeen = 0;
   readonly trail: string[] = [];
 
-  constructor(readonly path: EpisodePath) {
+  readonly path: EpisodePath;
+
+  constructor(path: EpisodePath) {
+    this.path = path;
     this.pure = createActor(episodeMachine, { input: { autoStart: path.autoStart } });
     this.pure.on("*", (e: AnyEventObject) => this.emitted.push(e));
     this.pure.start();
