@@ -13,16 +13,12 @@
 // is recorded inside the owner's meta.json and a foreign owner of a key is rejected.
 
 import { basename, join, resolve } from "node:path";
+import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE } from "./codec.ts";
+import { SCOPES, type ScopeName } from "./scope-state.ts";
 import { StoreError } from "./store-error.ts";
 
+export { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE, SCOPES, type ScopeName };
 export const STORE_DIR_NAME = "state-flow";
-export const CHECKPOINT_FILE = "checkpoint.json";
-export const PATCHES_FILE = "patches.jsonl";
-export const META_FILE = "meta.json";
-export const CONFIG_FILE = "config.json";
-
-export type ScopeName = "global" | "cwd" | "session";
-export const SCOPES: readonly ScopeName[] = ["global", "cwd", "session"];
 
 /** Default store root: `<agentDir>/state-flow` (agentDir follows PI_CODING_AGENT_DIR in Pi). */
 export function defaultStoreRoot(agentDir: string): string {

@@ -10,10 +10,6 @@
 
 import { randomUUID } from "node:crypto";
 import {
-  CHECKPOINT_FILE,
-  CONFIG_FILE,
-  META_FILE,
-  PATCHES_FILE,
   parseRuntimeMeta,
   parseScopeMeta,
   parseScopeStream,
@@ -29,6 +25,7 @@ import {
 import { stageCohort, type StagedCohort } from "./cohort.ts";
 import { StateFlowError } from "./errors.ts";
 import { SCOPES, type ScopeName, type ScopePatch } from "./scope-state.ts";
+import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity, type ScopeFiles } from "./layout.ts";
 import { lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./store.ts";
@@ -59,26 +56,17 @@ export interface BranchRuntime {
   basis: CohortSnapshot;
 }
 
-function dirOf(scope: ScopeName, id: SessionIdentity): string {
-  return scope === "global" ? "" : scope === "cwd" ? id.cwdKey : `${id.cwdKey}/${id.sessionKey}`;
-}
-
-function rel(dir: string, file: string): string {
-  return dir ? `${dir}/${file}` : file;
-}
-
-export function scopePaths(scope: ScopeName, id: SessionIdentity): { checkpoint: string; patches: string; meta: string } {
-  const dir = dirOf(scope, id);
-  return { checkpoint: rel(dir, CHECKPOINT_FILE), patches: rel(dir, PATCHES_FILE), meta: rel(dir, META_FILE) };
+export function scopePaths(scope: ScopeName, id: SessionIdentity): ScopeFiles {
+  return scopeFiles(scope, id);
 }
 
 export function configPath(id: SessionIdentity): string {
-  return rel(dirOf("session", id), CONFIG_FILE);
+  return scopeFiles("session", id).config!;
 }
 
 /** Every member of this session's cohort. */
 export function memberPaths(id: SessionIdentity): string[] {
-  return [...SCOPES.flatMap((s) => Object.values(scopePaths(s, id))), configPath(id)];
+  return cohortPaths(id);
 }
 
 const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
@@ -91,7 +79,7 @@ function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<Scop
   const streams = {} as Record<ScopeName, ScopeStream>;
   for (const scope of SCOPES) {
     const p = scopePaths(scope, id);
-    streams[scope] = parseScopeStream(scope, { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) }, dirOf(scope, id) || ".");
+    streams[scope] = parseScopeStream(scope, { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) }, p.dir || ".");
   }
   return streams;
 }
@@ -100,27 +88,16 @@ function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<Scop
 function checkCwdOwner(snapshot: CohortSnapshot, id: SessionIdentity): void {
   const path = scopePaths("cwd", id).meta;
   const bytes = file(snapshot, path);
-  if (!bytes) return;
-  const meta = parseScopeMeta(bytes, path);
-  if (meta.identity && meta.identity.cwd !== id.cwd) {
-    throw new StoreError(
-      "foreign-identity",
-      `${path} is owned by cwd ${meta.identity.cwd}, not ${id.cwd}: both map to the key ${id.cwdKey}. ` +
-        "State Flow never shares a scope between directories; use another store directory for one of them.",
-      { file: path },
-    );
-  }
+  const stored = bytes ? parseScopeMeta(bytes, path).identity : undefined;
+  assertIdentityOwns({ file: path, stored: stored ? cwdIdentity(stored.cwd) : undefined, claimed: cwdIdentity(id.cwd) });
 }
 
 function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string): void {
-  if (meta.identity.sessionId !== id.sessionId || meta.identity.cwd !== id.cwd) {
-    throw new StoreError(
-      "foreign-identity",
-      `${path} belongs to session ${meta.identity.sessionId} (cwd ${meta.identity.cwd}), not ${id.sessionId} (cwd ${id.cwd}). ` +
-        "A session key is never shared; move the foreign directory away after checking it.",
-      { file: path },
-    );
-  }
+  assertIdentityOwns({
+    file: path,
+    stored: sessionIdentity(meta.identity.sessionId, meta.identity.cwd),
+    claimed: sessionIdentity(id.sessionId, id.cwd),
+  });
 }
 
 /** Decodes a loaded cohort into a runtime; null when this session has no runtime files there. */

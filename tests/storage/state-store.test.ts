@@ -120,7 +120,7 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     const otherCwd = await open(kind, root, { ...identity("C"), cwd: "/work/project-other" });
     const error = await otherCwd.start(null, "off").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
-    expect((error as StoreError).message).toMatch(/is owned by cwd \/work\/project, not \/work\/project-other/);
+    expect((error as StoreError).message).toMatch(/is owned by cwd \/work\/project, not cwd \/work\/project-other/);
   });
 
   it("a partial runtime pair fails closed, naming the missing file", async () => {
