@@ -251,3 +251,52 @@ export function formatReport(r: CoverageReport): string {
     `coverage=${r.covered}/${r.transitions} (${r.percent}%)`
   );
 }
+
+export interface SuiteResult {
+  report: CoverageReport;
+  /** Invariant violations (at most `maxViolations`), each followed by the path that produced it. */
+  violations: string[];
+  steps: number;
+}
+
+/**
+ * The generated model-based suite of one machine: for each input, generate paths, replay each
+ * through a live actor with a fresh per-path trace, check the invariants after every step, and
+ * measure transition coverage over all of them.
+ */
+export function runPathSuite<TEvent extends AnyEventObject, TTrace, TInput = undefined>(
+  machine: AnyStateMachine,
+  options: {
+    inputs?: readonly TInput[];
+    spec: (input: TInput) => TraversalSpec<TEvent>;
+    trace: () => TTrace;
+    check: (step: StepInfo<TEvent>, trace: TTrace, input: TInput) => readonly string[];
+    maxViolations?: number;
+  },
+): SuiteResult {
+  const paths: GeneratedPath<TEvent>[] = [];
+  const covered = new Set<string>();
+  const violations: string[] = [];
+  const max = options.maxViolations ?? 20;
+  let steps = 0;
+  for (const input of options.inputs ?? [undefined as TInput]) {
+    const generated = generatePaths<TEvent>(machine, options.spec(input));
+    paths.push(...generated);
+    for (const path of generated) {
+      const trace = options.trace();
+      const replayed = replay(machine, path.events, {
+        ...(input === undefined ? {} : { input }),
+        onStep: (step) => {
+          steps++;
+          for (const message of options.check(step, trace, input)) {
+            if (violations.length >= max) break;
+            const where = input === undefined ? "" : `input ${JSON.stringify(input)} `;
+            violations.push(`${message}\n    ${where}path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
+          }
+        },
+      });
+      for (const key of replayed) covered.add(key);
+    }
+  }
+  return { report: coverageReport(machine, paths, covered), violations, steps };
+}

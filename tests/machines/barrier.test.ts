@@ -5,11 +5,9 @@ import { barrierMachine, toolCallDecision, PATCH_TOOL, type BarrierEvent, type B
 import { flattenValue } from "../../machines/episode.ts";
 import {
   assertFullCoverage,
-  coverageReport,
   formatReport,
-  generatePaths,
-  replay,
   UncoveredTransitionsError,
+  runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
 
@@ -72,19 +70,11 @@ export function checkBarrierStep(step: StepInfo<BarrierEvent>): string[] {
 }
 
 function runSuite(machine: typeof barrierMachine) {
-  const paths = generatePaths<BarrierEvent>(machine, { events: eventsFor, simpleEvents: simpleEventsFor, serializeState, maxSimplePaths: 5_000 });
-  const covered = new Set<string>();
-  const violations: string[] = [];
-  let steps = 0;
-  for (const path of paths)
-    for (const k of replay(machine, path.events, {
-      onStep: (step) => {
-        steps++;
-        for (const m of checkBarrierStep(step)) if (violations.length < 20) violations.push(`${m}\n    path: ${JSON.stringify(path.events)}`);
-      },
-    }))
-      covered.add(k);
-  return { report: coverageReport(machine, paths, covered), violations, steps };
+  return runPathSuite<BarrierEvent, null>(machine, {
+    spec: () => ({ events: eventsFor, simpleEvents: simpleEventsFor, serializeState, maxSimplePaths: 5_000 }),
+    trace: () => null,
+    check: (step) => checkBarrierStep(step),
+  });
 }
 
 describe("barrier machine (generated paths)", () => {

@@ -12,12 +12,9 @@ import {
 import type { RestoreResult } from "../../machines/restore.ts";
 import {
   assertFullCoverage,
-  coverageReport,
   formatReport,
-  generatePaths,
-  replay,
   UncoveredTransitionsError,
-  type GeneratedPath,
+  runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
 
@@ -125,34 +122,18 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
 }
 
 function runSuite(machine: typeof episodeMachine) {
-  const paths: GeneratedPath<EpisodeEvent>[] = [];
-  const covered = new Set<string>();
-  const violations: string[] = [];
-  let steps = 0;
-  for (const autoStart of [true, false]) {
-    const input = { autoStart };
-    const generated = generatePaths<EpisodeEvent>(machine, {
+  return runPathSuite<EpisodeEvent, Trace, { autoStart: boolean }>(machine, {
+    inputs: [{ autoStart: true }, { autoStart: false }],
+    spec: (input) => ({
       events: () => allEvents,
       simpleEvents: () => simpleEvents,
       maxSimplePaths: 10_000,
       serializeState: (s) => JSON.stringify(s.value),
       input,
-    });
-    paths.push(...generated);
-    for (const path of generated) {
-      const trace: Trace = { freshPhysicalSession: false };
-      for (const k of replay(machine, path.events, {
-        input,
-        onStep: (step) => {
-          steps++;
-          for (const msg of checkEpisodeStep(step, trace, autoStart))
-            if (violations.length < 20) violations.push(`${msg}\n    path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
-        },
-      }))
-        covered.add(k);
-    }
-  }
-  return { report: coverageReport(machine, paths, covered), violations, steps };
+    }),
+    trace: () => ({ freshPhysicalSession: false }),
+    check: (step, trace, input) => checkEpisodeStep(step, trace, input.autoStart),
+  });
 }
 
 describe("episode machine (generated paths)", () => {

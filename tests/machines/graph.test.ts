@@ -7,6 +7,7 @@ import {
   listStates,
   listTransitions,
   replay,
+  runPathSuite,
   TooManyPathsError,
   UncoveredTransitionsError,
 } from "../../machines/graph.ts";
@@ -71,5 +72,40 @@ describe("graph utilities", () => {
     const steps: string[][] = [];
     replay(toy, [{ type: "PING" }, { type: "GO", big: false }], { onStep: (s) => steps.push(s.taken) });
     expect(steps).toEqual([["toy.a --PING--> (self)"], ["toy.a --GO--> toy.small", "toy.small --always--> toy.done"]]);
+  });
+});
+
+describe("runPathSuite", () => {
+  const spec = () => ({ events, serializeState: (s: { value: unknown }) => JSON.stringify(s.value) });
+
+  it("replays every generated path with a fresh trace per path and full coverage", () => {
+    const traces: number[] = [];
+    const result = runPathSuite(toy, {
+      spec,
+      trace: () => ({ steps: 0 }),
+      check: (_step, trace) => {
+        trace.steps++;
+        traces.push(trace.steps);
+        return [];
+      },
+    });
+    expect(result.violations).toEqual([]);
+    expect(result.steps).toBe(traces.length);
+    // A fresh trace per path: every non-empty path's first step sees a trace at 1.
+    const nonEmpty = generatePaths(toy, spec()).filter((p) => p.events.length > 0).length;
+    expect(traces.filter((n) => n === 1).length).toBe(nonEmpty);
+    expect(result.report.percent).toBe(100);
+  });
+
+  it("reports violations with their path and input, capped", () => {
+    const result = runPathSuite(toy, {
+      inputs: [{ label: "x" }],
+      spec,
+      trace: () => null,
+      check: (step) => [`I9.9 ${step.event.type}`],
+      maxViolations: 3,
+    });
+    expect(result.violations).toHaveLength(3);
+    expect(result.violations[0]).toMatch(/^I9\.9 (GO|PING)\n {4}input \{"label":"x"\} path: \{"type"/);
   });
 });

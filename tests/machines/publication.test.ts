@@ -12,12 +12,9 @@ import {
 import { flattenValue } from "../../machines/episode.ts";
 import {
   assertFullCoverage,
-  coverageReport,
   formatReport,
-  generatePaths,
-  replay,
   UncoveredTransitionsError,
-  type GeneratedPath,
+  runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
 
@@ -130,28 +127,12 @@ export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Tr
 }
 
 function runSuite(machine: typeof publicationMachine) {
-  const paths: GeneratedPath<PublicationEvent>[] = [];
-  const covered = new Set<string>();
-  const violations: string[] = [];
-  let steps = 0;
-  for (const input of inputs) {
-    const generated = generatePaths<PublicationEvent>(machine, { events: eventsFor, serializeState, input, maxSimplePaths: 20_000 });
-    paths.push(...generated);
-    for (const path of generated) {
-      const trace: Trace = { lastAccepted: null };
-      for (const k of replay(machine, path.events, {
-        input,
-        onStep: (step) => {
-          steps++;
-          for (const msg of checkPublicationStep(step, trace, input))
-            if (violations.length < 20)
-              violations.push(`${msg}\n    input ${JSON.stringify(input)} path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
-        },
-      }))
-        covered.add(k);
-    }
-  }
-  return { report: coverageReport(machine, paths, covered), violations, steps };
+  return runPathSuite<PublicationEvent, Trace, (typeof inputs)[number]>(machine, {
+    inputs,
+    spec: (input) => ({ events: eventsFor, serializeState, input, maxSimplePaths: 20_000 }),
+    trace: () => ({ lastAccepted: null }),
+    check: (step, trace, input) => checkPublicationStep(step, trace, input),
+  });
 }
 
 describe("publication machine (generated paths)", () => {

@@ -11,12 +11,9 @@ import {
 import { flattenValue } from "../../machines/episode.ts";
 import {
   assertFullCoverage,
-  coverageReport,
   formatReport,
-  generatePaths,
-  replay,
   UncoveredTransitionsError,
-  type GeneratedPath,
+  runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
 
@@ -87,26 +84,11 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
 }
 
 function runSuite(machine: typeof resolutionMachine) {
-  const paths: GeneratedPath<ResolutionEvent>[] = generatePaths<ResolutionEvent>(machine, {
-    events: () => events,
-    serializeState: (s) => JSON.stringify([s.value, s.context.attempts]),
-    maxSimplePaths: 20_000,
+  return runPathSuite<ResolutionEvent, Trace>(machine, {
+    spec: () => ({ events: () => events, serializeState: (s) => JSON.stringify([s.value, s.context.attempts]), maxSimplePaths: 20_000 }),
+    trace: () => ({ unresolvedCompletes: 0, steers: 0, commits: 0 }),
+    check: (step, trace) => checkResolutionStep(step, trace),
   });
-  const covered = new Set<string>();
-  const violations: string[] = [];
-  let steps = 0;
-  for (const path of paths) {
-    const trace: Trace = { unresolvedCompletes: 0, steers: 0, commits: 0 };
-    for (const k of replay(machine, path.events, {
-      onStep: (step) => {
-        steps++;
-        for (const msg of checkResolutionStep(step, trace))
-          if (violations.length < 20) violations.push(`${msg}\n    path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
-      },
-    }))
-      covered.add(k);
-  }
-  return { report: coverageReport(machine, paths, covered), violations, steps };
 }
 
 describe("resolution machine (generated paths)", () => {
