@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { rejection } from "../support/rejection.ts";
 import { parsePatchSet, stageCohort } from "../../storage/cohort.ts";
 import {
   parseRuntimeMeta,
@@ -11,19 +12,9 @@ import {
   serializeSessionConfig,
   type RuntimeMeta,
 } from "../../storage/codec.ts";
-import { StateFlowError } from "../../storage/errors.ts";
 import { hashJson } from "../../storage/json.ts";
 import { emptyStream, originateView, type TemporalView } from "../../storage/temporal.ts";
 
-function rejection(fn: () => unknown): StateFlowError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(StateFlowError);
-    return error as StateFlowError;
-  }
-  throw new Error("expected a rejection");
-}
 
 function viewWith(count: number): TemporalView {
   let view = originateView("L");

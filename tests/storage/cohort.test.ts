@@ -1,18 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { rejection } from "../support/rejection.ts";
 import { parsePatchSet, stageCohort, streamHash } from "../../storage/cohort.ts";
-import { StateFlowError } from "../../storage/errors.ts";
 import { hashJson } from "../../storage/json.ts";
 import { originateView, readTemporalState } from "../../storage/temporal.ts";
 
-function rejection(fn: () => unknown): StateFlowError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(StateFlowError);
-    return error as StateFlowError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("parsePatchSet", () => {
   it("accepts any combination of scopes plus final", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StateFlowError } from "../../storage/errors.ts";
+import { rejection } from "../support/rejection.ts";
 import {
   applyJsonPatch,
   canonicalJson,
@@ -15,15 +15,6 @@ import {
 const never = { allowNull: "never" } as const;
 const members = { allowNull: "object-members" } as const;
 
-function rejection(fn: () => unknown): StateFlowError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(StateFlowError);
-    return error as StateFlowError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("toJson", () => {
   it("names the path of a null inside an array in materialized state", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StateFlowError } from "../../storage/errors.ts";
+import { rejection } from "../support/rejection.ts";
 import {
   applyScopePatch,
   emptyScopeState,
@@ -9,15 +9,6 @@ import {
   type ScopeState,
 } from "../../storage/scope-state.ts";
 
-function message(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(StateFlowError);
-    return (error as Error).message;
-  }
-  throw new Error("expected a rejection");
-}
 
 const state = (fields: Partial<ScopeState>): ScopeState => ({ ...emptyScopeState(), ...fields });
 
@@ -27,37 +18,37 @@ describe("parseScopeState", () => {
   });
 
   it("rejects unknown and missing fields, naming them", () => {
-    expect(message(() => parseScopeState({ ...emptyScopeState(), extra: 1 }, "cwd"))).toMatch(/^cwd\.extra: unknown field; a scope holds exactly artifacts, contract, working and response/);
+    expect(rejection(() => parseScopeState({ ...emptyScopeState(), extra: 1 }, "cwd")).message).toMatch(/^cwd\.extra: unknown field; a scope holds exactly artifacts, contract, working and response/);
     const { working: _w, ...missing } = emptyScopeState();
-    expect(message(() => parseScopeState(missing, "cwd"))).toMatch(/^cwd\.working: is missing; a scope holds exactly/);
-    expect(message(() => parseScopeState({ ...emptyScopeState(), response: 3 }, "cwd"))).toBe("cwd.response: must be a string");
+    expect(rejection(() => parseScopeState(missing, "cwd")).message).toMatch(/^cwd\.working: is missing; a scope holds exactly/);
+    expect(rejection(() => parseScopeState({ ...emptyScopeState(), response: 3 }, "cwd")).message).toBe("cwd.response: must be a string");
   });
 
   it("validates artifacts: description required, tags unique and trimmed", () => {
-    expect(message(() => parseScopeState(state({ artifacts: { "/k.md": { description: " " } } }), "global"))).toMatch(/^global\.artifacts\["\/k\.md"\]\.description: must be a non-empty description/);
-    expect(message(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: ["a", "a"] } } }), "global"))).toMatch(/tags: must not repeat a tag/);
-    expect(message(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: [" a"] } } }), "global"))).toMatch(/tags\[0\]: must be a non-empty trimmed string/);
+    expect(rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: " " } } }), "global")).message).toMatch(/^global\.artifacts\["\/k\.md"\]\.description: must be a non-empty description/);
+    expect(rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: ["a", "a"] } } }), "global")).message).toMatch(/tags: must not repeat a tag/);
+    expect(rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: [" a"] } } }), "global")).message).toMatch(/tags\[0\]: must be a non-empty trimmed string/);
     const ok = state({ artifacts: { "/k.md": { description: "d", tags: ["a"], compilation: {}, anything: { n: 1 } } } });
     expect(parseScopeState(ok, "global")).toEqual(ok);
   });
 
   it("rejects nulls anywhere in materialized state", () => {
-    expect(message(() => parseScopeState(state({ working: { list: [null] } as never }), "session"))).toBe("session.working.list[0]: null is not allowed in materialized state");
+    expect(rejection(() => parseScopeState(state({ working: { list: [null] } as never }), "session")).message).toBe("session.working.list[0]: null is not allowed in materialized state");
   });
 });
 
 describe("parseScopePatch", () => {
   it("refuses response from the model but lets the runtime capture it", () => {
-    expect(message(() => parseScopePatch({ response: "hi" }, "session", { allowResponse: false }))).toBe("session.response: response is not patchable; the runtime captures your final answer as response");
+    expect(rejection(() => parseScopePatch({ response: "hi" }, "session", { allowResponse: false })).message).toBe("session.response: response is not patchable; the runtime captures your final answer as response");
     expect(parseScopePatch({ response: "hi" }, "session", { allowResponse: true })).toEqual({ response: "hi" });
   });
 
   it("refuses empty patches, unknown fields, field deletion and non-object fields", () => {
-    expect(message(() => parseScopePatch({}, "cwd", { allowResponse: false }))).toMatch(/^cwd: empty scope patch; omit scopes you do not change/);
-    expect(message(() => parseScopePatch({ notes: {} }, "cwd", { allowResponse: false }))).toBe("cwd.notes: unknown field; a scope patch may touch only artifacts, contract, working");
-    expect(message(() => parseScopePatch({ working: null }, "cwd", { allowResponse: false }))).toMatch(/^cwd\.working: a scope field cannot be deleted/);
-    expect(message(() => parseScopePatch({ working: [1] }, "cwd", { allowResponse: false }))).toBe("cwd.working: must be an object (it merges into the field)");
-    expect(message(() => parseScopePatch("x", "cwd", { allowResponse: false }))).toMatch(/^cwd: a scope patch must be an object/);
+    expect(rejection(() => parseScopePatch({}, "cwd", { allowResponse: false })).message).toMatch(/^cwd: empty scope patch; omit scopes you do not change/);
+    expect(rejection(() => parseScopePatch({ notes: {} }, "cwd", { allowResponse: false })).message).toBe("cwd.notes: unknown field; a scope patch may touch only artifacts, contract, working");
+    expect(rejection(() => parseScopePatch({ working: null }, "cwd", { allowResponse: false })).message).toMatch(/^cwd\.working: a scope field cannot be deleted/);
+    expect(rejection(() => parseScopePatch({ working: [1] }, "cwd", { allowResponse: false })).message).toBe("cwd.working: must be an object (it merges into the field)");
+    expect(rejection(() => parseScopePatch("x", "cwd", { allowResponse: false })).message).toMatch(/^cwd: a scope patch must be an object/);
   });
 
   it("leaves the input untouched and returns a detached copy", () => {
@@ -71,7 +62,7 @@ describe("parseScopePatch", () => {
 describe("applyScopePatch", () => {
   it("validates the result (an artifact patch must leave a description)", () => {
     const base = state({ artifacts: { "/a.md": { description: "d" } } });
-    expect(message(() => applyScopePatch(base, { artifacts: { "/a.md": { description: null } } } as never, "global"))).toMatch(/^global\.artifacts\["\/a\.md"\]\.description/);
+    expect(rejection(() => applyScopePatch(base, { artifacts: { "/a.md": { description: null } } } as never, "global")).message).toMatch(/^global\.artifacts\["\/a\.md"\]\.description/);
     expect(applyScopePatch(base, { artifacts: { "/a.md": null } } as never, "global").artifacts).toEqual({});
   });
 });

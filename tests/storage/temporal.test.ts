@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parsePatchSet, stageCohort } from "../../storage/cohort.ts";
 import { parseScopeStream, serializeScopeStream } from "../../storage/codec.ts";
-import { StateFlowError } from "../../storage/errors.ts";
 import { SCOPES, type ScopeName, type ScopeSelector } from "../../storage/scope-state.ts";
 import {
   MAX_TAIL,
@@ -13,6 +12,7 @@ import {
   recentTransitions,
   type TemporalView,
 } from "../../storage/temporal.ts";
+import { rejection } from "../support/rejection.ts";
 import { SnapshotOracle, stableStringify, type Scope } from "../support/oracle.ts";
 
 const SELECTORS: ScopeSelector[] = ["effective", "global", "cwd", "session"];
@@ -49,6 +49,8 @@ class Harness {
   }
 }
 
+const code = (fn: () => unknown): string => rejection(fn).code;
+
 function roundTrip(view: TemporalView): TemporalView {
   const streams = Object.fromEntries(
     SCOPES.map((scope) => {
@@ -61,15 +63,6 @@ function roundTrip(view: TemporalView): TemporalView {
   return createView(structuredClone(view.lineage), streams);
 }
 
-function errorCode(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(StateFlowError);
-    return (error as StateFlowError).code;
-  }
-  return undefined;
-}
 
 describe("temporal acceptance properties", () => {
   it("zero patches → current is the checkpoint, no invented past", () => {
@@ -78,7 +71,7 @@ describe("temporal acceptance properties", () => {
     expect(now.state).toEqual({ artifacts: {}, contract: {}, working: {}, response: "" });
     expect(now.boundary).toEqual({ lineage: "L1", id: "L1", step: 0 });
     expect(availableOffsets(h.view.lineage)).toBe(1);
-    expect(errorCode(() => readTemporalState(h.view, 1))).toBe("offset-unavailable");
+    expect(code(() => readTemporalState(h.view, 1))).toBe("offset-unavailable");
     for (const scope of SCOPES) expect(h.view.streams[scope].tail).toEqual([]);
   });
 
@@ -180,7 +173,7 @@ describe("temporal acceptance properties", () => {
     expect(staged.view.streams.cwd).toBe(cwdBefore);
     h.view = staged.view;
     h.oracle.apply({ session: { working: { a: 2 } } });
-    expect(errorCode(() => stageCohort(h.view, parsePatchSet({ session: { working: { a: 2, gone: null } } }).patches, "T3"))).toBe("no-op-cohort");
+    expect(code(() => stageCohort(h.view, parsePatchSet({ session: { working: { a: 2, gone: null } } }).patches, "T3"))).toBe("no-op-cohort");
     expect(h.view.lineage.window.map((t) => t.id)).toEqual(["T1", "T2"]);
     h.assertMatchesOracle();
   });
@@ -202,14 +195,14 @@ describe("temporal acceptance properties", () => {
   it("offset 8 and pre-origin reads are errors", () => {
     const h = new Harness();
     for (let i = 0; i < 3; i++) h.patch({ session: { working: { i } } });
-    expect(errorCode(() => readTemporalState(h.view, 4))).toBe("offset-unavailable");
+    expect(code(() => readTemporalState(h.view, 4))).toBe("offset-unavailable");
     expect(() => readTemporalState(h.view, 4)).toThrow(/before this lineage's proven origin: only offsets 0–3 exist/);
     for (let i = 3; i < 12; i++) h.patch({ session: { working: { i } } });
     expect(readTemporalState(h.view, 7).state.working).toEqual({ i: 4 });
-    expect(errorCode(() => readTemporalState(h.view, 8))).toBe("offset-out-of-contract");
-    expect(errorCode(() => readTemporalState(h.view, -1))).toBe("offset-out-of-contract");
-    expect(errorCode(() => readTemporalState(h.view, 1.5))).toBe("offset-out-of-contract");
-    expect(errorCode(() => readTemporalState(h.view, 0, "project" as ScopeSelector))).toBe("offset-out-of-contract");
+    expect(code(() => readTemporalState(h.view, 8))).toBe("offset-out-of-contract");
+    expect(code(() => readTemporalState(h.view, -1))).toBe("offset-out-of-contract");
+    expect(code(() => readTemporalState(h.view, 1.5))).toBe("offset-out-of-contract");
+    expect(code(() => readTemporalState(h.view, 0, "project" as ScopeSelector))).toBe("offset-out-of-contract");
   });
 });
 
@@ -222,7 +215,7 @@ describe("lineages sharing scopes", () => {
     expect(b.lineage.originStep).toBe(2);
     expect(readTemporalState(b, 0, "global").state.working).toEqual({ from: "A2" });
     expect(readTemporalState(b, 0, "session").state.working).toEqual({});
-    expect(errorCode(() => readTemporalState(b, 1))).toBe("offset-unavailable");
+    expect(code(() => readTemporalState(b, 1))).toBe("offset-unavailable");
     const next = stageCohort(b, parsePatchSet({ global: { working: { from: "B3" } } }).patches, "B3").view;
     expect(next.streams.global.tail.map((r) => `${r.lineage}:${r.id}:${r.step}`)).toEqual(["L1:T1:1", "L1:T2:2", "L2:B3:3"]);
     expect(readTemporalState(next, 1, "global").state.working).toEqual({ from: "A2" });
@@ -241,7 +234,7 @@ describe("lineages sharing scopes", () => {
     h.patch({ session: { working: { v: 1 } } });
     const forged = structuredClone(h.view.streams.session);
     forged.tail[0]!.id = "T-other";
-    expect(errorCode(() => createView(h.view.lineage, { ...h.view.streams, session: forged }))).toBe("invalid-lineage");
+    expect(code(() => createView(h.view.lineage, { ...h.view.streams, session: forged }))).toBe("invalid-lineage");
   });
 });
 
