@@ -13,9 +13,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import {
-  InMemoryCredentialStore,
   fauxAssistantMessage,
-  fauxProvider,
   fauxText,
   fauxToolCall,
   type AssistantMessage,
@@ -23,15 +21,12 @@ import {
   type FauxResponseStep,
 } from "@earendil-works/pi-ai";
 import {
-  DefaultResourceLoader,
-  ModelRuntime,
   SessionManager,
-  SettingsManager,
-  createAgentSession,
   type AgentSession,
   type AgentSessionEvent,
 } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
+import { createOfflineSession } from "../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 
 export interface DemoOptions {
@@ -215,36 +210,15 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const errors: string[] = [];
   let result: DemoResult | undefined;
   try {
-    const modelRuntime = await ModelRuntime.create({
-      credentials: new InMemoryCredentialStore(),
-      modelsPath: null,
+    const created = await createOfflineSession({
+      cwd,
+      agentDir,
       modelsStorePath: join(root, "models.json"),
-      refreshOnCreate: false,
-    } as never);
-    const faux = fauxProvider({ provider: "faux", models: [{ id: "scripted-model" }] });
-    modelRuntime.registerNativeProvider(faux.provider);
-    const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } } as never);
-    const loader = new DefaultResourceLoader({
-      cwd,
-      agentDir,
-      settingsManager,
+      modelId: "scripted-model",
       extensionFactories: [createStateFlowExtension({ agentDir, env, onRuntime: (a) => (accessor = a) })],
-      noSkills: true,
-      noPromptTemplates: true,
-      noThemes: true,
-      noContextFiles: true,
-    } as never);
-    await loader.reload();
-    const created = await createAgentSession({
-      cwd,
-      agentDir,
-      model: faux.getModel(),
-      thinkingLevel: "off",
-      modelRuntime,
-      resourceLoader: loader,
       sessionManager: SessionManager.create(cwd, sessionDir),
-      settingsManager,
-    } as never);
+    });
+    const faux = created.faux;
     const s = created.session;
     session = s;
     const ui = new Proxy(

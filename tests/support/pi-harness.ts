@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  InMemoryCredentialStore,
   fauxAssistantMessage,
   fauxProvider,
   fauxText,
@@ -17,15 +16,12 @@ import {
   type FauxResponseStep,
 } from "@earendil-works/pi-ai";
 import {
-  DefaultResourceLoader,
-  ModelRuntime,
   SessionManager,
-  SettingsManager,
-  createAgentSession,
   type AgentSession,
   type ExtensionFactory,
 } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
+import { createOfflineSession } from "../../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
 
 export { fauxText, fauxToolCall };
@@ -112,15 +108,6 @@ export class PiHarness {
   private async open(options: HarnessOptions): Promise<void> {
     process.env.PI_CODING_AGENT_DIR = this.agentDir;
     process.env.PI_OFFLINE = "1";
-    const modelRuntime = await ModelRuntime.create({
-      credentials: new InMemoryCredentialStore(),
-      modelsPath: null,
-      modelsStorePath: join(this.root, `models-${++counter}.json`),
-      refreshOnCreate: false,
-    } as never);
-    this.faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1" }] });
-    modelRuntime.registerNativeProvider(this.faux.provider);
-    const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } } as never);
     const stateFlow = createStateFlowExtension({
       agentDir: this.agentDir,
       env: this.env,
@@ -128,33 +115,20 @@ export class PiHarness {
         this.accessor = accessor;
       },
     });
-    const loader = new DefaultResourceLoader({
-      cwd: this.cwd,
-      agentDir: this.agentDir,
-      settingsManager,
-      extensionFactories: [stateFlow, ...(options.extraExtensions ?? [])],
-      noSkills: true,
-      noPromptTemplates: true,
-      noThemes: true,
-      noContextFiles: true,
-    } as never);
-    await loader.reload();
-    this.loadErrors.push(...loader.getExtensions().errors.map((e) => e.error));
     const sessionManager = options.openFile
       ? SessionManager.open(options.openFile, this.sessionDir)
       : options.sessionKind === "file"
         ? SessionManager.create(this.cwd, this.sessionDir)
         : SessionManager.inMemory(this.cwd);
-    const { session } = await createAgentSession({
+    const { session, faux, loadErrors } = await createOfflineSession({
       cwd: this.cwd,
       agentDir: this.agentDir,
-      model: this.faux.getModel(),
-      thinkingLevel: "off",
-      modelRuntime,
-      resourceLoader: loader,
+      modelsStorePath: join(this.root, `models-${++counter}.json`),
+      extensionFactories: [stateFlow, ...(options.extraExtensions ?? [])],
       sessionManager,
-      settingsManager,
-    } as never);
+    });
+    this.faux = faux;
+    this.loadErrors.push(...loadErrors);
     this.session = session;
     this.binding = () => this.bindSession(session);
     if (options.bind !== false) await this.bind();

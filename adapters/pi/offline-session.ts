@@ -1,0 +1,65 @@
+// An offline Pi AgentSession with Pi's faux model provider: the recipe the demo and the tests
+// share (design.md §3). No network, no credentials, compaction and retries off, extensions given
+// as factories; the caller binds them (bindings differ: a demo prints, tests record).
+
+import { InMemoryCredentialStore, fauxProvider } from "@earendil-works/pi-ai";
+import {
+  DefaultResourceLoader,
+  ModelRuntime,
+  SessionManager,
+  SettingsManager,
+  createAgentSession,
+  type AgentSession,
+  type ExtensionFactory,
+} from "@earendil-works/pi-coding-agent";
+
+export interface OfflineSessionOptions {
+  cwd: string;
+  agentDir: string;
+  /** Where Pi's model runtime keeps its (empty) model store. */
+  modelsStorePath: string;
+  extensionFactories: ExtensionFactory[];
+  sessionManager: SessionManager;
+  modelId?: string;
+}
+
+export interface OfflineSession {
+  session: AgentSession;
+  faux: ReturnType<typeof fauxProvider>;
+  /** Extension loading errors Pi collected (it keeps running without the failed extension). */
+  loadErrors: string[];
+}
+
+export async function createOfflineSession(options: OfflineSessionOptions): Promise<OfflineSession> {
+  const modelRuntime = await ModelRuntime.create({
+    credentials: new InMemoryCredentialStore(),
+    modelsPath: null,
+    modelsStorePath: options.modelsStorePath,
+    refreshOnCreate: false,
+  } as never);
+  const faux = fauxProvider({ provider: "faux", models: [{ id: options.modelId ?? "faux-1" }] });
+  modelRuntime.registerNativeProvider(faux.provider);
+  const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } } as never);
+  const loader = new DefaultResourceLoader({
+    cwd: options.cwd,
+    agentDir: options.agentDir,
+    settingsManager,
+    extensionFactories: options.extensionFactories,
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+  } as never);
+  await loader.reload();
+  const { session } = await createAgentSession({
+    cwd: options.cwd,
+    agentDir: options.agentDir,
+    model: faux.getModel(),
+    thinkingLevel: "off",
+    modelRuntime,
+    resourceLoader: loader,
+    sessionManager: options.sessionManager,
+    settingsManager,
+  } as never);
+  return { session, faux, loadErrors: loader.getExtensions().errors.map((e) => e.error) };
+}

@@ -1,0 +1,60 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
+import { SessionManager, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { afterEach, describe, expect, it } from "vitest";
+import { createOfflineSession } from "../../../adapters/pi/offline-session.ts";
+
+let root: string | undefined;
+afterEach(() => {
+  if (root) rmSync(root, { recursive: true, force: true });
+  root = undefined;
+});
+
+describe("createOfflineSession", () => {
+  it("runs a real AgentSession on the faux provider with the given extensions", async () => {
+    root = mkdtempSync(join(tmpdir(), "sf-offline-"));
+    const cwd = join(root, "project");
+    mkdirSync(cwd);
+    process.env.PI_CODING_AGENT_DIR = join(root, "agent");
+    const seen: string[] = [];
+    const probe = (pi: ExtensionAPI) => {
+      pi.on("before_agent_start", (event) => {
+        seen.push(event.prompt);
+      });
+    };
+    const { session, faux, loadErrors } = await createOfflineSession({
+      cwd,
+      agentDir: join(root, "agent"),
+      modelsStorePath: join(root, "models.json"),
+      extensionFactories: [probe],
+      sessionManager: SessionManager.inMemory(cwd),
+    });
+    expect(loadErrors).toEqual([]);
+    await session.bindExtensions({});
+    faux.setResponses([fauxAssistantMessage([fauxText("offline answer")])]);
+    await session.prompt("hello");
+    await session.waitForIdle();
+    expect(seen).toEqual(["hello"]);
+    const last = session.messages[session.messages.length - 1] as { role: string; content: { text: string }[] };
+    expect(last.role).toBe("assistant");
+    expect(last.content[0]!.text).toBe("offline answer");
+  });
+
+  it("reports an extension that fails to load instead of throwing", async () => {
+    root = mkdtempSync(join(tmpdir(), "sf-offline-"));
+    const cwd = join(root, "project");
+    mkdirSync(cwd);
+    const { loadErrors } = await createOfflineSession({
+      cwd,
+      agentDir: join(root, "agent"),
+      modelsStorePath: join(root, "models.json"),
+      extensionFactories: [() => {
+        throw new Error("broken factory");
+      }],
+      sessionManager: SessionManager.inMemory(cwd),
+    });
+    expect(loadErrors).toEqual([expect.stringMatching(/broken factory/)]);
+  });
+});
