@@ -63,7 +63,7 @@ function setup(config: Record<string, unknown> | string | null) {
   return { agentDir, cwd: realpathSync(cwd), env, storeRoot: join(agentDir, "state-flow"), contextsFile: join(root, "contexts.jsonl") };
 }
 
-function runPi(dirs: ReturnType<typeof setup>, script: Step[], prompt: string): Promise<CliRun> {
+function runPi(dirs: ReturnType<typeof setup>, script: Step[], prompt: string, options: { loadRepo?: boolean } = {}): Promise<CliRun> {
   const args = [
     piCli,
     "--offline",
@@ -72,8 +72,7 @@ function runPi(dirs: ReturnType<typeof setup>, script: Step[], prompt: string): 
     "-ns",
     "-np",
     "--no-themes",
-    "-e",
-    repoRoot,
+    ...(options.loadRepo === false ? [] : ["-e", repoRoot]),
     "-e",
     fauxExtension,
     "--provider",
@@ -197,4 +196,16 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.contexts).toHaveLength(0);
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
+
+  it("pi install <repo path> registers the package; a later run loads State Flow without -e", async () => {
+    const dirs = setup({ autoStart: true });
+    const install = spawnSync(process.execPath, [piCli, "install", repoRoot], { cwd: dirs.cwd, env: dirs.env, encoding: "utf8", timeout: 30_000 });
+    expect(install.status, install.stderr).toBe(0);
+    expect(install.stdout).toContain(`Installed ${repoRoot}`);
+    const run = await runPi(dirs, [{ call: "patch_state", args: { session: { working: { installed: true } }, final: true } }, { say: "Installed run." }], "via install", { loadRepo: false });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe("Installed run.");
+    expect(run.contexts[0]!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
+    expect(existsSync(join(dirs.storeRoot, ".git"))).toBe(true);
+  }, 60_000);
 });
