@@ -313,3 +313,37 @@ describe("publication through Pi", () => {
     expect(pushed).toBe(head);
   });
 });
+
+describe("Pi's own compaction and tree summaries", () => {
+  it("after /compact and a summarized /tree, runs still project state and the current run only", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    for (let i = 1; i <= 3; i++) {
+      h.script(call("patch_state", { session: { working: { [`run${i}`]: true } }, final: true }), say(`answer ${i}`));
+      // Large enough that Pi's compaction (it keeps ~20k recent tokens) has something to cut.
+      await h.prompt(`REQUEST ${i} ${"filler ".repeat(6000)}`);
+    }
+    const middle = h.session.sessionManager.getLeafId()!;
+    // Pi summarizes the history and, when it cuts inside a turn, that turn's prefix: two calls.
+    h.script(say("COMPACTION SUMMARY"), say("TURN PREFIX SUMMARY"));
+    await h.session.compact();
+    expect(h.extensionErrors()).toEqual([]);
+    h.script(call("patch_state", { final: true }), say("after compaction"));
+    await h.prompt("REQUEST 4");
+    const afterCompaction = contextText(h.contexts[h.contexts.length - 2]!);
+    expect(afterCompaction).toContain("REQUEST 4");
+    expect(afterCompaction).toContain('"run3": true');
+    expect(afterCompaction).not.toContain("REQUEST 3");
+    expect(afterCompaction.match(/## state\[0\]/g)).toHaveLength(1);
+    h.script(say("TREE SUMMARY"));
+    await h.session.navigateTree(middle, { summarize: true });
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ run1: true, run2: true, run3: true });
+    h.script(call("patch_state", { final: true }), say("after tree"));
+    await h.prompt("REQUEST 5");
+    const afterTree = contextText(h.contexts[h.contexts.length - 2]!);
+    expect(afterTree).toContain("REQUEST 5");
+    expect(afterTree).not.toContain("REQUEST 4");
+    expect(afterTree.match(/## state\[0\]/g)).toHaveLength(1);
+  });
+});

@@ -27,6 +27,12 @@ describe("State Flow in a real Pi session", () => {
     expect(h.accessor.episode()).toBe("active.steady");
     const second = contextText(h.contexts[1]!);
     expect(second).toContain('"goal": "demo"');
+    // The specification is user-authority text in the runtime context, never in the system prompt.
+    for (const context of h.contexts) {
+      expect(context.systemPrompt).toContain("## State Flow protocol");
+      expect(context.systemPrompt).not.toContain("Record the goal");
+      expect(contextText({ messages: [context.messages[0]!] } as never)).toMatch(/Current specification[^\n]*\nRecord the goal/);
+    }
   });
 });
 
