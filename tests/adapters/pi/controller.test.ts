@@ -347,3 +347,30 @@ describe("Pi's own compaction and tree summaries", () => {
     expect(afterTree.match(/## state\[0\]/g)).toHaveLength(1);
   });
 });
+
+describe("coexistence with a turn-recovery extension (pi-continuity style)", () => {
+  it("a length-capped draft is recovered by the neighbour, never accepted; the recovered final answer is", async () => {
+    const continuity = (pi: import("@earendil-works/pi-coding-agent").ExtensionAPI) => {
+      pi.on("message_end", (event) => {
+        const message = event.message as { role: string; stopReason?: string };
+        if (message.role === "assistant" && message.stopReason === "length") {
+          pi.sendMessage({ customType: "continuity", content: "Continue from where the output was cut.", display: false }, { deliverAs: "steer", triggerTurn: true });
+        }
+      });
+    };
+    const h = await harness({ extraExtensions: [continuity] });
+    await h.command("/state-flow-start");
+    h.script(
+      call("patch_state", { session: { working: { answer: "long" } }, final: true }),
+      () => fauxAssistantMessage([fauxText("PARTIAL ANSWER")], { stopReason: "length" }),
+      say("Recovered full answer."),
+    );
+    await h.prompt("long request");
+    expect(h.accessor.read(0).state.response).toBe("Recovered full answer.");
+    expect(h.session.messages.some((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution")).toBe(false);
+    const recovery = contextText(h.contexts[2]!);
+    expect(recovery).toContain("Continue from where the output was cut.");
+    // The interrupted partial is State Flow's discarded draft; the neighbour's instruction stays.
+    expect(recovery).not.toContain("PARTIAL ANSWER");
+  });
+});
