@@ -26,6 +26,8 @@ export type EpisodeEvent =
   | { type: "RUN_ACCEPTED" }
   | { type: "STORAGE_READY" }
   | { type: "STORAGE_FAILED"; error?: string }
+  | { type: "STOP_PERSISTED" }
+  | { type: "STOP_FAILED"; error?: string }
   | { type: "RESTORE_RESULT"; result: RestoreResult }
   | { type: "SHUTDOWN" };
 
@@ -38,6 +40,7 @@ export type EpisodeNoticeCode =
   | "stop-refused-unproven"
   | "start-refused-unproven"
   | "start-failed"
+  | "stop-failed"
   | "restore-lock-busy"
   | "restore-unproven";
 export type EpisodeEffect = "freeze-handoff" | "persist-disabled" | "initialize-storage" | "select-restore";
@@ -86,6 +89,7 @@ export const episodeMachine = setup({
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
     reportStartFailed: emit({ type: "episode.notice", code: "start-failed" } as const),
+    reportStopFailed: emit({ type: "episode.notice", code: "stop-failed" } as const),
     reportLockBusy: emit({ type: "episode.notice", code: "restore-lock-busy" } as const),
     reportUnproven: emit({ type: "episode.notice", code: "restore-unproven" } as const),
     retainRevision: assign({
@@ -151,11 +155,12 @@ export const episodeMachine = setup({
       description: "Branch enabled: State Flow tools, protocol, resolution and projection are on.",
       initial: "steady",
       on: {
-        STOP: { target: "passive", actions: ["freezeHandoff", "persistDisabled"] },
+        STOP: { target: "stopping" },
         START: { actions: ["reportAlreadyActive"] },
         TREE: { target: "restoring.branch" },
       },
       states: {
+        hist: { type: "history", description: "Where a failed stop returns to (bootstrap or steady)." },
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
@@ -166,6 +171,15 @@ export const episodeMachine = setup({
           },
         },
         steady: { description: "Normal enabled operation: projection is state + current run only." },
+      },
+    },
+    stopping: {
+      description:
+        "STOP accepted: the branch's disabled config is being persisted (no semantic step). Passive begins only once it is durable; tools are off meanwhile.",
+      entry: ["persistDisabled"],
+      on: {
+        STOP_PERSISTED: { target: "passive", actions: ["freezeHandoff"] },
+        STOP_FAILED: { target: "#episode.active.hist", actions: ["reportStopFailed"] },
       },
     },
     passive: {
@@ -200,11 +214,7 @@ export const episodeMachine = setup({
           description: "STOP after a lock-busy restore: retry restoration before durably disabling the branch.",
           on: {
             RESTORE_RESULT: [
-              {
-                guard: "restoredRevision",
-                target: "#episode.passive",
-                actions: ["clearRetainedRevision", "freezeHandoff", "persistDisabled"],
-              },
+              { guard: "restoredRevision", target: "#episode.stopping", actions: ["clearRetainedRevision"] },
               { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
               { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
               { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },

@@ -81,6 +81,10 @@ const NOTICES: Record<EpisodeNoticeCode, { text: string; level: "info" | "warnin
     level: "error",
   },
   "start-failed": { text: "State Flow could not initialize its store; see the previous error. Nothing was enabled.", level: "error" },
+  "stop-failed": {
+    text: "State Flow could not persist the stop (see the previous error); the branch stays enabled. Retry /state-flow-stop once the store is writable.",
+    level: "error",
+  },
   "restore-lock-busy": {
     text: "State Flow could not restore this branch: the store's publication lock is held. The selected revision is kept; retry /state-flow-start once the other writer is done.",
     level: "warning",
@@ -440,6 +444,11 @@ export class StateFlowController {
     return revision ? store.loadPointer({ revision }) : null;
   }
 
+  /**
+   * The frozen exit handoff (effective state at the stop boundary) followed by the branch's
+   * disabled marker: together they make this physical session's passive projection durable
+   * across reload, resume and /tree, while another session reading the branch sees plain off.
+   */
   private freezeHandoff(): void {
     if (!this.identity) return;
     const state = this.runtime ? readTemporalState(this.runtime.view).state : null;
@@ -447,18 +456,24 @@ export class StateFlowController {
       "[State Flow stopped — frozen exit handoff: the effective state at the stop boundary. It is assistant-produced memory, not an instruction.]\n" +
       (state ? JSON.stringify(state, null, 2) : "(no state)");
     this.pi.sendMessage({ customType: STOP_HANDOFF, content, display: false, details: { sessionId: this.identity.sessionId } });
+    this.pi.appendEntry(CHECKPOINT_ENTRY, { disabled: true });
   }
 
+  /** Stop is config-only: the disabled runtime revision is published, then the machine learns the outcome. */
   private async persistDisabled(): Promise<void> {
-    if (!this.runtime || !this.store) return;
+    if (!this.runtime || !this.store) {
+      this.episode.send({ type: "STOP_FAILED", error: "no runtime is selected on this branch" });
+      return;
+    }
     try {
       const runtime = await this.store.publishConfig(this.runtime, { ...this.runtime.config, enabled: false }, "state-flow: stop");
       this.runtime = runtime;
       this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: runtime.pointer.revision });
-      this.pi.appendEntry(CHECKPOINT_ENTRY, { disabled: true });
+      this.episode.send({ type: "STOP_PERSISTED" });
       this.notify("State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.", "info");
     } catch (error) {
-      this.notify(`State Flow could not persist the stop: ${errorMessage(error)}. The branch stays passive for this session only.`, "error");
+      this.notify(`State Flow could not persist the stop: ${errorMessage(error)}`, "error");
+      this.episode.send({ type: "STOP_FAILED", error: errorMessage(error) });
     }
   }
 

@@ -36,6 +36,8 @@ const allEvents: EpisodeEvent[] = [
   { type: "RUN_ACCEPTED" },
   { type: "STORAGE_READY" },
   { type: "STORAGE_FAILED" },
+  { type: "STOP_PERSISTED" },
+  { type: "STOP_FAILED" },
   { type: "SHUTDOWN" },
   ...restoreResults.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
 ];
@@ -70,7 +72,8 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (!before.startsWith("active") && after.startsWith("active")) {
     const ok =
       (event.type === "STORAGE_READY" && before.startsWith("starting")) ||
-      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.branch");
+      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.branch") ||
+      (event.type === "STOP_FAILED" && before === "stopping");
     if (!ok) v.push(`I1.1 tools became active from ${before} on ${JSON.stringify(event)}`);
   }
   // I1.2
@@ -91,16 +94,16 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // I1.5
   if (before !== "passive" && after === "passive") {
     const ok =
-      (event.type === "STOP" && before.startsWith("active")) ||
+      (event.type === "STOP_PERSISTED" && before === "stopping") ||
       (event.type === "RESTORE_RESULT" && event.result.kind === "passive") ||
-      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop") ||
       (event.type === "STORAGE_FAILED" && before === "starting.fromPassive");
     if (!ok) v.push(`I1.5 passive entered from ${before} on ${JSON.stringify(event)}`);
   }
   // I1.6 / I1.7
-  if (after === "active.bootstrap.fromHandoff" && before !== after && before !== "starting.fromPassive")
+  const returnedFromFailedStop = before === "stopping" && event.type === "STOP_FAILED";
+  if (after === "active.bootstrap.fromHandoff" && before !== after && before !== "starting.fromPassive" && !returnedFromFailedStop)
     v.push(`I1.6 handoff bootstrap entered from ${before}`);
-  if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff")
+  if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff" && !returnedFromFailedStop)
     v.push(`I1.6 transcript bootstrap entered from ${before}`);
   if (before.startsWith("active.bootstrap") && event.type === "RUN_ACCEPTED" && after !== "active.steady")
     v.push(`I1.7 RUN_ACCEPTED in ${before} led to ${after}, not active.steady`);
@@ -115,6 +118,18 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     v.push(`I1.9 lock-busy restore lost the selected revision (${String(next.context.retainedRevision)})`);
   if (before === "failedClosed.lockBusy" && (event.type === "START" || event.type === "STOP") && !after.startsWith("restoring"))
     v.push(`I1.9 ${event.type} after lock-busy went to ${after} instead of retrying restoration`);
+  // I1.12
+  if (before !== "stopping" && after === "stopping") {
+    const ok = (event.type === "STOP" && before.startsWith("active")) || (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop");
+    if (!ok) v.push(`I1.12 stopping entered from ${before} on ${JSON.stringify(event)}`);
+    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "persist-disabled")) v.push("I1.12 stopping entered without persisting the disabled config");
+  }
+  if (before === "stopping" && event.type === "STOP_PERSISTED" && !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "freeze-handoff"))
+    v.push("I1.12 passive began without freezing the exit handoff");
+  if (before === "stopping" && event.type === "STOP_FAILED") {
+    if (!after.startsWith("active")) v.push(`I1.12 a failed stop went to ${after} instead of back to active`);
+    if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.12 a failed stop was silent");
+  }
   // I1.10
   if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
   if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");
@@ -229,6 +244,26 @@ describe("episode scenarios", () => {
       { type: "STOP" },
       rr({ kind: "revision", revision: "r-sel", skippedInvalid: 0 }),
     ]);
-    expect(episodeStateName(s), "I1.9 retried stop ends passive").toBe("passive");
+    expect(episodeStateName(s), "I1.9 the retried stop persists the disabled config first (I1.12)").toBe("stopping");
+    const { s: done } = run(false, [
+      { type: "SESSION_START", reason: "resume", branch: "marked" },
+      rr({ kind: "lockBusy", revision: "r-sel" }),
+      { type: "STOP" },
+      rr({ kind: "revision", revision: "r-sel", skippedInvalid: 0 }),
+      { type: "STOP_PERSISTED" },
+    ]);
+    expect(episodeStateName(done), "I1.9 retried stop ends passive").toBe("passive");
+  });
+
+  it("I1.12 a stop that cannot be persisted returns to where it was, visibly", () => {
+    const { s, notices } = run(false, [
+      { type: "SESSION_START", reason: "startup", branch: "unmarked" },
+      { type: "START" },
+      { type: "STORAGE_READY" },
+      { type: "STOP" },
+      { type: "STOP_FAILED" },
+    ]);
+    expect(episodeStateName(s), "I1.12 back to the bootstrap it was in").toBe("active.bootstrap.fromTranscript");
+    expect(notices, "I1.12 the failure is reported").toContain("stop-failed");
   });
 });

@@ -122,6 +122,24 @@ describe("episode in a real session", () => {
     expect(reloaded).toContain("after stop");
   });
 
+  it("a stop that cannot be persisted (lock held by another writer) keeps the branch enabled, visibly (I1.12)", async () => {
+    const { writeFileSync, rmSync } = await import("node:fs");
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("ok"));
+    await h.prompt("before stop");
+    const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
+    writeFileSync(lock, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
+    await h.command("/state-flow-stop");
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.activeTools).toContain("patch_state");
+    expect(h.notices.filter((n) => n.level === "error").map((n) => n.message).join("\n")).toMatch(/could not persist the stop[\s\S]*stays enabled/);
+    expect(h.session.messages.some((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-stop")).toBe(false);
+    rmSync(lock);
+    await h.command("/state-flow-stop");
+    expect(h.accessor.episode()).toBe("passive");
+  });
+
   it("restart after stop bootstraps from the frozen boundary, not the raw pre-stop transcript", async () => {
     const h = await harness();
     await h.command("/state-flow-start");

@@ -125,6 +125,8 @@ const episodeAlphabet: EpisodeEvent[] = [
   { type: "RUN_ACCEPTED" },
   { type: "STORAGE_READY" },
   { type: "STORAGE_FAILED" },
+  { type: "STOP_PERSISTED" },
+  { type: "STOP_FAILED" },
   { type: "SHUTDOWN" },
   ...restoreResults.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
 ];
@@ -163,6 +165,7 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "stop-refused-unproven": /cannot stop: this branch's provenance is unproven/,
   "start-refused-unproven": /cannot start: this branch's provenance is unproven/,
   "start-failed": /could not initialize its store/,
+  "stop-failed": /could not persist the stop/,
   "restore-lock-busy": /publication lock is held/,
   "restore-unproven": /could not prove this branch's revision/,
 };
@@ -275,9 +278,9 @@ class EpisodeWorld {
     // A generated path may end in a transient state (restoring, starting) that Pi never leaves
     // observable: the adapter chains the effect's result event at once. Accept exactly such result
     // events, and feed them to the pure actor too, so both sides stay in step.
-    while ((this.state.matches("restoring") || this.state.matches("starting")) && sent.length > expected.length) {
+    while ((this.state.matches("restoring") || this.state.matches("starting") || this.state.matches("stopping")) && sent.length > expected.length) {
       const next = sent[expected.length] as EpisodeEvent;
-      expect(["RESTORE_RESULT", "STORAGE_READY", "STORAGE_FAILED"], `only a result event may leave the transient ${episodeStateName(this.state as never)}`).toContain(next.type);
+      expect(["RESTORE_RESULT", "STORAGE_READY", "STORAGE_FAILED", "STOP_PERSISTED", "STOP_FAILED"], `only a result event may leave the transient ${episodeStateName(this.state as never)}`).toContain(next.type);
       expected = [...expected, next];
       this.pure.send(next);
     }
@@ -433,7 +436,7 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
       const trigger = events[i]!;
       const group: EpisodeEvent[] = [trigger];
       i++;
-      while (i < events.length && ["STORAGE_READY", "STORAGE_FAILED", "RESTORE_RESULT"].includes(events[i]!.type)) group.push(events[i++]!);
+      while (i < events.length && ["STORAGE_READY", "STORAGE_FAILED", "RESTORE_RESULT", "STOP_PERSISTED", "STOP_FAILED"].includes(events[i]!.type)) group.push(events[i++]!);
       const h = world.h;
       steps++;
       // The other writer finishes before a restore this path expects to succeed.
@@ -450,7 +453,16 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
           await world.step("/state-flow-start", group, () => h.command("/state-flow-start"));
           break;
         case "STOP":
-          await world.step("/state-flow-stop", group, () => h.command("/state-flow-stop"));
+          if (group.some((e) => e.type === "STOP_FAILED")) {
+            // Real fault: another writer holds the store's publication lock while the stop is persisted.
+            const lock = existsSync(join(h.storeRoot, ".git"))
+              ? join(h.storeRoot, ".git", "state-flow-publication.lock")
+              : join(h.storeRoot, ".state-flow-publication.lock");
+            writeFileSync(lock, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
+            await world.step("/state-flow-stop while another writer holds the lock", group, () => h.command("/state-flow-stop")).finally(() => rmSync(lock, { force: true }));
+          } else {
+            await world.step("/state-flow-stop", group, () => h.command("/state-flow-stop"));
+          }
           break;
         case "SHUTDOWN":
           await world.step("session_shutdown(quit)", group, () => h.shutdown());
