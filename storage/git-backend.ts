@@ -1,6 +1,6 @@
 // Git backend: an exact-root repository at the store root; one local commit per accepted cohort.
 //
-// Publication (under the common-Git-directory publication lock); five git processes, spawned
+// Publication (under the common-Git-directory publication lock); three git processes, spawned
 // directly (see git-runner.ts), with the in-process work overlapped with them:
 //   1. in parallel, all invisible until the ref moves:
 //      - per-file compare-and-swap reads of every cohort member against the caller's basis; the
@@ -9,33 +9,57 @@
 //        `git add -A` stages the complete non-ignored worktree delta            (1 process)
 //      - the exact prepared bytes are written as loose blob objects in-process   (0 processes)
 //   2. `git update-index -z --index-info` overlays those blobs (deletions: mode 0) (1 process)
-//   3. `git write-tree`, `git commit-tree -p <base>` (identity from git config only)  (2 processes)
+//   3. `git write-tree`                                                          (1 process)
 //      while, concurrently, the live files' same-directory temp copies are written and fsynced;
-//   4. `git update-ref refs/heads/<branch> <new> <base>`: compare-and-swap, only once every temp
-//      copy is durable (a failure before this point publishes nothing)          (1 process)
-//   5. the temp copies are renamed into place (then one fsync per directory) and the isolated
+//   4. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
+//      (identity from git's own `git var`, cached per backend; see git-objects.ts) (0 processes)
+//   5. the ref moves by compare-and-swap against the reconciled base through git's lockfile
+//      protocol, only once every temp copy is durable (see git-refs.ts; a failure before this
+//      point publishes nothing)                                                  (0 processes)
+//   6. the temp copies are renamed into place (then one fsync per directory) and the isolated
 //      index is installed as the caller's index through index.lock, so no artificial
 //      staged/unstaged entries remain (0 processes).
+// Where steps 4–5 would not be exact (sha256 objects, commit.gpgSign, a non-UTF-8
+// i18n.commitEncoding, core.sharedRepository, extensions.refStorage, a reference-transaction
+// hook, a timezone node and git disagree on, an unusual message or ref name) they run as
+// `git commit-tree` + `git update-ref` instead (five processes).
 // A failure after the ref moved keeps the publication lock (recovery is explicit).
 //
 // Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
 // files compared blob-by-blob; a past revision = `git ls-tree` (regular-file modes) + one
 // `git cat-file --batch` (no output limit, the worktree never moves).
 
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
-import { copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
-import { join, resolve } from "node:path";
-import { deflateSync } from "node:zlib";
+import { access, copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
+import { isAbsolute, join, resolve } from "node:path";
 import { cohortListing, FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
 import { prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, type HeldLock } from "./lock.ts";
+import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
+import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./git-refs.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
 import type { CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
+const REFLOG_MESSAGE = "state-flow: accepted cohort";
+
+interface CommitSettings {
+  /** Why the commit and ref update must run as git processes; null = in-process is exact. */
+  readonly processPathReason: string | null;
+  /** `Name <email>` from git var. */
+  readonly author: string;
+  readonly committer: string;
+  /** `<seconds> <tz>` when GIT_*_DATE fixes the date (as git parsed it); null = now. */
+  readonly authorDate: string | null;
+  readonly committerDate: string | null;
+  readonly fsyncObjects: boolean;
+  readonly logAllRefUpdates: LogAllRefUpdates;
+  readonly lockTimeoutMs: number;
+  readonly referenceTransactionHook: string;
+}
 
 export type GitDetection = { readonly kind: "absent" } | { readonly kind: "present"; readonly binary: string; readonly version: string };
 
@@ -54,7 +78,7 @@ export async function detectGit(options: { env?: NodeJS.ProcessEnv; binary?: str
 
 /** Git blob id of bytes (sha1 or sha256 object format). */
 export function gitBlobId(bytes: Uint8Array, objectFormat: "sha1" | "sha256" = "sha1"): string {
-  return createHash(objectFormat).update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+  return gitObjectId("blob", bytes, objectFormat);
 }
 
 export function isGitPointer(pointer: StorePointer | null | undefined): boolean {
@@ -153,6 +177,7 @@ export class GitBackend implements StoreBackend {
   readonly lockPath: string;
   readonly runner: GitRunner;
   private readonly generation: string;
+  private settings: Promise<CommitSettings> | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
     this.info = info;
@@ -166,16 +191,76 @@ export class GitBackend implements StoreBackend {
     return this.runner.counter.count;
   }
 
-  /** Verifies that git has a configured (not auto-detected) author and committer identity. Two processes. */
+  /**
+   * Verifies that git has a configured (not auto-detected) author and committer identity and
+   * caches it with the commit-relevant configuration for this backend generation (three
+   * processes, concurrently, once; see commitSettings).
+   */
   async checkIdentity(): Promise<void> {
-    for (const variable of ["GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"]) {
+    await this.commitSettings();
+  }
+
+  /**
+   * What an in-process commit and ref update need from git, read once per backend generation:
+   * the author and committer identity from `git -c user.useConfigOnly=true var GIT_*_IDENT`
+   * (git honours the GIT_AUTHOR_* and GIT_COMMITTER_* variables there, dates included; nothing is invented) and
+   * `git config -z -l`. A failure is not cached (the next call retries).
+   */
+  private commitSettings(): Promise<CommitSettings> {
+    this.settings ??= this.readCommitSettings().catch((error: unknown) => {
+      this.settings = undefined;
+      throw error;
+    });
+    return this.settings;
+  }
+
+  private async readCommitSettings(): Promise<CommitSettings> {
+    const ident = async (variable: string) => {
       try {
-        await this.runner.run(["-c", "user.useConfigOnly=true", "var", variable]);
+        return await this.runner.run(["-c", "user.useConfigOnly=true", "var", variable]);
       } catch (error) {
         if (looksLikeIdentityError(error)) throw identityMissing(error);
         throw gitFailed(`Checking the Git identity (${variable})`, error);
       }
-    }
+    };
+    const [authorOut, committerOut, configOut] = await Promise.all([
+      ident("GIT_AUTHOR_IDENT"),
+      ident("GIT_COMMITTER_IDENT"),
+      this.runner.run(["config", "-z", "-l"]).catch((error: unknown) => {
+        throw gitFailed("Reading the Git configuration (git config -l)", error);
+      }),
+    ]);
+    const config = parseConfigList(configOut);
+    const author = parseGitIdent(authorOut);
+    const committer = parseGitIdent(committerOut);
+    const fixedAuthorDate = (this.runner.envValue("GIT_AUTHOR_DATE") ?? "") !== "";
+    const fixedCommitterDate = (this.runner.envValue("GIT_COMMITTER_DATE") ?? "") !== "";
+    // git prints the ident's date in its own timezone: a non-fixed date must agree with ours.
+    const sameZone = (parsed: { date: string; seconds: number } | null, fixed: boolean) => parsed !== null && (fixed || gitDateOf(parsed.seconds * 1000) === parsed.date);
+    const encoding = config.get("i18n.commitencoding");
+    const shared = config.get("core.sharedrepository");
+    const fsync = config.get("core.fsync") ?? "";
+    const logAll = config.get("core.logallrefupdates");
+    const hooksPath = config.get("core.hookspath");
+    let inProcess: string | null = null; // why the process path is needed, or null
+    if (this.info.objectFormat !== "sha1") inProcess = "sha256 object format";
+    else if (gitBool(config.get("commit.gpgsign"))) inProcess = "commit.gpgSign";
+    else if (encoding != null && !/^utf-?8$/i.test(encoding)) inProcess = "i18n.commitEncoding";
+    else if (shared != null && !/^(false|no|off|0|umask)$/i.test(shared)) inProcess = "core.sharedRepository";
+    else if (config.has("extensions.refstorage")) inProcess = "extensions.refStorage";
+    else if (!sameZone(author, fixedAuthorDate) || !sameZone(committer, fixedCommitterDate)) inProcess = "timezone or identity format";
+    const timeout = Number(config.get("core.filesreflocktimeout") ?? "100");
+    return {
+      processPathReason: inProcess,
+      author: author?.person ?? "",
+      committer: committer?.person ?? "",
+      authorDate: fixedAuthorDate ? (author?.date ?? null) : null,
+      committerDate: fixedCommitterDate ? (committer?.date ?? null) : null,
+      fsyncObjects: gitBool(config.get("core.fsyncobjectfiles")) || /loose-object|objects|committed|added|all/.test(fsync),
+      logAllRefUpdates: logAll === undefined ? (gitBool(config.get("core.bare")) ? "none" : "normal") : logAll !== null && /^always$/i.test(logAll) ? "always" : gitBool(logAll) ? "normal" : "none",
+      lockTimeoutMs: Number.isFinite(timeout) && timeout >= 0 ? timeout : 10_000,
+      referenceTransactionHook: hooksPath != null ? join(isAbsolute(hooksPath) ? hooksPath : join(this.root, hooksPath), "reference-transaction") : join(this.info.commonDir, "hooks", "reference-transaction"),
+    };
   }
 
   readFile(path: string): Promise<Buffer | null> {
@@ -362,12 +447,13 @@ export class GitBackend implements StoreBackend {
         `The basis ${request.basis.pointer.revision} is a file-only cohort; adopt it into Git (adoptFileCohort) before publishing through Git.`,
       );
     }
+    await this.commitSettings(); // identity first: nothing is written without one
     const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "git publication" });
     let keepLock = false;
     const index = this.isolatedIndexPath();
     let prepared: Promise<PreparedWrites> | undefined;
     try {
-      const { ref, revision: head } = await this.head();
+      const { ref, revision: head } = await this.head(); 
       // Independent work in parallel (all of it invisible until the ref moves): the per-file
       // compare-and-swap reads, staging the worktree delta into the isolated index, and writing
       // the prepared blobs into the object database.
@@ -423,7 +509,7 @@ export class GitBackend implements StoreBackend {
       keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
       await (await prepared).commit();
       for (const path of order) if (request.writes.get(path) == null) await removeOwnedFile(this.root, path);
-      const indexSynced = await this.installIndex(index);
+      const indexSynced = await this.installIndex(index); 
       keepLock = false;
       const hashes = new Map(currentHashes);
       for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
@@ -456,6 +542,7 @@ export class GitBackend implements StoreBackend {
   async adoptFileCohort(paths: readonly string[], expected: StorePointer): Promise<PublishReceipt> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
+    await this.commitSettings();
     const fileLock = await acquirePublicationLock(join(this.root, FILE_LOCK_NAME), { generation: this.generation, purpose: "adoption into git" });
     let lock: HeldLock | undefined;
     const index = this.isolatedIndexPath();
@@ -520,7 +607,7 @@ export class GitBackend implements StoreBackend {
     const ids = new Map<string, string | null>();
     const entries = [...overlay].sort(([a], [b]) => comparePaths(a, b));
     if (this.info.objectFormat === "sha1") {
-      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseBlob(objectsDir, bytes))));
+      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes))));
       entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
     } else {
       for (const [path, bytes] of entries) {
@@ -532,9 +619,11 @@ export class GitBackend implements StoreBackend {
 
   /**
    * Overlays the exact prepared blobs on the staged isolated index and publishes one commit:
-   * `update-index --index-info` (deletions with mode 0), `write-tree`, `commit-tree -p <base>`
-   * (identity from git config only), then — after `beforeRefUpdate` — `update-ref <ref> <new>
-   * <base>`, a compare-and-swap against the reconciled base. Four processes.
+   * `update-index --index-info` (deletions with mode 0), `write-tree`, the commit object
+   * (in-process, else `commit-tree -p <base>`; identity from git config only), then — after
+   * `beforeRefUpdate` — a compare-and-swap of the ref against the reconciled base (in-process
+   * through git's lockfile protocol, else `update-ref <ref> <new> <base>`). Two processes (four
+   * on the process path).
    */
   private async commitStaged(options: {
     ref: string;
@@ -550,6 +639,44 @@ export class GitBackend implements StoreBackend {
     for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
     if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
     const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
+    const settings = await this.commitSettings();
+    if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
+      // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
+      const date = gitDateOf(Date.now());
+      const committer = `${settings.committer} ${settings.committerDate ?? date}`;
+      const body = commitObjectBody({ tree, parents: base ? [base] : [], author: `${settings.author} ${settings.authorDate ?? date}`, committer, message });
+      let revision: string;
+      try {
+        revision = writeSmallLooseObjectSync(join(this.info.commonDir, "objects"), "commit", body, { fsync: settings.fsyncObjects });
+      } catch (error) {
+        throw gitFailed("Writing the commit object", error);
+      }
+      // The ref's lock, compare-and-swap check and fsynced new value overlap the live files' fsyncs;
+      // the ref itself moves only once those are durable.
+      const [durable, refUpdate] = await Promise.allSettled([
+        options.beforeRefUpdate?.(),
+        prepareRefUpdate({
+          gitDir: this.info.gitDir,
+          commonDir: this.info.commonDir,
+          ref,
+          newId: revision,
+          oldId: base,
+          zeroId: zero,
+          committer,
+          message: REFLOG_MESSAGE,
+          logAllRefUpdates: settings.logAllRefUpdates,
+          headPointsHere: true, // `ref` was read from HEAD; re-checked under HEAD.lock
+          lockTimeoutMs: settings.lockTimeoutMs,
+        }),
+      ]);
+      if (durable.status === "rejected") {
+        if (refUpdate.status === "fulfilled") await refUpdate.value.abort();
+        throw durable.reason;
+      }
+      if (refUpdate.status === "rejected") throw refUpdate.reason;
+      await refUpdate.value.commit();
+      return revision;
+    }
     let revision: string;
     try {
       revision = (await this.runner.execText(["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message])).trim();
@@ -559,7 +686,7 @@ export class GitBackend implements StoreBackend {
     }
     await options.beforeRefUpdate?.();
     try {
-      await this.runner.exec(["update-ref", "-m", "state-flow: accepted cohort", ref, revision, base ?? zero]);
+      await this.runner.exec(["update-ref", "-m", REFLOG_MESSAGE, ref, revision, base ?? zero]);
     } catch (error) {
       if (error instanceof GitCommandError && /but expected|reference already exists|cannot lock ref/i.test(error.stderr)) {
         throw new StoreError(
@@ -666,34 +793,33 @@ async function readMembers(root: string, members: readonly string[]): Promise<Ma
   return new Map(members.map((path, i) => [path, read[i] ?? null]));
 }
 
-/** Writes a loose blob object exactly as git would (zlib of "blob <n>\0" + bytes) unless it exists. */
-async function writeLooseBlob(objectsDir: string, bytes: Buffer): Promise<string> {
-  const id = gitBlobId(bytes, "sha1");
-  const dir = join(objectsDir, id.slice(0, 2));
-  const target = join(dir, id.slice(2));
-  try {
-    await lstat(target);
-    return id; // content-addressed: an existing object has these bytes
-  } catch (error) {
-    if (errnoOf(error) !== "ENOENT") throw error;
+/** git's boolean config values (a key without a value is true). */
+function gitBool(value: string | null | undefined): boolean {
+  if (value === undefined) return false;
+  if (value === null) return true;
+  if (/^(true|yes|on)$/i.test(value)) return true;
+  if (/^(false|no|off|)$/i.test(value)) return false;
+  return /^-?\d+$/.test(value) && Number(value) !== 0;
+}
+
+/** Parses `git config -z -l` (`key\nvalue\0`, or `key\0` for a key without value; later values win). */
+export function parseConfigList(out: string): Map<string, string | null> {
+  const config = new Map<string, string | null>();
+  for (const record of out.split("\0")) {
+    if (record === "") continue;
+    const nl = record.indexOf("\n");
+    config.set(nl < 0 ? record : record.slice(0, nl), nl < 0 ? null : record.slice(nl + 1));
   }
-  await mkdir(dir, { recursive: true });
-  const temp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-  const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o444);
+  return config;
+}
+
+async function isExecutable(path: string): Promise<boolean> {
   try {
-    // Like git's default (core.fsync without loose-object), the object is not fsynced: the commit
-    // refers to it only after update-ref, and the live files themselves are written with fsync.
-    await handle.writeFile(deflateSync(Buffer.concat([Buffer.from(`blob ${bytes.length}\0`), bytes]), { level: 1 }));
-  } finally {
-    await handle.close();
+    await access(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
-  try {
-    await rename(temp, target);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
-  return id;
 }
 
 /** Parses `git cat-file --batch` output into objects (missing entries yield undefined). */

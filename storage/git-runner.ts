@@ -139,6 +139,11 @@ export class GitRunner {
     this.env = cleanGitEnv(options.env);
   }
 
+  /** A variable of the environment every git process of this runner gets (per-call overrides aside). */
+  envValue(name: string): string | undefined {
+    return this.env[name];
+  }
+
   private client(input: Buffer | string | undefined, extraEnv: Record<string, string> | undefined, failure: { exit?: number; stderr?: string }): SimpleGit {
     const env = extraEnv ? { ...this.env, ...extraEnv } : this.env;
     return simpleGit({

@@ -184,17 +184,17 @@ describe("git backend", () => {
     expect(git(root, env, "rev-list", "--count", ok.pointer.revision).trim()).toBe("3");
   });
 
-  it("publishes nothing when the ref moves between staging and the compare-and-swap update-ref", async () => {
+  it("publishes nothing when the ref moves between staging and the compare-and-swap ref update", async () => {
     const { backend, root, env, counter } = await repo();
     const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
     const basis = await backend.loadCurrent(paths);
     // Another writer (not State Flow, so not stopped by the publication lock) moves the branch
-    // just before our update-ref runs.
+    // after our tree was written, before our compare-and-swap.
     const runner = backend.runner;
     const exec = runner.exec.bind(runner);
     let intruder = "";
     runner.exec = async (args, options) => {
-      if (args[0] === "update-ref") {
+      if (args[0] === "write-tree") {
         const tree = git(root, env, "write-tree").trim();
         intruder = git(root, env, "commit-tree", tree, "-p", first.pointer.revision, "-m", "intruder").trim();
         git(root, env, "update-ref", "refs/heads/" + git(root, env, "branch", "--show-current").trim(), intruder);
@@ -204,14 +204,44 @@ describe("git backend", () => {
     const before = counter.count;
     const error = await backend.publish({ basis, writes: cohort(2) }).catch((e: unknown) => e);
     runner.exec = exec;
-    expect(counter.count - before).toBe(5);
+    expect(counter.count - before).toBe(3);
     expect(error).toMatchObject({ code: "stale-basis", message: expect.stringContaining("compare-and-swap failed") });
+    expect(readdirSync(join(root, ".git", "refs", "heads")).filter((n) => n.endsWith(".lock"))).toEqual([]);
+    expect(existsSync(join(root, ".git", "HEAD.lock"))).toBe(false);
     expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(intruder); // the other writer's commit survives
     for (const [path, bytes] of cohort(1)) expect(readFileSync(join(root, path)), path).toEqual(bytes); // live files untouched
     const stray = git(root, env, "status", "--porcelain", "--untracked-files=all", "--ignored");
     expect(stray).not.toMatch(/\.tmp/); // prepared temp copies removed
     expect(existsSync(backend.lockPath)).toBe(false);
     expect(readdirSync(join(root, ".git")).filter((n) => n.startsWith("state-flow-index."))).toEqual([]);
+  });
+
+  it("commits in-process exactly like git (identity from git, fixed dates honoured, reflogs, fsck), and takes git's own path where that would not be exact", async () => {
+    const { backend, root, env, counter } = await repo();
+    const dated = { ...env, GIT_AUTHOR_DATE: "1700000000 +0130", GIT_COMMITTER_DATE: "1700000100 -0500" };
+    const fixed = (await openGitBackend({ root, binary: GIT, env: dated, counter, generation: "dated" }))!;
+    await fixed.checkIdentity();
+    const before = counter.count;
+    const first = await fixed.publish({ basis: await fixed.loadCurrent(paths), writes: cohort(1), message: "cohort one" });
+    expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
+    const tree = git(root, env, "rev-parse", `${first.pointer.revision}^{tree}`).trim();
+    expect(git(root, dated, "commit-tree", tree, "-m", "cohort one").trim()).toBe(first.pointer.revision); // byte-identical to git
+    const second = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(2) });
+    const text = git(root, env, "cat-file", "commit", second.pointer.revision);
+    expect(text).toContain(`parent ${first.pointer.revision}\n`);
+    expect(text).toMatch(/^author State Flow Test <test@state-flow\.invalid> \d+ [+-]\d{4}$/m);
+    expect(git(root, env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([`${second.pointer.revision} state-flow: accepted cohort`, `${first.pointer.revision} state-flow: accepted cohort`]);
+    git(root, env, "fsck", "--strict", "--no-progress");
+    // a reference-transaction hook must run: git's own commit-tree + update-ref (5 processes)
+    const hook = join(root, ".git", "hooks", "reference-transaction");
+    writeFileSync(hook, `#!/bin/sh\necho "$1" >> "${join(root, ".git", "hook.log")}"\n`, { mode: 0o755 });
+    const basis = await backend.loadCurrent(paths);
+    const count = counter.count;
+    const third = await backend.publish({ basis, writes: cohort(3) });
+    expect(counter.count - count).toBe(5);
+    expect(readFileSync(join(root, ".git", "hook.log"), "utf8")).toBe("prepared\ncommitted\n");
+    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(third.pointer.revision);
+    expect(git(root, env, "status", "--porcelain")).toBe("");
   });
 
   it("fails closed when live files diverge from HEAD, and refuses symlinked members", async () => {

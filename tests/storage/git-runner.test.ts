@@ -21,6 +21,8 @@ describe("git runner", () => {
   it("never inherits repository-location variables", () => {
     const clean = cleanGitEnv({ PATH: "/bin", GIT_DIR: "/x", git_work_tree: "/y", GIT_AUTHOR_NAME: "a" });
     expect(clean).toEqual({ PATH: "/bin", GIT_AUTHOR_NAME: "a" });
+    const r = new GitRunner({ cwd: "/", env: { GIT_DIR: "/x", GIT_AUTHOR_DATE: "1700000000 +0000" }, binary: GIT });
+    expect([r.envValue("GIT_AUTHOR_DATE"), r.envValue("GIT_DIR")]).toEqual(["1700000000 +0000", undefined]);
   });
 
   it("spawns git directly: stdin, unbounded binary stdout, counted and timed processes", async () => {
