@@ -17,30 +17,9 @@ import {
   runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
+import { EPISODE_EVENTS } from "../support/alphabets.ts";
 
-const reasons = ["startup", "reload", "new", "resume", "fork"] as const;
-const shapes = ["empty", "unmarked", "marked"] as const;
-const restoreResults: RestoreResult[] = [
-  { kind: "revision", revision: "r-sel", skippedInvalid: 0 },
-  { kind: "passive" },
-  { kind: "disabled" },
-  { kind: "none" },
-  { kind: "unproven", revision: "r-sel", reason: "unavailable" },
-  { kind: "lockBusy", revision: "r-sel" },
-];
-const allEvents: EpisodeEvent[] = [
-  ...reasons.flatMap((reason) => shapes.map((branch) => ({ type: "SESSION_START", reason, branch }) as const)),
-  { type: "START" },
-  { type: "STOP" },
-  { type: "TREE" },
-  { type: "RUN_ACCEPTED" },
-  { type: "STORAGE_READY" },
-  { type: "STORAGE_FAILED" },
-  { type: "STOP_PERSISTED" },
-  { type: "STOP_FAILED" },
-  { type: "SHUTDOWN" },
-  ...restoreResults.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
-];
+const allEvents = EPISODE_EVENTS;
 // One representative per SESSION_START guard branch; SHUTDOWN left to edge tours.
 const simpleEvents: EpisodeEvent[] = [
   { type: "SESSION_START", reason: "new", branch: "empty" },

@@ -16,16 +16,9 @@ import {
   runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
+import { RESOLUTION_EVENTS } from "../support/alphabets.ts";
 
-const events: ResolutionEvent[] = [
-  { type: "PATCH_ACCEPTED", final: true },
-  { type: "PATCH_ACCEPTED", final: false },
-  { type: "FINAL_ONLY" },
-  { type: "PATCH_REJECTED" },
-  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending }) as const),
-  { type: "TURN_END" },
-  { type: "RUN_ENDED" },
-];
+const events = RESOLUTION_EVENTS;
 
 interface Trace {
   unresolvedCompletes: number;

@@ -26,6 +26,7 @@ import {
 import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, type ResolutionEvent } from "../../../machines/resolution.ts";
 import type { RestoreResult } from "../../../machines/restore.ts";
 import { generatePaths } from "../../../machines/graph.ts";
+import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
 import { PiHarness, call, contextText, say, type HarnessOptions } from "../../support/pi-harness.ts";
 
 // ---- observing the adapter's actors ----------------------------------------------------------
@@ -107,29 +108,7 @@ function dedupeByPrefix<T extends AnyEventObject>(paths: T[][]): T[][] {
 
 // ==== M1 episode ==================================================================================
 
-const restoreResults: RestoreResult[] = [
-  { kind: "revision", revision: "r-sel", skippedInvalid: 0 },
-  { kind: "passive" },
-  { kind: "disabled" },
-  { kind: "none" },
-  { kind: "unproven", revision: "r-sel", reason: "unavailable" },
-  { kind: "lockBusy", revision: "r-sel" },
-];
-const episodeAlphabet: EpisodeEvent[] = [
-  ...(["startup", "reload", "new", "resume", "fork"] as const).flatMap((reason) =>
-    (["empty", "unmarked", "marked"] as const).map((branch) => ({ type: "SESSION_START", reason, branch }) as const),
-  ),
-  { type: "START" },
-  { type: "STOP" },
-  { type: "TREE" },
-  { type: "RUN_ACCEPTED" },
-  { type: "STORAGE_READY" },
-  { type: "STORAGE_FAILED" },
-  { type: "STOP_PERSISTED" },
-  { type: "STOP_FAILED" },
-  { type: "SHUTDOWN" },
-  ...restoreResults.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
-];
+const episodeAlphabet = EPISODE_EVENTS;
 
 interface EpisodePath {
   autoStart: boolean;
@@ -511,15 +490,7 @@ describe("M1 episode: generated shortest paths replayed through a real Pi sessio
 
 // ==== M2 resolution ===============================================================================
 
-const resolutionAlphabet: ResolutionEvent[] = [
-  { type: "PATCH_ACCEPTED", final: true },
-  { type: "PATCH_ACCEPTED", final: false },
-  { type: "FINAL_ONLY" },
-  { type: "PATCH_REJECTED" },
-  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending }) as const),
-  { type: "TURN_END" },
-  { type: "RUN_ENDED" },
-];
+const resolutionAlphabet = RESOLUTION_EVENTS;
 
 function resolutionPaths(): { generated: number; paths: ResolutionEvent[][] } {
   const shortest = generatePaths<ResolutionEvent>(

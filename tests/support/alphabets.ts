@@ -1,0 +1,43 @@
+// Event alphabets the generated model-based suites explore: every event of a machine, with one
+// sample per payload shape its guards distinguish. Shared by the pure machine suites and the
+// replay of their paths through a real Pi session, so both walk the same graph.
+
+import type { EpisodeEvent } from "../../machines/episode.ts";
+import type { ResolutionEvent } from "../../machines/resolution.ts";
+import type { RestoreResult } from "../../machines/restore.ts";
+
+export const SESSION_START_REASONS = ["startup", "reload", "new", "resume", "fork"] as const;
+export const BRANCH_SHAPES = ["empty", "unmarked", "marked"] as const;
+
+export const RESTORE_RESULTS: RestoreResult[] = [
+  { kind: "revision", revision: "r-sel", skippedInvalid: 0 },
+  { kind: "passive" },
+  { kind: "disabled" },
+  { kind: "none" },
+  { kind: "unproven", revision: "r-sel", reason: "unavailable" },
+  { kind: "lockBusy", revision: "r-sel" },
+];
+
+export const EPISODE_EVENTS: EpisodeEvent[] = [
+  ...SESSION_START_REASONS.flatMap((reason) => BRANCH_SHAPES.map((branch) => ({ type: "SESSION_START", reason, branch }) as const)),
+  { type: "START" },
+  { type: "STOP" },
+  { type: "TREE" },
+  { type: "RUN_ACCEPTED" },
+  { type: "STORAGE_READY" },
+  { type: "STORAGE_FAILED" },
+  { type: "STOP_PERSISTED" },
+  { type: "STOP_FAILED" },
+  { type: "SHUTDOWN" },
+  ...RESTORE_RESULTS.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
+];
+
+export const RESOLUTION_EVENTS: ResolutionEvent[] = [
+  { type: "PATCH_ACCEPTED", final: true },
+  { type: "PATCH_ACCEPTED", final: false },
+  { type: "FINAL_ONLY" },
+  { type: "PATCH_REJECTED" },
+  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending }) as const),
+  { type: "TURN_END" },
+  { type: "RUN_ENDED" },
+];
