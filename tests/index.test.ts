@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import stateFlow, { createStateFlowExtension, readTemporalState } from "../index.ts";
+import pkg from "../package.json" with { type: "json" };
+
+describe("package entry", () => {
+  it("is what Pi's manifest loads: a default extension factory, plus the public API", () => {
+    expect(pkg.pi.extensions).toEqual(["./index.ts"]);
+    expect(typeof stateFlow).toBe("function");
+    expect(typeof createStateFlowExtension({ agentDir: "/nonexistent" })).toBe("function");
+    expect(typeof readTemporalState).toBe("function");
+  });
+
+  it("declares Pi as a peer, pinned for development", () => {
+    expect(pkg.peerDependencies["@earendil-works/pi-coding-agent"]).toBe("^0.84.4");
+    expect(pkg.devDependencies["@earendil-works/pi-coding-agent"]).toBe("0.84.4");
+    expect(pkg.devDependencies.node).toBe("22.23.3");
+    expect(pkg.allowScripts.node).toBe(true);
+  });
+});
