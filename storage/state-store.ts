@@ -26,6 +26,7 @@ import { stageCohort, type StagedCohort } from "./cohort.ts";
 import { StateFlowError } from "./errors.ts";
 import { SCOPES, type ScopeName, type ScopePatch } from "./scope-state.ts";
 import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity, type ScopeFiles } from "./layout.ts";
+import { filePointerOf, isFilePointer } from "./file-backend.ts";
 import { lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./store.ts";
@@ -176,12 +177,31 @@ export class StateStore {
     if (this.store.kind === "file" && (await lockExists(this.store.lockPath))) {
       throw lockHeldError(this.store.lockPath, await readLockOwner(this.store.lockPath));
     }
-    const snapshot = await this.store.loadRevision(pointer, this.paths);
+    const snapshot = await this.loadSnapshotOf(pointer);
     const runtime = decodeRuntime(snapshot, this.identity);
     if (!runtime) {
       throw new StoreError("revision-missing", `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`);
     }
     return runtime;
+  }
+
+  /**
+   * The cohort a pointer names. A file-only pointer stays valid after the store was adopted into
+   * Git while the live cohort is still exactly the one it names (runtime provenance changes to
+   * the Git revision, semantic state does not); current files are never passed off as a past
+   * cohort they do not match.
+   */
+  private async loadSnapshotOf(pointer: StorePointer): Promise<CohortSnapshot> {
+    if (this.store.kind === "git" && isFilePointer(pointer)) {
+      const current = await this.store.loadCurrent(this.paths);
+      if (filePointerOf(current.hashes).revision === pointer.revision) return current;
+      throw new StoreError(
+        "pointer-unavailable",
+        `The file cohort ${pointer.revision} was adopted into Git but the current files no longer match it; ` +
+          "select a newer checkpoint (its Git revision) instead.",
+      );
+    }
+    return this.store.loadRevision(pointer, this.paths);
   }
 
   /**

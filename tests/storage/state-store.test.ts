@@ -146,3 +146,30 @@ describe("file-only restore under a held publication lock", () => {
     await expect(store.loadPointer(runtime.pointer)).rejects.toMatchObject({ code: "lock-held" });
   });
 });
+
+describe("file-only store adopted into Git later", () => {
+  it("a new session's start adopts the live file cohort into Git; the old file pointer still restores while it matches", async () => {
+    const root = temp.make();
+    const fileStore = await open("file", root, identity("A"));
+    let a = await fileStore.start(null, "off");
+    a = (await fileStore.commit(a, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1")).runtime;
+    const filePointer = a.pointer;
+    expect(filePointer.revision).toMatch(/^file:/);
+    // Git becomes available: session B starts, which initializes the repository over the files.
+    const b = await open("git", root, identity("B"));
+    const rb = await b.start(null, "off");
+    expect(readTemporalState(rb.view, 0, "cwd").state.contract).toEqual({ lang: "ts" });
+    const log = git(root, process.env, "log", "--format=%s").trim().split("\n");
+    expect(log).toHaveLength(1);
+    expect(git(root, process.env, "show", "--stat", "--format=", "HEAD")).toContain(`${identity("A").sessionKey}/checkpoint.json`);
+    // A's branch still names its file cohort, which B's start left untouched.
+    const gitA = await open("git", root, identity("A"));
+    const restored = await gitA.loadPointer(filePointer);
+    expect(restored.view).toEqual(a.view);
+    expect(restored.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    // Once A's cohort changes, the old file pointer no longer names current files.
+    const next = (await gitA.commit(restored, { session: { working: { later: true } } }, "a2")).runtime;
+    expect(next.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    await expect(gitA.loadPointer(filePointer)).rejects.toMatchObject({ code: "pointer-unavailable" });
+  });
+});
