@@ -14,7 +14,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic, writeOwnedFilesAtomic, assertStorePath } from "./fs-safe.ts";
 import { comparePaths, scopeOfPath } from "./layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock } from "./lock.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { StoreError } from "./store-error.ts";
 import type { CohortBasis, CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
 
@@ -62,6 +62,25 @@ export function staleBasisError(path: string, expected: string | null | undefine
       `Nothing was written; reload the current view, restage the cohort on it and retry.`,
     { file: path },
   );
+}
+
+/**
+ * A file-only pointer names an exact cohort and resolves only while the current files still are
+ * that cohort (file-only stores keep no history). Shared by both backends: after a store was
+ * adopted into Git, a branch's `file:` pointer keeps resolving against the live files the same
+ * way; the snapshot then carries the Git revision (or the file pointer while HEAD is unborn).
+ */
+export function loadIfCurrent(pointer: StorePointer, current: CohortSnapshot): CohortSnapshot {
+  const cohort = filePointerOf(current.hashes);
+  if (cohort.revision !== pointer.revision) {
+    throw new StoreError(
+      "pointer-unavailable",
+      `The file cohort ${pointer.revision} is no longer available: the current files form ${cohort.revision}. ` +
+        `File-only stores keep no history and current files are never passed off as the selected past; ` +
+        `keep the selected pointer, choose a newer checkpoint, or use Git for cold history.`,
+    );
+  }
+  return { ...current, pointer: current.pointer ?? cohort };
 }
 
 /** Validates a publish request against its basis: writes must be cohort members. */
@@ -112,7 +131,12 @@ export class FileBackend implements StoreBackend {
     return readOwnedFile(this.root, path);
   }
 
+  /**
+   * The live cohort. While another writer holds the publication lock its renames may be half
+   * done, so the read is refused as lock-held (retryable) rather than returning a mixed cohort.
+   */
   async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
+    if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
     const files = await readCohort(this.root, paths);
     const hashes = hashFiles(files);
     return { pointer: filePointerOf(hashes), files, hashes };
@@ -126,16 +150,7 @@ export class FileBackend implements StoreBackend {
         `${JSON.stringify(pointer.revision)} is not a file-only cohort pointer ("file:<64 lowercase hex>"); a Git revision needs the Git backend.`,
       );
     }
-    const current = await this.loadCurrent(paths);
-    if (current.pointer?.revision !== pointer.revision) {
-      throw new StoreError(
-        "pointer-unavailable",
-        `The file cohort ${pointer.revision} is no longer available: the current files form ${current.pointer?.revision}. ` +
-          `File-only stores keep no history and current files are never passed off as the selected past; ` +
-          `keep the selected pointer, choose a newer checkpoint, or use Git for cold history.`,
-      );
-    }
-    return current;
+    return loadIfCurrent(pointer, await this.loadCurrent(paths));
   }
 
   async publish(request: PublishRequest): Promise<PublishReceipt> {

@@ -33,14 +33,14 @@ import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { access, copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { cohortListing, FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
+import { FILE_LOCK_NAME, hashFiles, isFilePointer, loadIfCurrent, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
 import { prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, type HeldLock } from "./lock.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./git-refs.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
-import { StoreError, errnoOf } from "./store-error.ts";
+import { StoreError, errnoOf, isStoreError } from "./store-error.ts";
 import type { CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
@@ -343,7 +343,16 @@ export class GitBackend implements StoreBackend {
     ]);
     if (files.status === "rejected") throw files.reason;
     if (checked.status === "rejected") throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", checked.reason);
-    return this.verifyCurrent(members, checked.value, files.value);
+    try {
+      return this.verifyCurrent(members, checked.value, files.value);
+    } catch (error) {
+      // A publisher moves the ref before renaming the live files: mid-publication the two
+      // disagree. While the lock is held that is a retryable lock-held, not a divergence.
+      if (isStoreError(error, "worktree-diverged") && (await lockExists(this.lockPath))) {
+        throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+      }
+      throw error;
+    }
   }
 
   private verifyCurrent(members: readonly string[], out: string, files: Map<string, Buffer | null>): CohortSnapshot {
@@ -377,11 +386,10 @@ export class GitBackend implements StoreBackend {
 
   /** Reads the member files at a past revision without touching the worktree. Two git processes, no output limit. */
   async loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {
+    // A branch recorded before the store was adopted into Git names a file cohort.
+    if (isFilePointer(pointer)) return loadIfCurrent(pointer, await this.loadCurrent(paths));
     if (!isGitPointer(pointer)) {
-      throw new StoreError(
-        "invalid-pointer",
-        `${JSON.stringify(pointer.revision)} is not a full Git commit hash. ${isFilePointer(pointer) ? "A file-only cohort pointer resolves only against the current files (adopt it into Git first)." : ""}`,
-      );
+      throw new StoreError("invalid-pointer", `${JSON.stringify(pointer.revision)} is neither a full Git commit hash nor a file cohort pointer.`);
     }
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
@@ -444,7 +452,7 @@ export class GitBackend implements StoreBackend {
     if (request.basis.pointer !== null && !isGitPointer(request.basis.pointer)) {
       throw new StoreError(
         "invalid-pointer",
-        `The basis ${request.basis.pointer.revision} is a file-only cohort; adopt it into Git (adoptFileCohort) before publishing through Git.`,
+        `The basis ${request.basis.pointer.revision} is not a Git revision; publish on a snapshot loaded from this repository (loadCurrent), which commits the complete current files.`,
       );
     }
     await this.commitSettings(); // identity first: nothing is written without one
@@ -531,49 +539,6 @@ export class GitBackend implements StoreBackend {
       throw error;
     } finally {
       if (!keepLock) await lock.release();
-    }
-  }
-
-  /**
-   * Adopts the exact current file-only cohort into Git: commits the full current cohort (present
-   * members as their exact bytes, absent members removed) on top of the current head, without
-   * fabricating history. Fails with `pointer-unavailable` if the files are not the expected cohort.
-   */
-  async adoptFileCohort(paths: readonly string[], expected: StorePointer): Promise<PublishReceipt> {
-    const members = [...paths].sort(comparePaths);
-    for (const path of members) assertGitPath(path);
-    await this.commitSettings();
-    const fileLock = await acquirePublicationLock(join(this.root, FILE_LOCK_NAME), { generation: this.generation, purpose: "adoption into git" });
-    let lock: HeldLock | undefined;
-    const index = this.isolatedIndexPath();
-    let committed = false;
-    try {
-      lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "adoption into git" });
-      const files = await readMembers(this.root, members);
-      const hashes = hashFiles(files);
-      const pointer = filePointerOf(hashes);
-      if (pointer.revision !== expected.revision) {
-        throw new StoreError(
-          "pointer-unavailable",
-          `Cannot adopt ${expected.revision} into Git: the current files form ${pointer.revision}. Only the exact selected current cohort can be adopted.`,
-        );
-      }
-      const { ref, revision: head } = await this.head();
-      const [, blobs] = await Promise.all([this.stageWorktree(index, head), this.writeBlobs(files)]);
-      const revision = await this.commitStaged({
-        ref,
-        base: head,
-        env: { GIT_INDEX_FILE: index },
-        blobs,
-        message: `state-flow: adopt file-only cohort ${expected.revision}\n\n${cohortListing(hashes)}`,
-      });
-      committed = true;
-      const indexSynced = await this.installIndex(index);
-      return { pointer: { revision }, hashes, changed: members, committed: true, indexSynced };
-    } finally {
-      if (!committed) await unlink(index).catch(() => undefined);
-      await lock?.release();
-      await fileLock.release();
     }
   }
 

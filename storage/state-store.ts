@@ -25,14 +25,13 @@ import {
 import { stageCohort, type StagedCohort } from "./cohort.ts";
 import { StateFlowError } from "./errors.ts";
 import { SCOPES, type ScopeName, type ScopePatch } from "./scope-state.ts";
-import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity, type ScopeFiles } from "./layout.ts";
-import { filePointerOf, isFilePointer } from "./file-backend.ts";
-import { lockExists, lockHeldError, readLockOwner } from "./lock.ts";
+import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./store.ts";
 import {
   assertStreamInLineage,
   createView,
+  emptyStream,
   headBoundary,
   originateView,
   type ScopeStream,
@@ -57,19 +56,6 @@ export interface BranchRuntime {
   basis: CohortSnapshot;
 }
 
-export function scopePaths(scope: ScopeName, id: SessionIdentity): ScopeFiles {
-  return scopeFiles(scope, id);
-}
-
-export function configPath(id: SessionIdentity): string {
-  return scopeFiles("session", id).config!;
-}
-
-/** Every member of this session's cohort. */
-export function memberPaths(id: SessionIdentity): string[] {
-  return cohortPaths(id);
-}
-
 const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
 
 function file(snapshot: CohortSnapshot, path: string): Buffer | null {
@@ -79,7 +65,7 @@ function file(snapshot: CohortSnapshot, path: string): Buffer | null {
 function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<ScopeName, ScopeStream> {
   const streams = {} as Record<ScopeName, ScopeStream>;
   for (const scope of SCOPES) {
-    const p = scopePaths(scope, id);
+    const p = scopeFiles(scope, id);
     streams[scope] = parseScopeStream(scope, { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) }, p.dir || ".");
   }
   return streams;
@@ -87,7 +73,7 @@ function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<Scop
 
 /** Rejects a cwd key owned by another canonical cwd (two directories mapping to one key). */
 function checkCwdOwner(snapshot: CohortSnapshot, id: SessionIdentity): void {
-  const path = scopePaths("cwd", id).meta;
+  const path = scopeFiles("cwd", id).meta;
   const bytes = file(snapshot, path);
   const stored = bytes ? parseScopeMeta(bytes, path).identity : undefined;
   assertIdentityOwns({ file: path, stored: stored ? cwdIdentity(stored.cwd) : undefined, claimed: cwdIdentity(id.cwd) });
@@ -104,17 +90,17 @@ function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string)
 /** Decodes a loaded cohort into a runtime; null when this session has no runtime files there. */
 export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): BranchRuntime | null {
   checkCwdOwner(snapshot, id);
-  const metaPath = scopePaths("session", id).meta;
+  const metaPath = scopeFiles("session", id).meta;
   const metaBytes = file(snapshot, metaPath);
-  const configBytes = file(snapshot, configPath(id));
+  const configBytes = file(snapshot, scopeFiles("session", id).config!);
   if (!metaBytes && !configBytes) return null;
   if (!metaBytes || !configBytes) {
-    const missing = metaBytes ? configPath(id) : metaPath;
+    const missing = metaBytes ? scopeFiles("session", id).config! : metaPath;
     throw new StoreError("partial-pair", `${missing} is missing while its runtime partner exists; restore it (e.g. from Git) or select an earlier checkpoint.`, { file: missing });
   }
   const meta = parseRuntimeMeta(metaBytes, metaPath);
   checkSessionOwner(meta, id, metaPath);
-  const config = parseSessionConfig(configBytes, configPath(id));
+  const config = parseSessionConfig(configBytes, scopeFiles("session", id).config!);
   const view = createView(meta.lineage, readStreams(snapshot, id));
   if (!snapshot.pointer) throw new StoreError("invalid-pointer", "a loaded cohort has no pointer");
   return { identity: id, pointer: snapshot.pointer, view, meta, config, basis: snapshot };
@@ -140,6 +126,26 @@ function adoptShared(runtime: BranchRuntime, live: CohortSnapshot): TemporalView
   }
 }
 
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * Another publisher mid-flight is transient: its lock is held (reads of a half-renamed cohort
+ * are refused as lock-held) or a member moved between our read and our lock (stale-basis, after
+ * which the work is restaged on the fresh cohort). Retried for about a second; a lock left by a
+ * dead writer then surfaces as the named lock-held error.
+ */
+async function retryTransient<T>(work: () => Promise<T>, attempts = 40, delayMs = 25): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const transient = isStoreError(error, "lock-held") || isStoreError(error, "stale-basis");
+      if (!transient || attempt >= attempts) throw error;
+      await sleep(delayMs);
+    }
+  }
+}
+
 function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   return a === b || (a !== null && b !== null && a.equals(b));
 }
@@ -157,7 +163,7 @@ export class StateStore {
   constructor(store: Store, identity: SessionIdentity) {
     this.store = store;
     this.identity = identity;
-    this.paths = memberPaths(identity);
+    this.paths = cohortPaths(identity);
   }
 
   async loadCurrentSnapshot(): Promise<CohortSnapshot> {
@@ -171,37 +177,12 @@ export class StateStore {
 
   /** The runtime a Pi checkpoint names, read without moving the worktree. */
   async loadPointer(pointer: StorePointer): Promise<BranchRuntime> {
-    // File-only reads of the live cohort race a writer mid-publication: while the lock is held,
-    // the selected pointer is retained for retry instead of being judged unavailable. Git reads
-    // immutable commits and needs no such guard.
-    if (this.store.kind === "file" && (await lockExists(this.store.lockPath))) {
-      throw lockHeldError(this.store.lockPath, await readLockOwner(this.store.lockPath));
-    }
-    const snapshot = await this.loadSnapshotOf(pointer);
+    const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths));
     const runtime = decodeRuntime(snapshot, this.identity);
     if (!runtime) {
       throw new StoreError("revision-missing", `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`);
     }
     return runtime;
-  }
-
-  /**
-   * The cohort a pointer names. A file-only pointer stays valid after the store was adopted into
-   * Git while the live cohort is still exactly the one it names (runtime provenance changes to
-   * the Git revision, semantic state does not); current files are never passed off as a past
-   * cohort they do not match.
-   */
-  private async loadSnapshotOf(pointer: StorePointer): Promise<CohortSnapshot> {
-    if (this.store.kind === "git" && isFilePointer(pointer)) {
-      const current = await this.store.loadCurrent(this.paths);
-      if (filePointerOf(current.hashes).revision === pointer.revision) return current;
-      throw new StoreError(
-        "pointer-unavailable",
-        `The file cohort ${pointer.revision} was adopted into Git but the current files no longer match it; ` +
-          "select a newer checkpoint (its Git revision) instead.",
-      );
-    }
-    return this.store.loadRevision(pointer, this.paths);
   }
 
   /**
@@ -213,10 +194,14 @@ export class StateStore {
     if (selected) {
       return this.publishConfig(selected, { ...selected.config, enabled: true }, "state-flow: start");
     }
+    return retryTransient(() => this.startOrigin(policy));
+  }
+
+  private async startOrigin(policy: PublicationPolicy): Promise<BranchRuntime> {
     const live = await this.loadCurrentSnapshot();
     checkCwdOwner(live, this.identity);
     const streams = readStreams(live, this.identity);
-    const view = originateView(newLineageId(), { global: streams.global, cwd: streams.cwd, session: originateView("x").streams.session });
+    const view = originateView(newLineageId(), { global: streams.global, cwd: streams.cwd, session: emptyStream("session") });
     const id = this.identity;
     const meta: RuntimeMeta = {
       version: 1,
@@ -231,17 +216,17 @@ export class StateStore {
     const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };
     const writes = new Map<string, Buffer | null>();
     const session = serializeScopeStream(view.streams.session);
-    const sp = scopePaths("session", id);
+    const sp = scopeFiles("session", id);
     writes.set(sp.checkpoint, utf8(session.checkpoint));
     writes.set(sp.patches, utf8(session.patches));
     writes.set(sp.meta, utf8(serializeRuntimeMeta(meta)));
-    writes.set(configPath(id), utf8(serializeSessionConfig(config)));
-    if (!file(live, scopePaths("global", id).meta)) {
-      writes.set(scopePaths("global", id).meta, utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })));
+    writes.set(scopeFiles("session", id).config!, utf8(serializeSessionConfig(config)));
+    if (!file(live, scopeFiles("global", id).meta)) {
+      writes.set(scopeFiles("global", id).meta, utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })));
     }
-    if (!file(live, scopePaths("cwd", id).meta)) {
+    if (!file(live, scopeFiles("cwd", id).meta)) {
       writes.set(
-        scopePaths("cwd", id).meta,
+        scopeFiles("cwd", id).meta,
         utf8(serializeScopeMeta({ version: 1, kind: "cwd", identity: { cwd: id.cwd, cwdKey: id.cwdKey }, artifacts: {} })),
       );
     }
@@ -251,21 +236,16 @@ export class StateStore {
 
   /** Stop (or any config-only change): no semantic history step. */
   async publishConfig(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
+    return retryTransient(() => this.publishConfigOnce(runtime, config, message));
+  }
+
+  private async publishConfigOnce(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
     const { live, view } = await this.prepare(runtime);
     const meta = { ...runtime.meta, lineage: view.lineage };
     const writes = this.sessionWrites(view, meta, live);
-    writes.set(configPath(this.identity), utf8(serializeSessionConfig(config)));
+    writes.set(scopeFiles("session", this.identity).config!, utf8(serializeSessionConfig(config)));
     const receipt = await this.store.publish({ basis: live, writes, message });
     return this.afterPublish({ ...runtime, view, meta, config }, live, writes, receipt.pointer, receipt.hashes);
-  }
-
-  /** Records a pending (or cleared) publication target in the session meta. */
-  async publishMeta(runtime: BranchRuntime, meta: RuntimeMeta, message: string): Promise<BranchRuntime> {
-    const { live, view } = await this.prepare(runtime);
-    const next = { ...meta, lineage: view.lineage };
-    const writes = this.sessionWrites(view, next, live);
-    const receipt = await this.store.publish({ basis: live, writes, message });
-    return this.afterPublish({ ...runtime, view, meta: next }, live, writes, receipt.pointer, receipt.hashes);
   }
 
   /**
@@ -277,6 +257,15 @@ export class StateStore {
     patches: Partial<Record<ScopeName, ScopePatch>>,
     message: string,
     options: { run?: boolean } = {},
+  ): Promise<CommitResult> {
+    return retryTransient(() => this.commitOnce(runtime, patches, message, options));
+  }
+
+  private async commitOnce(
+    runtime: BranchRuntime,
+    patches: Partial<Record<ScopeName, ScopePatch>>,
+    message: string,
+    options: { run?: boolean },
   ): Promise<CommitResult> {
     const { live, view, moved } = await this.prepare(runtime);
     const conflict = moved.find((scope) => patches[scope]);
@@ -301,7 +290,7 @@ export class StateStore {
     for (const scope of ["global", "cwd"] as const) {
       if (!staged.cohort.records[scope]) continue;
       const files = serializeScopeStream(staged.view.streams[scope]);
-      const p = scopePaths(scope, this.identity);
+      const p = scopeFiles(scope, this.identity);
       writes.set(p.checkpoint, utf8(files.checkpoint));
       writes.set(p.patches, utf8(files.patches));
     }
@@ -317,11 +306,11 @@ export class StateStore {
   private async prepare(runtime: BranchRuntime): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
     const live = await this.loadCurrentSnapshot();
     checkCwdOwner(live, this.identity);
-    const metaPath = scopePaths("session", this.identity).meta;
+    const metaPath = scopeFiles("session", this.identity).meta;
     const liveMeta = file(live, metaPath);
     if (liveMeta) checkSessionOwner(parseRuntimeMeta(liveMeta, metaPath), this.identity, metaPath);
     const moved = (["global", "cwd"] as const).filter((scope) => {
-      const p = scopePaths(scope, this.identity);
+      const p = scopeFiles(scope, this.identity);
       return !sameBytes(file(live, p.checkpoint), file(runtime.basis, p.checkpoint)) || !sameBytes(file(live, p.patches), file(runtime.basis, p.patches));
     });
     return { live, view: moved.length > 0 ? adoptShared(runtime, live) : runtime.view, moved };
@@ -333,7 +322,7 @@ export class StateStore {
    */
   private sessionWrites(view: TemporalView, meta: RuntimeMeta, live: CohortSnapshot): Map<string, Buffer | null> {
     const writes = new Map<string, Buffer | null>();
-    const p = scopePaths("session", this.identity);
+    const p = scopeFiles("session", this.identity);
     const files = serializeScopeStream(view.streams.session);
     const put = (path: string, bytes: Buffer) => {
       if (!sameBytes(file(live, path), bytes)) writes.set(path, bytes);
@@ -355,8 +344,4 @@ export class StateStore {
     for (const [path, bytes] of writes) files.set(path, bytes);
     return { ...runtime, pointer, basis: { pointer, files, hashes } };
   }
-}
-
-export function isPointerUnavailable(error: unknown): boolean {
-  return isStoreError(error, "pointer-unavailable") || isStoreError(error, "revision-missing") || isStoreError(error, "invalid-pointer");
 }

@@ -76,8 +76,10 @@ describe("file-only backend", () => {
       code: "lock-held",
       message: expect.stringContaining(store.lockPath),
     });
-    expect((await store.loadCurrent(paths)).files.get(g.meta)).toBeNull();
+    // Reads refuse too while another writer may be mid-publication (retryable, never a mixed cohort).
+    await expect(store.loadCurrent(paths)).rejects.toMatchObject({ code: "lock-held" });
     await lock.release();
+    expect((await store.loadCurrent(paths)).files.get(g.meta)).toBeNull();
     await store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("{}")]]) });
   });
 

@@ -145,7 +145,8 @@ describe("git backend", () => {
     expect(readFileSync(join(root, s.checkpoint), "utf8")).toBe("small");
     expect(git(root, env, "status", "--porcelain")).toBe("");
     await expect(backend.loadRevision({ revision: "1".repeat(40) }, paths)).rejects.toMatchObject({ code: "revision-missing" });
-    await expect(backend.loadRevision({ revision: "file:" + "0".repeat(64) }, paths)).rejects.toMatchObject({ code: "invalid-pointer" });
+    await expect(backend.loadRevision({ revision: "file:" + "0".repeat(64) }, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
+    await expect(backend.loadRevision({ revision: "HEAD" }, paths)).rejects.toMatchObject({ code: "invalid-pointer" });
   });
 
   it("stages the complete non-ignored worktree delta, respects .gitignore, and overlays exact bytes", async () => {
@@ -265,7 +266,7 @@ describe("git backend", () => {
     await backend.publish({ basis: base, writes: cohort(1) });
   });
 
-  it("adopts the exact current file-only cohort with one commit and no fabricated history", async () => {
+  it("adopts a file-only store with its first commit: no fabricated history, the file pointer resolves while current", async () => {
     const { FileBackend } = await import("../../storage/file-backend.ts");
     const home = temps.make();
     const cfg = join(home, "gitconfig");
@@ -278,14 +279,19 @@ describe("git backend", () => {
       await files.publish({ basis: snap, writes: cohort(n) });
       snap = await files.loadCurrent(paths);
     }
+    const filePointer = snap.pointer!;
     const backend = (await openGitBackend({ root, binary: GIT, env, generation: "t", init: true }))!;
-    await expect(backend.adoptFileCohort(paths, { revision: `file:${"0".repeat(64)}` })).rejects.toMatchObject({ code: "pointer-unavailable" });
-    const adopted = await backend.adoptFileCohort(paths, snap.pointer!);
-    expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("1");
+    // Unborn: the file pointer still names the live files exactly.
+    const unborn = await backend.loadRevision(filePointer, paths);
+    expect(unborn.pointer).toEqual(filePointer);
+    await expect(backend.loadRevision({ revision: `file:${"0".repeat(64)}` }, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
     const current = await backend.loadCurrent(paths);
-    expect(current.pointer).toEqual(adopted.pointer);
-    for (const path of paths) expect(current.files.get(path)).toEqual(snap.files.get(path));
+    const receipt = await backend.publish({ basis: current, writes: new Map() });
+    expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("1");
+    expect(git(root, env, "ls-tree", "-r", "--name-only", "HEAD").trim().split("\n").sort()).toEqual([...paths].filter((p) => snap.files.get(p) !== null).sort());
+    const adopted = await backend.loadRevision(filePointer, paths);
+    expect(adopted.pointer).toEqual(receipt.pointer);
+    for (const path of paths) expect(adopted.files.get(path)).toEqual(snap.files.get(path));
     expect(git(root, env, "status", "--porcelain")).toBe("");
-    expect(existsSync(join(root, ".state-flow-publication.lock"))).toBe(false);
   });
 });

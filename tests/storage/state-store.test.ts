@@ -173,3 +173,30 @@ describe("file-only store adopted into Git later", () => {
     await expect(gitA.loadPointer(filePointer)).rejects.toMatchObject({ code: "pointer-unavailable" });
   });
 });
+
+describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)", (kind) => {
+  it("sessions publishing at the same time neither fail on each other's half-done publication nor lose a cohort", async () => {
+    const root = temp.make();
+    const a = await open(kind, root, identity("A"));
+    const b = await open(kind, root, identity("B"));
+    let ra = await a.start(null, "off");
+    let rb = await b.start(null, "off");
+    const rounds = 12;
+    await Promise.all([
+      (async () => {
+        for (let i = 1; i <= rounds; i++) ra = (await a.commit(ra, { global: { working: { a: i } } }, `a${i}`)).runtime;
+      })(),
+      (async () => {
+        for (let i = 1; i <= rounds; i++) rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
+      })(),
+    ]);
+    expect(readTemporalState(ra.view, 0, "global").state.working).toEqual({ a: rounds });
+    expect(readTemporalState(rb.view, 0, "session").state.working).toEqual({ b: rounds });
+    if (kind === "git") {
+      // Every cohort is its own commit, and each session's newest revision reads back exactly.
+      expect(git(root, process.env, "rev-list", "--count", "HEAD").trim()).toBe(String(2 + 2 * rounds));
+      expect(readTemporalState((await b.loadPointer(rb.pointer)).view, 0, "session").state.working).toEqual({ b: rounds });
+      expect(readTemporalState((await a.loadPointer(ra.pointer)).view, 0, "global").state.working).toEqual({ a: rounds });
+    }
+  });
+});
