@@ -1,6 +1,8 @@
 // patch_state inference barrier (spec 001 "Unified semantic mutation"): per assistant batch,
 // exactly one patch_state executes and every sibling tool call (read_state and a second
 // patch_state included) is blocked before execution. A batch without patch_state passes through.
+// The allow/block decision lives in one pure function, `decide`, used by both the machine (guard
+// `callAllowed`, action `blockCall`) and the adapter's query `toolCallDecision`.
 import { setup, assign, emit, type SnapshotFrom } from "xstate";
 
 export const PATCH_TOOL = "patch_state";
@@ -16,11 +18,11 @@ export type BarrierEvent =
 export type BarrierEmitted =
   | { type: "barrier.allow"; id: string }
   | { type: "barrier.block"; id: string; reason: string };
+export type BarrierDecision = { block: false } | { block: true; reason: string };
 
 export interface BarrierContext {
+  /** The current assistant batch (empty in `idle`). */
   calls: readonly ToolCallRef[];
-  /** The one patch_state call allowed in an exclusive batch. */
-  barrierCallId: string | null;
 }
 
 /** The first patch_state call of a batch, or null when the batch holds none. */
@@ -36,46 +38,61 @@ export function blockReason(call: ToolCallRef | undefined): string {
   );
 }
 
-/** Decision for one tool call under the current batch (pure query for the adapter's tool_call hook). */
-export function toolCallDecision(s: BarrierSnapshot, id: string): { block: false } | { block: true; reason: string } {
-  if (!s.matches("exclusive")) return { block: false };
-  if (id === s.context.barrierCallId) return { block: false };
-  return { block: true, reason: blockReason(s.context.calls.find((c) => c.id === id)) };
+/**
+ * The one allow/block decision: in a batch holding patch_state only its first patch_state call is
+ * allowed and every other id (siblings, a second patch_state, an id outside the batch) is blocked;
+ * a batch without patch_state (or no batch) allows everything.
+ */
+export function decide(context: BarrierContext, id: string): BarrierDecision {
+  const barrier = barrierCallOf(context.calls);
+  if (barrier === null || id === barrier) return { block: false };
+  return { block: true, reason: blockReason(context.calls.find((c) => c.id === id)) };
 }
+
+/** Decision for one tool call under the current batch (pure query for the adapter's tool_call hook). */
+export function toolCallDecision(s: BarrierSnapshot, id: string): BarrierDecision {
+  return decide(s.context, id);
+}
+
+/** Whether a tool call id belongs to the batch the barrier currently holds (false in `idle`). */
+export function inCurrentBatch(s: BarrierSnapshot, id: string): boolean {
+  return s.context.calls.some((c) => c.id === id);
+}
+
+const toolCallId = (event: BarrierEvent): string => (event.type === "TOOL_CALL" ? event.id : "");
 
 export const barrierMachine = setup({
   types: { context: {} as BarrierContext, events: {} as BarrierEvent, emitted: {} as BarrierEmitted },
   guards: {
-    containsPatchState: ({ context }) => context.barrierCallId !== null,
-    isBarrierCall: ({ context, event }) => event.type === "TOOL_CALL" && event.id === context.barrierCallId,
+    batchHasPatchState: ({ event }) => event.type === "BATCH" && barrierCallOf(event.calls) !== null,
+    callAllowed: ({ context, event }) => !decide(context, toolCallId(event)).block,
   },
   actions: {
-    recordBatch: assign({
-      calls: ({ event }) => (event.type === "BATCH" ? event.calls : []),
-      barrierCallId: ({ event }) => (event.type === "BATCH" ? barrierCallOf(event.calls) : null),
-    }),
-    clearBatch: assign({ calls: () => [], barrierCallId: () => null }),
-    allowCall: emit(({ event }) => ({ type: "barrier.allow", id: event.type === "TOOL_CALL" ? event.id : "" }) as const),
+    recordBatch: assign({ calls: ({ event }) => (event.type === "BATCH" ? event.calls : []) }),
+    clearBatch: assign({ calls: () => [] }),
+    allowCall: emit(({ event }) => ({ type: "barrier.allow", id: toolCallId(event) }) as const),
     blockCall: emit(({ context, event }) => {
-      const id = event.type === "TOOL_CALL" ? event.id : "";
-      return { type: "barrier.block", id, reason: blockReason(context.calls.find((c) => c.id === id)) } as const;
+      const id = toolCallId(event);
+      const d = decide(context, id);
+      return { type: "barrier.block", id, reason: d.block ? d.reason : blockReason(undefined) } as const;
     }),
   },
 }).createMachine({
   id: "barrier",
-  context: { calls: [], barrierCallId: null },
+  context: { calls: [] },
   initial: "idle",
-  on: { BATCH: { target: ".deciding", actions: ["recordBatch"] } },
+  on: {
+    BATCH: [
+      { guard: "batchHasPatchState", target: ".exclusive", actions: ["recordBatch"] },
+      { target: ".passThrough", actions: ["recordBatch"] },
+    ],
+  },
   states: {
-    idle: { description: "No assistant tool batch in progress." },
-    deciding: {
-      description: "A finalized assistant batch arrived: does it hold patch_state?",
-      always: [{ guard: "containsPatchState", target: "exclusive" }, { target: "passThrough" }],
-    },
+    idle: { description: "No assistant tool batch in progress: tool calls are not decided." },
     exclusive: {
       description: "The batch holds patch_state: only its first patch_state call runs.",
       on: {
-        TOOL_CALL: [{ guard: "isBarrierCall", actions: ["allowCall"] }, { actions: ["blockCall"] }],
+        TOOL_CALL: [{ guard: "callAllowed", actions: ["allowCall"] }, { actions: ["blockCall"] }],
         BATCH_END: { target: "idle", actions: ["clearBatch"] },
       },
     },
