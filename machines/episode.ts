@@ -1,7 +1,7 @@
 // Episode machine: activation lifecycle of one Pi branch (spec 001 "Usage and activation",
 // "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. The Pi adapter sends
 // events and asks the query helpers below; it holds no lifecycle flags of its own.
-import { setup, assign, emit, type SnapshotFrom } from "xstate";
+import { setup, assign, emit, raise, type SnapshotFrom } from "xstate";
 import type { RestoreResult } from "./restore.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
@@ -90,6 +90,9 @@ export const episodeMachine = setup({
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
     reportStartFailed: emit({ type: "episode.notice", code: "start-failed" } as const),
     reportStopFailed: emit({ type: "episode.notice", code: "stop-failed" } as const),
+    // A stop retried after a busy lock first restores the revision, then stops from there, so a
+    // failed stop returns to that restored state rather than to an older active state.
+    retryStopFromRestored: raise({ type: "STOP" }),
     reportLockBusy: emit({ type: "episode.notice", code: "restore-lock-busy" } as const),
     reportUnproven: emit({ type: "episode.notice", code: "restore-unproven" } as const),
     retainRevision: assign({
@@ -160,7 +163,7 @@ export const episodeMachine = setup({
         TREE: { target: "restoring.branch" },
       },
       states: {
-        hist: { type: "history", description: "Where a failed stop returns to (bootstrap or steady)." },
+        hist: { type: "history", history: "deep", description: "Where a failed stop returns to: the exact bootstrap (transcript or handoff) or steady." },
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
@@ -214,7 +217,7 @@ export const episodeMachine = setup({
           description: "STOP after a lock-busy restore: retry restoration before durably disabling the branch.",
           on: {
             RESTORE_RESULT: [
-              { guard: "restoredRevision", target: "#episode.stopping", actions: ["clearRetainedRevision"] },
+              { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision", "retryStopFromRestored"] },
               { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
               { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
               { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },

@@ -1,20 +1,24 @@
 // Branch restore selection: a pure function over the selected branch's State Flow markers
 // (spec 001 "Runtime ownership and Git publication", "File-only recovery"). The episode machine
-// consumes its result as RESTORE_RESULT.
+// consumes its result as RESTORE_RESULT. Pointer checks are asynchronous (they read the store)
+// and run lazily, newest marker first, only as far as the walk needs.
 
 /** A State Flow checkpoint marker found on the selected Pi branch (oldest first). */
 export type BranchMarker =
   | { kind: "revision"; revision: string }
+  /** A checkpoint entry that is not a valid `{revision}` / `{disabled:true}`: always skipped. */
+  | { kind: "malformed" }
   | { kind: "disabled"; /** physical session whose STOP wrote this marker and its frozen handoff */ stoppedBy?: string };
 
 /**
  * What checking a revision pointer found:
- * - valid: the immutable target exists and belongs to this runtime;
+ * - valid: the immutable target exists, belongs to this runtime and is enabled;
+ * - stopped: a valid target of this session whose runtime was stopped (the frozen boundary);
  * - invalid: malformed or missing immutable target → fall back through the branch;
  * - unavailable: a file-only cohort that was replaced → retain the pointer (never pass current files off as the past);
  * - lockBusy: transient publication lock → retain the pointer for retry.
  */
-export type PointerCheck = "valid" | "invalid" | "unavailable" | "lockBusy";
+export type PointerCheck = "valid" | "stopped" | "invalid" | "unavailable" | "lockBusy";
 
 export type RestoreResult =
   | { kind: "revision"; revision: string; skippedInvalid: number }
@@ -25,25 +29,31 @@ export type RestoreResult =
   | { kind: "lockBusy"; revision: string };
 
 /**
- * Walks markers newest → oldest. Invalid immutable targets fall back to older markers; unavailable
- * cohorts and lock failures retain the selected pointer instead of falling through to an older
- * disabled marker. A disabled marker written by this physical session restores the passive handoff;
- * one inherited from another session (fork, copy) is an ordinary disabled branch.
+ * Walks markers newest → oldest. Invalid immutable targets (and malformed entries) fall back to
+ * older markers; unavailable cohorts and lock failures retain the selected pointer instead of
+ * falling through to an older disabled marker. A disabled marker written by this physical
+ * session, or a stopped runtime revision, restores the passive handoff; a disabled marker
+ * inherited from another session (fork, copy) is an ordinary disabled branch.
  */
-export function selectRestore(
+export async function selectRestore(
   markers: readonly BranchMarker[],
-  check: (revision: string) => PointerCheck,
+  check: (revision: string) => PointerCheck | Promise<PointerCheck>,
   physicalSessionId: string,
-): RestoreResult {
+): Promise<RestoreResult> {
   let skippedInvalid = 0;
   for (let i = markers.length - 1; i >= 0; i--) {
     const marker = markers[i]!;
+    if (marker.kind === "malformed") {
+      skippedInvalid++;
+      continue;
+    }
     if (marker.kind === "disabled") {
       if (marker.stoppedBy !== undefined && marker.stoppedBy === physicalSessionId) return { kind: "passive" };
       return { kind: "disabled" };
     }
-    const verdict = check(marker.revision);
+    const verdict = await check(marker.revision);
     if (verdict === "valid") return { kind: "revision", revision: marker.revision, skippedInvalid };
+    if (verdict === "stopped") return { kind: "passive" };
     if (verdict === "lockBusy") return { kind: "lockBusy", revision: marker.revision };
     if (verdict === "unavailable") return { kind: "unproven", revision: marker.revision, reason: "unavailable" };
     skippedInvalid++;

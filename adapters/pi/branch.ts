@@ -24,8 +24,8 @@ function parseCheckpoint(data: unknown): CheckpointData | "malformed" {
 }
 
 /**
- * Markers of the branch, oldest first. A malformed entry becomes an invalid revision so the
- * restore falls back past it; a disabled entry records whether this physical session wrote the
+ * Markers of the branch, oldest first. A malformed entry is kept as such so the restore falls
+ * back past it; a disabled entry records whether this physical session wrote the
  * stop handoff just before it (then it restores the passive projection, otherwise plain off).
  */
 export function branchMarkers(entries: readonly SessionEntry[], sessionId: string): BranchMarker[] {
@@ -38,7 +38,7 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
     }
     if (entry.type !== "custom" || entry.customType !== CHECKPOINT_ENTRY) continue;
     const data = parseCheckpoint(entry.data);
-    if (data === "malformed") markers.push({ kind: "revision", revision: "malformed" });
+    if (data === "malformed") markers.push({ kind: "malformed" });
     else if ("revision" in data) markers.push({ kind: "revision", revision: data.revision });
     else markers.push(handoffBy === sessionId ? { kind: "disabled", stoppedBy: sessionId } : { kind: "disabled" });
   }
@@ -49,7 +49,7 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
 export function frozenRevision(markers: readonly BranchMarker[]): string | null {
   for (let i = markers.length - 1; i >= 0; i--) {
     const m = markers[i]!;
-    if (m.kind === "revision" && m.revision !== "malformed") return m.revision;
+    if (m.kind === "revision") return m.revision;
   }
   return null;
 }

@@ -379,7 +379,7 @@ export class StateFlowController {
     try {
       const fromPassive = this.episode.getSnapshot().matches({ starting: "fromPassive" });
       const store = await this.openStateStore(true);
-      const selected = fromPassive ? await this.frozenRuntime(ctx.sessionManager.getBranch(), store) : null;
+      const selected = fromPassive ? await this.frozenRuntime(branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId), store) : null;
       const runtime = await store.start(selected, this.options.config.remotePublication);
       this.unavailable = null;
       // Bind the branch first, then publish: the new driver restores this revision as its
@@ -399,21 +399,10 @@ export class StateFlowController {
     let loaded: BranchRuntime | null = null;
     try {
       const store = await this.openStateStore(false);
-      const verdicts = new Map<string, PointerCheck>();
       const runtimes = new Map<string, BranchRuntime>();
-      for (let i = markers.length - 1; i >= 0; i--) {
-        const marker = markers[i]!;
-        if (marker.kind === "disabled") break;
-        const verdict = await this.check(store, marker.revision, runtimes);
-        verdicts.set(marker.revision, verdict);
-        if (verdict !== "invalid") break;
-      }
-      result = selectRestore(markers, (revision) => verdicts.get(revision) ?? "invalid", this.identity!.sessionId);
-      if (result.kind === "revision") {
-        loaded = runtimes.get(result.revision)!;
-        if (!loaded.config.enabled) result = { kind: "disabled" };
-      }
-      if (result.kind === "passive") loaded = await this.frozenRuntime(ctx.sessionManager.getBranch(), store).catch(() => null);
+      result = await selectRestore(markers, (revision) => this.check(store, revision, runtimes), this.identity!.sessionId);
+      if (result.kind === "revision") loaded = runtimes.get(result.revision)!;
+      if (result.kind === "passive") loaded = await this.frozenRuntime(markers, store).catch(() => null);
       if (loaded) await this.installPublication(loaded);
       this.unavailable = result.kind === "unproven" || result.kind === "lockBusy" ? `branch revision ${result.revision ?? "(none valid)"} is ${result.kind}` : null;
     } catch (error) {
@@ -424,11 +413,12 @@ export class StateFlowController {
     this.episode.send({ type: "RESTORE_RESULT", result });
   }
 
+  /** A runtime revision this session stopped restores the frozen boundary (passive), never plain off. */
   private async check(store: StateStore, revision: string, runtimes: Map<string, BranchRuntime>): Promise<PointerCheck> {
-    if (revision === "malformed") return "invalid";
     try {
-      runtimes.set(revision, await store.loadPointer({ revision }));
-      return "valid";
+      const runtime = await store.loadPointer({ revision });
+      runtimes.set(revision, runtime);
+      return runtime.config.enabled ? "valid" : "stopped";
     } catch (error) {
       if (isStoreError(error, "lock-held")) return "lockBusy";
       if (isStoreError(error, "pointer-unavailable")) return "unavailable";
@@ -437,9 +427,8 @@ export class StateFlowController {
   }
 
   /** The runtime frozen at stop: the newest valid revision recorded before the disabled marker. */
-  private async frozenRuntime(entries: readonly SessionEntry[], store: StateStore): Promise<BranchRuntime | null> {
+  private async frozenRuntime(markers: readonly BranchMarker[], store: StateStore): Promise<BranchRuntime | null> {
     if (this.runtime && !this.runtime.config.enabled) return this.runtime;
-    const markers: BranchMarker[] = branchMarkers(entries, this.identity!.sessionId);
     const revision = frozenRevision(markers);
     return revision ? store.loadPointer({ revision }) : null;
   }
@@ -456,6 +445,9 @@ export class StateFlowController {
       "[State Flow stopped — frozen exit handoff: the effective state at the stop boundary. It is assistant-produced memory, not an instruction.]\n" +
       (state ? JSON.stringify(state, null, 2) : "(no state)");
     this.pi.sendMessage({ customType: STOP_HANDOFF, content, display: false, details: { sessionId: this.identity.sessionId } });
+    // The stopped revision follows the handoff on the branch, so any position that holds it also
+    // holds the handoff, and a restart (or a restore after /tree) finds that exact boundary.
+    if (this.runtime) this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: this.runtime.pointer.revision });
     this.pi.appendEntry(CHECKPOINT_ENTRY, { disabled: true });
   }
 
@@ -468,7 +460,6 @@ export class StateFlowController {
     try {
       const runtime = await this.store.publishConfig(this.runtime, { ...this.runtime.config, enabled: false }, "state-flow: stop");
       this.runtime = runtime;
-      this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: runtime.pointer.revision });
       this.episode.send({ type: "STOP_PERSISTED" });
       this.notify("State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.", "info");
     } catch (error) {

@@ -34,6 +34,8 @@ const name = (s: AnyMachineSnapshot) => episodeStateName(s as never);
 interface Trace {
   /** a new/fork SESSION_START was seen and no STOP since */
   freshPhysicalSession: boolean;
+  /** the last active state seen (where a failed stop must return) */
+  lastActive: string | null;
 }
 
 /** Returns violations (each prefixed with its invariant id) for one step. */
@@ -79,7 +81,9 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     if (!ok) v.push(`I1.5 passive entered from ${before} on ${JSON.stringify(event)}`);
   }
   // I1.6 / I1.7
-  const returnedFromFailedStop = before === "stopping" && event.type === "STOP_FAILED";
+  // A failed stop returns to exactly the active state it left (I1.12), so it re-enters a
+  // bootstrap only if it was in that very bootstrap.
+  const returnedFromFailedStop = before === "stopping" && event.type === "STOP_FAILED" && after === (trace.lastActive ?? "active.steady");
   if (after === "active.bootstrap.fromHandoff" && before !== after && before !== "starting.fromPassive" && !returnedFromFailedStop)
     v.push(`I1.6 handoff bootstrap entered from ${before}`);
   if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff" && !returnedFromFailedStop)
@@ -100,15 +104,19 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // I1.12
   if (before !== "stopping" && after === "stopping") {
     const ok = (event.type === "STOP" && before.startsWith("active")) || (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop");
+    // (the retried stop restores the revision first and then stops: one macrostep)
     if (!ok) v.push(`I1.12 stopping entered from ${before} on ${JSON.stringify(event)}`);
     if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "persist-disabled")) v.push("I1.12 stopping entered without persisting the disabled config");
   }
   if (before === "stopping" && event.type === "STOP_PERSISTED" && !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "freeze-handoff"))
     v.push("I1.12 passive began without freezing the exit handoff");
   if (before === "stopping" && event.type === "STOP_FAILED") {
-    if (!after.startsWith("active")) v.push(`I1.12 a failed stop went to ${after} instead of back to active`);
+    const expected = trace.lastActive ?? "active.steady";
+    if (after !== expected) v.push(`I1.12 a failed stop went to ${after} instead of back to ${expected}`);
     if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.12 a failed stop was silent");
   }
+  if (after.startsWith("active")) trace.lastActive = after;
+  if (event.type === "SESSION_START" || event.type === "TREE" || (before === "restoring.retryStop" && event.type === "RESTORE_RESULT")) trace.lastActive = null;
   // I1.10
   if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
   if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");
@@ -125,7 +133,7 @@ function runSuite(machine: typeof episodeMachine) {
       serializeState: (s) => JSON.stringify(s.value),
       input,
     }),
-    trace: () => ({ freshPhysicalSession: false }),
+    trace: () => ({ freshPhysicalSession: false, lastActive: null }),
     check: (step, trace, input) => checkEpisodeStep(step, trace, input.autoStart),
   });
 }
@@ -244,5 +252,17 @@ describe("episode scenarios", () => {
     ]);
     expect(episodeStateName(s), "I1.12 back to the bootstrap it was in").toBe("active.bootstrap.fromTranscript");
     expect(notices, "I1.12 the failure is reported").toContain("stop-failed");
+    const { s: restarted } = run(false, [
+      { type: "SESSION_START", reason: "startup", branch: "unmarked" },
+      { type: "START" },
+      { type: "STORAGE_READY" },
+      { type: "STOP" },
+      { type: "STOP_PERSISTED" },
+      { type: "START" },
+      { type: "STORAGE_READY" },
+      { type: "STOP" },
+      { type: "STOP_FAILED" },
+    ]);
+    expect(episodeStateName(restarted), "I1.12/I1.6 a failed stop during a restart keeps the handoff bootstrap, never the raw transcript").toBe("active.bootstrap.fromHandoff");
   });
 });

@@ -140,6 +140,43 @@ describe("episode in a real session", () => {
     expect(h.accessor.episode()).toBe("passive");
   });
 
+  it("/tree while stopped, then reload: the frozen boundary is the stopped revision, and restart resumes from it", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { v: 1 } }, final: true }), say("one"));
+    await h.prompt("first");
+    const afterV1 = h.session.sessionManager.getLeafId()!;
+    h.script(call("patch_state", { session: { working: { v: 2 } }, final: true }), say("two"));
+    await h.prompt("second");
+    await h.command("/state-flow-stop");
+    await h.session.navigateTree(afterV1);
+    expect(h.accessor.episode()).toBe("passive");
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("passive");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
+    await h.command("/state-flow-start");
+    expect(h.accessor.episode()).toBe("active.bootstrap.fromHandoff");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
+  });
+
+  it("/tree onto the stop handoff restores the stopped boundary, never plain off with the raw transcript", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { kept: true } }, final: true }), say("answer"));
+    await h.prompt("PRE-STOP REQUEST");
+    await h.command("/state-flow-stop");
+    const handoff = h.session.sessionManager.getBranch().find((e) => e.type === "custom_message" && e.customType === "state-flow-stop")!;
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { later: true } }, final: true }), say("later"));
+    await h.prompt("after restart");
+    await h.session.navigateTree(handoff.id);
+    expect(h.accessor.episode()).not.toBe("off");
+    h.script(say("plain"));
+    await h.prompt("what now");
+    expect(contextText(h.contexts[h.contexts.length - 1]!)).not.toContain("PRE-STOP REQUEST");
+    expect(h.accessor.read(0, "session").state.working).toMatchObject({ kept: true });
+  });
+
   it("restart after stop bootstraps from the frozen boundary, not the raw pre-stop transcript", async () => {
     const h = await harness();
     await h.command("/state-flow-start");
