@@ -2,6 +2,10 @@
 // (spec 001 "Unified semantic mutation and terminal resolution"). Pure. The adapter creates one
 // actor per enabled user run, forwards patch_state outcomes, terminal drafts (message_end) and
 // turn_end, and reacts to the emitted effects.
+//
+// The retry budget is structural: `ineligible.fresh` → `ineligible.retry1` → … →
+// `ineligible.retryN` → `exhausted`, one named state per hidden steer already sent, built from
+// MAX_RESOLUTION_STEERS. The generated config stays plain JSON (what Stately's editor loads).
 import { setup, assign, emit, type SnapshotFrom } from "xstate";
 
 /** Hidden same-run instructions issued for unresolved visible drafts before the run gives up. */
@@ -18,7 +22,7 @@ export type ResolutionEvent =
   | { type: "PATCH_ACCEPTED"; final: boolean }
   | { type: "FINAL_ONLY" }
   | { type: "PATCH_REJECTED" }
-  | { type: "DRAFT"; ending: DraftEnding }
+  | { type: "DRAFT"; ending: DraftEnding; text?: string }
   | { type: "TURN_END" }
   | { type: "RUN_ENDED" };
 
@@ -26,89 +30,103 @@ export type ResolutionEmitted =
   | { type: "resolution.steer"; attempt: number }
   | { type: "resolution.exhausted"; attempts: number }
   | { type: "resolution.discardDraft"; reason: "unresolved" | "interrupted" }
-  | { type: "resolution.commitResponse" };
+  | { type: "resolution.commitResponse"; text: string };
 
 export interface ResolutionContext {
-  /** Unresolved complete drafts seen so far in this run. */
-  attempts: number;
+  /** The eligible complete draft awaiting turn_end (what becomes response). */
+  candidate: string | null;
 }
 
-export function hasSteerBudget(attempts: number): boolean {
-  return attempts < MAX_RESOLUTION_STEERS;
-}
+const retryState = (n: number) => (n === 0 ? "fresh" : `retry${n}`);
 
-export const resolutionMachine = setup({
-  types: {
-    context: {} as ResolutionContext,
-    events: {} as ResolutionEvent,
-    emitted: {} as ResolutionEmitted,
-  },
-  guards: {
-    isFinalPatch: ({ event }) => event.type === "PATCH_ACCEPTED" && event.final,
-    isCompleteDraft: ({ event }) => event.type === "DRAFT" && event.ending === "complete",
-    isInterruptedDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "complete",
-    canSteer: ({ context, event }) => event.type === "DRAFT" && event.ending === "complete" && hasSteerBudget(context.attempts),
-  },
-  actions: {
-    countAttempt: assign({ attempts: ({ context }) => context.attempts + 1 }),
-    discardUnresolvedDraft: emit({ type: "resolution.discardDraft", reason: "unresolved" } as const),
-    discardInterruptedDraft: emit({ type: "resolution.discardDraft", reason: "interrupted" } as const),
-    steerHiddenSameRun: emit(({ context }) => ({ type: "resolution.steer", attempt: context.attempts }) as const),
-    reportExhausted: emit(({ context }) => ({ type: "resolution.exhausted", attempts: context.attempts }) as const),
-    commitResponse: emit({ type: "resolution.commitResponse" } as const),
-  },
-}).createMachine({
-  id: "resolution",
-  context: { attempts: 0 },
-  initial: "ineligible",
-  states: {
-    ineligible: {
-      description: "No final:true latched in this run: a complete visible draft is not a response.",
-      initial: "fresh",
+/** Builds the machine for a steering budget; production uses MAX_RESOLUTION_STEERS. */
+export function createResolutionMachine(maxSteers: number) {
+  const ladder: Record<string, object> = {};
+  for (let n = 0; n <= maxSteers; n++) {
+    const last = n === maxSteers;
+    ladder[retryState(n)] = {
+      description:
+        n === 0
+          ? "Every enabled run begins here: no final:true latched, no unresolved draft yet."
+          : `${n} unresolved draft(s) discarded and answered with a hidden same-run instruction.`,
       on: {
-        PATCH_ACCEPTED: [{ guard: "isFinalPatch", target: "eligible" }, {}],
-        FINAL_ONLY: { target: "eligible" },
-        PATCH_REJECTED: {},
         DRAFT: [
           { guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] },
-          { guard: "canSteer", target: ".steered", actions: ["discardUnresolvedDraft", "countAttempt", "steerHiddenSameRun"] },
-          { target: "exhausted", actions: ["discardUnresolvedDraft", "countAttempt", "reportExhausted"] },
+          last
+            ? { target: "#resolution.exhausted", actions: ["discardUnresolvedDraft", { type: "reportExhausted", params: { attempts: n + 1 } }] }
+            : { target: retryState(n + 1), actions: ["discardUnresolvedDraft", { type: "steerHiddenSameRun", params: { attempt: n + 1 } }] },
         ],
-        RUN_ENDED: { target: "abandoned" },
       },
-      states: {
-        fresh: { description: "Every enabled iteration begins here." },
-        steered: { description: "An unresolved draft was discarded and a hidden same-run instruction sent." },
+    };
+  }
+  return setup({
+    types: {
+      context: {} as ResolutionContext,
+      events: {} as ResolutionEvent,
+      emitted: {} as ResolutionEmitted,
+    },
+    guards: {
+      isFinalPatch: ({ event }) => event.type === "PATCH_ACCEPTED" && event.final,
+      isInterruptedDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "complete",
+    },
+    actions: {
+      discardUnresolvedDraft: emit({ type: "resolution.discardDraft", reason: "unresolved" } as const),
+      discardInterruptedDraft: emit({ type: "resolution.discardDraft", reason: "interrupted" } as const),
+      steerHiddenSameRun: emit((_, params: { attempt: number }) => ({ type: "resolution.steer", attempt: params.attempt }) as const),
+      reportExhausted: emit((_, params: { attempts: number }) => ({ type: "resolution.exhausted", attempts: params.attempts }) as const),
+      keepCandidate: assign({ candidate: ({ event }) => (event.type === "DRAFT" ? (event.text ?? "") : null) }),
+      commitResponse: emit(({ context }) => ({ type: "resolution.commitResponse", text: context.candidate ?? "" }) as const),
+    },
+  }).createMachine({
+    id: "resolution",
+    context: { candidate: null },
+    initial: "ineligible",
+    states: {
+      ineligible: {
+        description: "No final:true latched in this run: a complete visible draft is not a response.",
+        initial: "fresh",
+        on: {
+          PATCH_ACCEPTED: [{ guard: "isFinalPatch", target: "eligible" }, {}],
+          FINAL_ONLY: { target: "eligible" },
+          PATCH_REJECTED: {},
+          RUN_ENDED: { target: "abandoned" },
+        },
+        states: ladder as never,
+      },
+      eligible: {
+        description: "final:true latched for the next accepted turn_end; tools and later patches still allowed.",
+        on: {
+          PATCH_ACCEPTED: {},
+          FINAL_ONLY: {},
+          PATCH_REJECTED: {},
+          DRAFT: [{ guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] }, { target: "candidate", actions: ["keepCandidate"] }],
+          RUN_ENDED: { target: "abandoned" },
+        },
+      },
+      candidate: {
+        description: "An eligible complete draft awaits turn_end.",
+        on: {
+          TURN_END: { target: "accepted", actions: ["commitResponse"] },
+          RUN_ENDED: { target: "abandoned" },
+        },
+      },
+      accepted: {
+        type: "final",
+        description: "The answer was committed to response as a transition at turn_end.",
+      },
+      exhausted: {
+        type: "final",
+        description: "Unresolved attempt past the budget: one concise error; committed state and enablement kept; steering ends.",
+      },
+      abandoned: {
+        type: "final",
+        description: "The run ended without an accepted answer (interrupted or aborted): response unchanged.",
       },
     },
-    eligible: {
-      description: "final:true latched for the next accepted turn_end; tools and later patches still allowed.",
-      on: {
-        PATCH_ACCEPTED: {},
-        FINAL_ONLY: {},
-        PATCH_REJECTED: {},
-        DRAFT: [{ guard: "isCompleteDraft", target: "candidate" }, { actions: ["discardInterruptedDraft"] }],
-        RUN_ENDED: { target: "abandoned" },
-      },
-    },
-    candidate: {
-      description: "An eligible complete draft awaits turn_end.",
-      on: { TURN_END: { target: "accepted", actions: ["commitResponse"] } },
-    },
-    accepted: {
-      type: "final",
-      description: "The answer was committed to response as a transition at turn_end.",
-    },
-    exhausted: {
-      type: "final",
-      description: "Third unresolved attempt: one concise error; committed state and enablement kept; steering ends.",
-    },
-    abandoned: {
-      type: "final",
-      description: "The run ended without an accepted answer (interrupted or aborted): response unchanged.",
-    },
-  },
-});
+  });
+}
+
+export const resolutionMachine = createResolutionMachine(MAX_RESOLUTION_STEERS);
 
 export type ResolutionSnapshot = SnapshotFrom<typeof resolutionMachine>;
 
@@ -119,9 +137,14 @@ export function isTerminalEligible(s: ResolutionSnapshot): boolean {
 export function isResponseCommitted(s: ResolutionSnapshot): boolean {
   return s.matches("accepted");
 }
-/** Hidden steers issued so far (≤ MAX_RESOLUTION_STEERS). */
+/** Hidden steers issued so far, read from the retry state the run is in. */
 export function steersUsed(s: ResolutionSnapshot): number {
-  return Math.min(s.context.attempts, MAX_RESOLUTION_STEERS);
+  const value = s.value as unknown;
+  if (typeof value === "object" && value !== null && "ineligible" in value) {
+    const sub = (value as { ineligible: string }).ineligible;
+    return sub === "fresh" ? 0 : Number(sub.slice("retry".length));
+  }
+  return s.matches("exhausted") ? MAX_RESOLUTION_STEERS : 0;
 }
 /** Steering is over for this run (accepted, exhausted or abandoned). */
 export function isResolutionSettled(s: ResolutionSnapshot): boolean {

@@ -177,7 +177,9 @@ export class StateStore {
 
   /** The runtime a Pi checkpoint names, read without moving the worktree. */
   async loadPointer(pointer: StorePointer): Promise<BranchRuntime> {
-    const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths));
+    // A restore waits only briefly for another writer (one publication takes tens of ms); a lock
+    // held longer is reported so the branch retains its pointer for an explicit retry.
+    const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
     const runtime = decodeRuntime(snapshot, this.identity);
     if (!runtime) {
       throw new StoreError("revision-missing", `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`);

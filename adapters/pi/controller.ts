@@ -18,7 +18,14 @@ import {
   type EpisodeNoticeCode,
   type SessionStartReason,
 } from "../../machines/episode.ts";
-import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, type ResolutionEmitted } from "../../machines/resolution.ts";
+import {
+  MAX_RESOLUTION_STEERS,
+  isResolutionSettled,
+  isTerminalEligible,
+  resolutionMachine,
+  steersUsed,
+  type ResolutionEmitted,
+} from "../../machines/resolution.ts";
 import { selectRestore, type BranchMarker, type PointerCheck, type RestoreResult } from "../../machines/restore.ts";
 import { parsePatchSet, type PatchSet } from "../../storage/cohort.ts";
 import { StateFlowError } from "../../storage/errors.ts";
@@ -119,7 +126,6 @@ export class StateFlowController {
   private resolutionEffects: ResolutionEmitted[] = [];
   private specification = "";
   private readonly discarded = new Set<number>();
-  private candidateText: string | null = null;
   private batchKey: string | null = null;
   private unavailable: string | null = null;
   private diagnostics: Diagnostics;
@@ -184,7 +190,6 @@ export class StateFlowController {
     this.resolution?.stop();
     this.resolution = null;
     this.discarded.clear();
-    this.candidateText = null;
     if (!resolutionEnabled(this.episode.getSnapshot()) || !this.runtime) return undefined;
     this.specification = prompt;
     this.resolution = createFlowActor(resolutionMachine, { inspection: this.options.inspection });
@@ -238,48 +243,46 @@ export class StateFlowController {
   }
 
   /** message_end: terminal drafts go to the resolution machine. */
-  async messageEnd(message: AgentMessage, ctx: ExtensionContext): Promise<void> {
-    if (!this.resolution || !isAssistant(message) || this.resolution.getSnapshot().status !== "active") return;
+  async messageEnd(message: AgentMessage): Promise<void> {
+    if (!this.resolution || !isAssistant(message) || isResolutionSettled(this.resolution.getSnapshot())) return;
     const ending = draftEnding(message);
     if (ending === null) return;
     const eligible = isTerminalEligible(this.resolution.getSnapshot());
-    if (ending === "complete" && eligible) this.candidateText = answerText(message);
-    this.resolution.send({ type: "DRAFT", ending });
+    this.resolution.send({ type: "DRAFT", ending, text: answerText(message) });
+    const unresolved = (attempt: number) =>
+      this.diagnostics.write({ kind: "unresolved-draft", text: answerText(message), stopReason: message.stopReason, attempt, eligible });
     for (const effect of this.takeResolutionEffects()) {
       if (effect.type === "resolution.discardDraft") {
         this.discarded.add(message.timestamp);
-        if (effect.reason === "unresolved") {
-          this.diagnostics.write({ kind: "unresolved-draft", text: answerText(message), stopReason: message.stopReason, attempt: this.resolution.getSnapshot().context.attempts, eligible });
-        }
       } else if (effect.type === "resolution.steer") {
+        unresolved(effect.attempt);
         this.pi.sendMessage(
           { customType: RESOLUTION_NOTE, content: steerText(effect.attempt), display: false, details: { sessionId: this.identity!.sessionId } },
           { deliverAs: "steer", triggerTurn: true },
         );
       } else if (effect.type === "resolution.exhausted") {
+        unresolved(effect.attempts);
         this.notify(
           `State Flow: the answer was not accepted after ${effect.attempts} attempts without patch_state final:true. Committed state and enablement are kept; ask again to continue.`,
           "error",
         );
       }
     }
-    void ctx;
   }
 
   /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
   async turnEnd(ctx: ExtensionContext): Promise<void> {
     this.barrier.send({ type: "BATCH_END" });
     this.batchKey = null;
-    if (!this.resolution || this.resolution.getSnapshot().status !== "active") return;
+    if (!this.resolution || isResolutionSettled(this.resolution.getSnapshot())) return;
     this.resolution.send({ type: "TURN_END" });
     for (const effect of this.takeResolutionEffects()) {
-      if (effect.type !== "resolution.commitResponse" || this.candidateText === null) continue;
-      await this.commitResponse(this.candidateText, ctx);
+      if (effect.type === "resolution.commitResponse") await this.commitResponse(effect.text, ctx);
     }
   }
 
   async agentEnd(): Promise<void> {
-    if (this.resolution && this.resolution.getSnapshot().status === "active") this.resolution.send({ type: "RUN_ENDED" });
+    if (this.resolution && !isResolutionSettled(this.resolution.getSnapshot())) this.resolution.send({ type: "RUN_ENDED" });
     this.takeResolutionEffects();
     this.publication?.turnEnd();
   }
@@ -295,7 +298,7 @@ export class StateFlowController {
       toolCallId,
       arguments: args,
       error: text,
-      attempt: this.resolution?.getSnapshot().context.attempts ?? null,
+      attempt: this.resolution ? steersUsed(this.resolution.getSnapshot()) : null,
       eligible: this.resolution ? isTerminalEligible(this.resolution.getSnapshot()) : null,
     });
   }
@@ -525,7 +528,7 @@ export class StateFlowController {
     if (!this.resolution) return null;
     const snapshot = this.resolution.getSnapshot();
     if (isTerminalEligible(snapshot)) return "Terminal eligibility is latched (final:true accepted): your next complete answer becomes the response.";
-    const attempts = snapshot.context.attempts;
+    const attempts = steersUsed(snapshot);
     return attempts > 0
       ? `${attempts} answer(s) in this run were not accepted. Call patch_state with final:true before your final answer.`
       : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) before your final answer.";

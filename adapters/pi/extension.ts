@@ -67,7 +67,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     pi.on("tool_execution_start", (event) => controller.toolExecutionStart(event.toolCallId, event.args));
     pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx));
     pi.on("tool_execution_end", (event) => controller.toolExecutionEnd(event.toolCallId, event.toolName, event.isError, event.result));
-    pi.on("message_end", (event, ctx) => controller.messageEnd(event.message, ctx));
+    pi.on("message_end", (event) => controller.messageEnd(event.message));
     pi.on("turn_end", (_event, ctx) => controller.turnEnd(ctx));
     pi.on("agent_end", () => controller.agentEnd());
   };

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
 import {
   MAX_RESOLUTION_STEERS,
+  createResolutionMachine,
   resolutionMachine,
   isTerminalEligible,
   isResponseCommitted,
@@ -24,6 +25,8 @@ interface Trace {
   unresolvedCompletes: number;
   steers: number;
   commits: number;
+  /** text of the last eligible complete draft */
+  candidate: string | null;
 }
 
 export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trace): string[] {
@@ -36,8 +39,8 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
   const exhaustedNow = emitted.filter((e) => e.type === "resolution.exhausted").length;
   trace.steers += steers;
   trace.commits += commits;
-  if (step.index === 0 && (before !== "ineligible.fresh" || prev.context.attempts !== 0))
-    v.push(`I2.1 run did not start ineligible with zero attempts (${before}, ${prev.context.attempts})`);
+  if (step.index === 0 && (before !== "ineligible.fresh" || steersUsed(prev as never) !== 0))
+    v.push(`I2.1 run did not start ineligible with zero attempts (${before})`);
   // I2.2
   const wasEligible = isTerminalEligible(prev as never);
   const isEligible = isTerminalEligible(next as never);
@@ -48,12 +51,11 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
   }
   if (wasEligible && !isEligible && next.status === "active") v.push(`I2.2 eligibility dropped on ${JSON.stringify(event)}`);
   // I2.3
-  if (event.type === "PATCH_REJECTED" && (before !== after || prev.context.attempts !== next.context.attempts || emitted.length))
+  if (event.type === "PATCH_REJECTED" && (before !== after || emitted.length))
     v.push(`I2.3 a failed patch call consumed something (${before} → ${after})`);
   // I2.4
   if (event.type === "DRAFT" && event.ending !== "complete" && prev.status === "active") {
-    if (before !== after || prev.context.attempts !== next.context.attempts)
-      v.push(`I2.4 interrupted ${event.ending} ending changed ${before} → ${after}`);
+    if (before !== after) v.push(`I2.4 interrupted ${event.ending} ending changed ${before} → ${after}`);
     if (commits || steers) v.push(`I2.4 interrupted ${event.ending} ending steered or committed`);
   }
   // I2.5
@@ -67,19 +69,25 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
       v.push(`I2.5 attempt ${n} must exhaust with one error and no steer (${after}, steers=${steers})`);
   }
   if (trace.steers > MAX_RESOLUTION_STEERS) v.push(`I2.5 ${trace.steers} steers exceed ${MAX_RESOLUTION_STEERS}`);
-  if (steersUsed(next as never) !== Math.min(trace.steers, MAX_RESOLUTION_STEERS)) v.push("I2.5 steersUsed disagrees with emitted steers");
+  if ((after.startsWith("ineligible") || after === "exhausted") && steersUsed(next as never) !== Math.min(trace.steers, MAX_RESOLUTION_STEERS))
+    v.push("I2.5 steersUsed disagrees with emitted steers");
   // I2.6
   if (commits && !(before === "candidate" && event.type === "TURN_END")) v.push(`I2.6 response committed from ${before} on ${event.type}`);
   if (after === "accepted" && before !== "accepted" && commits !== 1) v.push("I2.6 accepted without exactly one commit");
   if (trace.commits > 1) v.push("I2.6 response committed twice");
   if (isResponseCommitted(next as never) !== (trace.commits === 1)) v.push("I2.6 isResponseCommitted disagrees with commits");
+  if (event.type === "DRAFT" && event.ending === "complete" && wasEligible) trace.candidate = event.text ?? "";
+  for (const e of emitted) {
+    if (e.type === "resolution.commitResponse" && (e as { text?: string }).text !== trace.candidate)
+      v.push(`I2.6 the committed response is not the eligible draft's text (${JSON.stringify((e as { text?: string }).text)})`);
+  }
   return v;
 }
 
-function runSuite(machine: typeof resolutionMachine) {
+function runSuite(machine: ReturnType<typeof createResolutionMachine>) {
   return runPathSuite<ResolutionEvent, Trace>(machine, {
-    spec: () => ({ events: () => events, serializeState: (s) => JSON.stringify([s.value, s.context.attempts]), maxSimplePaths: 20_000 }),
-    trace: () => ({ unresolvedCompletes: 0, steers: 0, commits: 0 }),
+    spec: () => ({ events: () => events, serializeState: (s) => JSON.stringify(s.value), maxSimplePaths: 20_000 }),
+    trace: () => ({ unresolvedCompletes: 0, steers: 0, commits: 0, candidate: null }),
     check: (step, trace) => checkResolutionStep(step, trace),
   });
 }
@@ -100,18 +108,13 @@ describe("resolution machine (generated paths)", () => {
 
 describe("resolution negative controls", () => {
   it("I2.5 check catches an off-by-one steering bound (three steers instead of two)", () => {
-    const offByOne = resolutionMachine.provide({
-      guards: {
-        canSteer: ({ context, event }) => event.type === "DRAFT" && event.ending === "complete" && context.attempts <= MAX_RESOLUTION_STEERS,
-      },
-    });
-    const { violations } = runSuite(offByOne);
+    const { violations } = runSuite(createResolutionMachine(MAX_RESOLUTION_STEERS + 1));
     expect(violations.some((v) => v.startsWith("I2.5")), "off-by-one bound must violate I2.5").toBe(true);
   });
 
   it("I2.4 check catches an interrupted ending treated as a complete draft", () => {
     const leaky = resolutionMachine.provide({
-      guards: { isCompleteDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "empty" },
+      guards: { isInterruptedDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "complete" && event.ending !== "length" },
     });
     const { violations } = runSuite(leaky);
     expect(violations.some((v) => v.startsWith("I2.4"))).toBe(true);

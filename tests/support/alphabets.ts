@@ -37,7 +37,7 @@ export const RESOLUTION_EVENTS: ResolutionEvent[] = [
   { type: "PATCH_ACCEPTED", final: false },
   { type: "FINAL_ONLY" },
   { type: "PATCH_REJECTED" },
-  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending }) as const),
+  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending, text: `${ending} draft` }) as const),
   { type: "TURN_END" },
   { type: "RUN_ENDED" },
 ];

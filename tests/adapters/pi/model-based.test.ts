@@ -23,7 +23,7 @@ import {
   type EpisodeEvent,
   type EpisodeNoticeCode,
 } from "../../../machines/episode.ts";
-import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, type ResolutionEvent } from "../../../machines/resolution.ts";
+import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, steersUsed, type ResolutionEvent } from "../../../machines/resolution.ts";
 import type { RestoreResult } from "../../../machines/restore.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
@@ -492,13 +492,37 @@ describe("M1 episode: generated shortest paths replayed through a real Pi sessio
 
 const resolutionAlphabet = RESOLUTION_EVENTS;
 
-function resolutionPaths(): { generated: number; paths: ResolutionEvent[][] } {
+/**
+ * Why a resolution path cannot be produced through Pi, or null. Pi emits turn_end right after the
+ * assistant message that made the candidate, so a run cannot end while a candidate waits.
+ */
+function resolutionSkipReason(path: readonly ResolutionEvent[]): string | null {
+  const probe = createActor(resolutionMachine).start();
+  try {
+    for (const event of path) {
+      if (event.type === "RUN_ENDED" && probe.getSnapshot().matches("candidate")) {
+        return "RUN_ENDED in candidate cannot be produced: Pi emits turn_end (TURN_END) after the eligible complete draft before agent_end";
+      }
+      probe.send(event);
+    }
+    return null;
+  } finally {
+    probe.stop();
+  }
+}
+
+function resolutionPaths(): { generated: number; paths: ResolutionEvent[][]; skipped: { path: ResolutionEvent[]; reason: string }[] } {
   const shortest = generatePaths<ResolutionEvent>(
     resolutionMachine,
-    { events: () => resolutionAlphabet, serializeState: (s) => JSON.stringify([s.value, s.context]) },
+    { events: () => resolutionAlphabet, serializeState: (s) => JSON.stringify(s.value) },
     { simple: false },
   ).filter((p) => p.kind === "shortest");
-  return { generated: shortest.length, paths: dedupeByPrefix(shortest.map((p) => p.events)) };
+  const distinct = dedupeByPrefix(shortest.map((p) => p.events));
+  const skipped = distinct.flatMap((path) => {
+    const reason = resolutionSkipReason(path);
+    return reason ? [{ path, reason }] : [];
+  });
+  return { generated: shortest.length, paths: distinct.filter((path) => !resolutionSkipReason(path)), skipped };
 }
 
 type ModelStep = { kind: "patch" | "final-only" | "text"; step: (context: Context) => import("@earendil-works/pi-ai").AssistantMessage; events: ResolutionEvent[]; text?: string };
@@ -560,7 +584,7 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
 
 function resolutionNoteFor(s: AnyMachineSnapshot): RegExp {
   if (isTerminalEligible(s as never)) return /## Resolution\nTerminal eligibility is latched/;
-  const attempts = (s.context as { attempts: number }).attempts;
+  const attempts = steersUsed(s as never);
   return attempts > 0 ? new RegExp(`## Resolution\\n${attempts} answer\\(s\\) in this run were not accepted`) : /## Resolution\nThis run is not yet terminal-eligible/;
 }
 
@@ -658,12 +682,17 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
 }
 
 describe("M2 resolution: generated shortest paths replayed as runs of a real Pi session", () => {
-  const { generated, paths } = resolutionPaths();
+  const { generated, paths, skipped } = resolutionPaths();
   const s = summary("resolution");
   s.generated = generated;
-  s.distinct = paths.length;
+  s.distinct = paths.length + skipped.length;
+  for (const { path, reason } of skipped) {
+    s.skipped.push({ path: show(path), reason });
+    it.skip(`${show(path)} — skipped: ${reason}`, () => {});
+  }
   it("generates the shortest paths to every resolution state", () => {
-    expect(generated).toBeGreaterThanOrEqual(10);
+    expect(generated).toBeGreaterThanOrEqual(8);
+    expect(paths.length).toBeGreaterThanOrEqual(3);
   });
   it(`replays ${paths.length} runs (one enabled run per path) in one session`, async () => {
     const t0 = performance.now();
