@@ -8,6 +8,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as v from "valibot";
 import { PUBLICATION_POLICIES, type PublicationPolicy } from "../../storage/codec.ts";
+import { defaultStoreRoot } from "../../storage/layout.ts";
 
 export const CONFIG_FILE_NAME = "state-flow.json";
 
@@ -51,7 +52,7 @@ export function resolveDirectory(directory: string, configDir: string, home = ho
 export function loadConfig(agentDir: string, home = homedir()): StateFlowConfig {
   const file = join(agentDir, CONFIG_FILE_NAME);
   const defaults: StateFlowConfig = {
-    directory: join(resolve(agentDir), "state-flow"),
+    directory: defaultStoreRoot(agentDir),
     autoStart: false,
     logging: false,
     remotePublication: "turn-end",

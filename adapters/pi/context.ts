@@ -16,9 +16,7 @@ import type { CompactTransition } from "../../storage/temporal.ts";
 export const RUN_ANCHOR = "state-flow-run";
 export const STOP_HANDOFF = "state-flow-stop";
 export const RESOLUTION_NOTE = "state-flow-resolution";
-export const RUNTIME_CONTEXT = "state-flow-context";
-
-const OWN_TYPES = new Set([RUN_ANCHOR, STOP_HANDOFF, RESOLUTION_NOTE, RUNTIME_CONTEXT]);
+const OWN_TYPES = new Set([RUN_ANCHOR, STOP_HANDOFF, RESOLUTION_NOTE]);
 
 export type ProjectionMode = "steady" | "bootstrap" | "passive";
 

@@ -7,7 +7,7 @@
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { Actor } from "xstate";
-import { barrierMachine, toolCallDecision } from "../../machines/barrier.ts";
+import { barrierMachine, inCurrentBatch, toolCallDecision } from "../../machines/barrier.ts";
 import {
   episodeMachine,
   episodeStateName,
@@ -126,7 +126,6 @@ export class StateFlowController {
   private resolutionEffects: ResolutionEmitted[] = [];
   private specification = "";
   private readonly discarded = new Set<number>();
-  private batchKey: string | null = null;
   private unavailable: string | null = null;
   private diagnostics: Diagnostics;
   private readonly callArgs = new Map<string, unknown>();
@@ -231,11 +230,10 @@ export class StateFlowController {
 
   toolCall(toolCallId: string, ctx: ExtensionContext): { block: true; reason: string } | undefined {
     if (!isToolsActive(this.episode.getSnapshot())) return undefined;
-    const batch = this.currentBatch(ctx.sessionManager.getBranch());
-    if (batch && batch.key !== this.batchKey) {
-      this.batchKey = batch.key;
-      this.barrier.send({ type: "BATCH_END" });
-      this.barrier.send({ type: "BATCH", calls: batch.calls });
+    // The first call of a new assistant batch: hand the machine the whole batch once.
+    if (!inCurrentBatch(this.barrier.getSnapshot(), toolCallId)) {
+      const calls = this.currentBatchCalls(ctx.sessionManager.getBranch());
+      if (calls) this.barrier.send({ type: "BATCH", calls });
     }
     this.barrier.send({ type: "TOOL_CALL", id: toolCallId });
     const decision = toolCallDecision(this.barrier.getSnapshot(), toolCallId);
@@ -273,7 +271,6 @@ export class StateFlowController {
   /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
   async turnEnd(ctx: ExtensionContext): Promise<void> {
     this.barrier.send({ type: "BATCH_END" });
-    this.batchKey = null;
     if (!this.resolution || isResolutionSettled(this.resolution.getSnapshot())) return;
     this.resolution.send({ type: "TURN_END" });
     for (const effect of this.takeResolutionEffects()) {
@@ -305,7 +302,7 @@ export class StateFlowController {
 
   // ---- tools ---------------------------------------------------------------------------------
 
-  async patchState(set: PatchSet, ctx: ExtensionContext): Promise<{ text: string; details: Record<string, unknown> }> {
+  async patchState(set: PatchSet): Promise<{ text: string; details: Record<string, unknown> }> {
     if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime || !this.store) {
       throw new Error("State Flow is not enabled on this branch; /state-flow-start enables it.");
     }
@@ -322,7 +319,6 @@ export class StateFlowController {
       const changed = Object.keys(staged.cohort.records);
       const unchanged = staged.cohort.unchanged.length > 0 ? ` Unchanged and not recorded: ${staged.cohort.unchanged.join(", ")}.` : "";
       const finalNote = set.final ? " Terminal eligibility latched: your next complete answer is accepted." : "";
-      void ctx;
       return {
         text: `Accepted transition step ${step} (${changed.join(", ")}).${unchanged}${finalNote} state[0] is rebuilt for your next inference; do not restate it.`,
         details: { step, transition: staged.cohort.transition.id, scopes: changed, revision: runtime.pointer.revision, final: set.final },
@@ -479,7 +475,7 @@ export class StateFlowController {
       this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: runtime.pointer.revision });
       await this.publish(runtime.pointer.revision);
     }
-    this.ui?.setStatus("state-flow", compactStatus(headBoundary(runtime.view.lineage).step));
+    if (this.ui) this.updateStatus(this.ui);
   }
 
   private async commitResponse(text: string, ctx: ExtensionContext): Promise<void> {
@@ -506,22 +502,23 @@ export class StateFlowController {
       this.options.registerTools();
     }
     if (!this.toolsRegistered) {
-      this.updateStatus(ctx);
+      this.updateStatus(ctx.ui);
       return;
     }
     const current = this.pi.getActiveTools();
     const others = current.filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
     const next = active ? [...others, ...TOOL_NAMES] : others;
     if (next.length !== current.length || next.some((n, i) => n !== current[i])) this.pi.setActiveTools(next);
-    this.updateStatus(ctx);
+    this.updateStatus(ctx.ui);
   }
 
-  private updateStatus(ctx: ExtensionContext): void {
+  /** The compact footer: `state-flow #<step>` while enabled, a word otherwise, nothing when off. */
+  private updateStatus(ui: ExtensionContext["ui"]): void {
     const mode = projectionMode(this.episode.getSnapshot());
-    if (mode === "ordinary") ctx.ui.setStatus("state-flow", undefined);
-    else if (mode === "passive") ctx.ui.setStatus("state-flow", "state-flow stopped");
-    else if (mode === "failedClosed") ctx.ui.setStatus("state-flow", "state-flow unavailable");
-    else if (this.runtime) ctx.ui.setStatus("state-flow", compactStatus(headBoundary(this.runtime.view.lineage).step));
+    if (mode === "ordinary") ui.setStatus("state-flow", undefined);
+    else if (mode === "passive") ui.setStatus("state-flow", "state-flow stopped");
+    else if (mode === "failedClosed") ui.setStatus("state-flow", "state-flow unavailable");
+    else if (this.runtime) ui.setStatus("state-flow", compactStatus(headBoundary(this.runtime.view.lineage).step));
   }
 
   private resolutionNote(): string | null {
@@ -538,16 +535,17 @@ export class StateFlowController {
     return this.resolutionEffects.splice(0);
   }
 
-  private currentBatch(entries: readonly SessionEntry[]): { key: string; calls: { id: string; name: string }[] } | null {
+  /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
+  private currentBatchCalls(entries: readonly SessionEntry[]): { id: string; name: string }[] | null {
     for (let i = entries.length - 1; i >= 0; i--) {
       const entry = entries[i]!;
       if (entry.type !== "message") continue;
       const message = entry.message as AgentMessage;
-      if (!isAssistant(message)) continue;
-      return { key: entry.id, calls: toolCalls(message) };
+      if (isAssistant(message)) return toolCalls(message);
     }
     return null;
   }
+
 
   // ---- publication --------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import { getAgentDir, type ExtensionAPI, type ExtensionFactory } from "@earendil
 import { loadInspection } from "../inspect/inspector.ts";
 import { loadConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
+import { parsePatchSet } from "../../storage/cohort.ts";
 import {
   PATCH_STATE_JSON_SCHEMA,
   READ_STATE_JSON_SCHEMA,
@@ -83,12 +84,13 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
     promptSnippet: "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
     parameters: PATCH_STATE_JSON_SCHEMA as never,
     executionMode: "sequential",
+    // Runs before Pi's schema validation, so every refusal carries State Flow's named message.
     prepareArguments(args: unknown) {
-      parsePatchStateArgs(args);
+      parsePatchSet(args);
       return args as never;
     },
-    async execute(_toolCallId: string, params: unknown, _signal: unknown, _onUpdate: unknown, ctx: never) {
-      const result = await controller.patchState(parsePatchStateArgs(params), ctx);
+    async execute(_toolCallId: string, params: unknown) {
+      const result = await controller.patchState(parsePatchStateArgs(params));
       return { content: text(result.text), details: result.details };
     },
   } as never);
