@@ -6,15 +6,13 @@
 // + directory fsync. These helpers require caller exclusion (the publication lock): they are
 // not a multi-file compare-and-swap against writers that ignore the protocol.
 
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { lstat, mkdir, open, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+export { sha256Hex } from "./json.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
 
-export function sha256Hex(bytes: Uint8Array | string): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
 
 /** Validates a store-relative path (`a/b/c.json`): POSIX separators, no empty, `.`, `..`, `.git` or NUL components. */
 export function assertStorePath(rel: string): string[] {

@@ -33,7 +33,7 @@ import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { access, copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { FILE_LOCK_NAME, hashFiles, isFilePointer, loadIfCurrent, staleBasisError, validateRequest, writeOrder } from "./file-backend.ts";
+import { FILE_LOCK_NAME, hashFiles, isFilePointer, loadIfCurrent, validateRequest, verifyBasis, writeOrder } from "./file-backend.ts";
 import { prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
@@ -473,10 +473,7 @@ export class GitBackend implements StoreBackend {
       if (currentResult.status === "rejected") throw currentResult.reason;
       const current = currentResult.value;
       const currentHashes = hashFiles(current);
-      for (const [path, found] of currentHashes) {
-        const expected = request.basis.hashes.get(path);
-        if (expected !== found) throw staleBasisError(path, expected, found);
-      }
+      verifyBasis(request.basis, currentHashes);
       if (request.basis.pointer !== null && head === null) {
         throw new StoreError(
           "stale-basis",
