@@ -1,8 +1,9 @@
 // Publication machine: remote replication of locally accepted cohorts (spec 001 "Runtime
 // ownership and Git publication"). A local commit accepts the transition; this machine only
-// decides what to push and when. Pure: the adapter runs the push and reports results tagged with
-// the target and the generation it was started under.
-import { setup, assign, type SnapshotFrom } from "xstate";
+// decides what to push and when. Pure: every push it starts is announced as an emitted
+// `publication.push{target, generation}` (the driver runs exactly those), and the driver reports
+// each result 1:1 as an event tagged with the target and the generation it was started under.
+import { setup, assign, enqueueActions, type SnapshotFrom } from "xstate";
 
 export type PublicationPolicy = "off" | "turn-end" | "transition";
 export type StorageBackend = "git" | "file";
@@ -21,15 +22,12 @@ export interface PublicationContext {
   backend: StorageBackend;
   remote: boolean;
   generation: number;
-  acceptedCount: number;
   /** Newest accepted target waiting to be pushed. */
   queued: string | null;
   /** Target of the push in flight. */
   inflight: string | null;
   /** Accepted target whose push failed or is unconfirmed (survives restart). */
   pending: string | null;
-  /** Last target a current-generation push confirmed. */
-  confirmed: string | null;
   /** Failed pushes of the pending target (0 when nothing is pending or it was never attempted). */
   attempts: number;
   /** Error of the pending target's last failed push. */
@@ -44,24 +42,33 @@ export type PublicationEvent =
   | { type: "PUSH_FAILED"; target: string; generation: number; error?: string }
   /** The push found no remote configured (removed since the route was chosen): local-only from now on. */
   | { type: "PUSH_LOCAL_ONLY"; target: string; generation: number }
+  /**
+   * The pushed target no longer exists locally (history reset). The machine decides: a newer
+   * queued target supersedes it, otherwise the lineage was reset (generation fenced, targets dropped).
+   */
+  | { type: "PUSH_UNREACHABLE"; target: string; generation: number; error?: string }
   | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string }
-  | { type: "LINEAGE_RESET" }
   | { type: "SHUTDOWN" };
+
+/** Effects the machine announces; the driver runs each push it is told to, and no other. */
+export type PublicationEmitted = { type: "publication.push"; target: string; generation: number };
+
+export type PushResultEvent = Extract<PublicationEvent, { type: "PUSH_OK" | "PUSH_FAILED" | "PUSH_LOCAL_ONLY" | "PUSH_UNREACHABLE" }>;
+
+export function isPushResult(event: PublicationEvent): event is PushResultEvent {
+  return event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY" || event.type === "PUSH_UNREACHABLE";
+}
 
 /** A push result counts only for the target in flight under the current generation. */
 export function isCurrentResult(context: PublicationContext, event: PublicationEvent): boolean {
-  return (
-    (event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY") &&
-    context.inflight !== null &&
-    event.target === context.inflight &&
-    event.generation === context.generation
-  );
+  return isPushResult(event) && context.inflight !== null && event.target === context.inflight && event.generation === context.generation;
 }
 
 export const publicationMachine = setup({
   types: {
     context: {} as PublicationContext,
     events: {} as PublicationEvent,
+    emitted: {} as PublicationEmitted,
     input: {} as PublicationInput,
   },
   guards: {
@@ -70,46 +77,46 @@ export const publicationMachine = setup({
     isPolicyOff: ({ context }) => context.policy === "off",
     isTransitionPolicy: ({ context }) => context.policy === "transition",
     isCurrentResult: ({ context, event }) => isCurrentResult(context, event),
+    /** A current result while a newer accepted target is queued behind the push. */
+    isCurrentResultWithQueued: ({ context, event }) => isCurrentResult(context, event) && context.queued !== null,
     hasQueuedUnderTransitionPolicy: ({ context }) => context.queued !== null && context.policy === "transition",
     hasQueued: ({ context }) => context.queued !== null,
     hasPending: ({ context }) => context.pending !== null,
   },
   actions: {
-    // A target accepted while its own push is in flight is already covered by that push;
-    // queueing it again would restart a push of the same target that no adapter can tell apart.
+    // Newest only. A target accepted while its own push is in flight is covered by that push: it
+    // supersedes any older queued target and is not queued behind itself (a second push of the same
+    // commit would be redundant and would reset its failure count). Not needed for liveness any more
+    // (every push start is an emitted event, so a same-target restart would run): see ISS-2.
     queueNewest: assign({
-      queued: ({ context, event }) => (event.type !== "ACCEPTED" ? null : event.target === context.inflight ? context.queued : event.target),
-      acceptedCount: ({ context }) => context.acceptedCount + 1,
+      queued: ({ context, event }) => (event.type !== "ACCEPTED" || event.target === context.inflight ? null : event.target),
     }),
-    startPushNewest: assign({
-      inflight: ({ event }) => (event.type === "ACCEPTED" ? event.target : null),
-      acceptedCount: ({ context }) => context.acceptedCount + 1,
-      queued: () => null,
-      pending: () => null,
-      attempts: () => 0,
-      lastError: () => null,
+    // Every push start assigns the in-flight target AND announces it: no transition can start a
+    // push the driver does not hear of, and a restart of the same target is a second announcement.
+    startPushNewest: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "ACCEPTED") return;
+      enqueue.assign({ inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null });
+      enqueue.emit({ type: "publication.push", target: event.target, generation: context.generation });
     }),
-    startPushQueued: assign({
-      inflight: ({ context }) => context.queued,
-      queued: () => null,
-      pending: () => null,
-      attempts: () => 0,
-      lastError: () => null,
+    startPushQueued: enqueueActions(({ context, enqueue }) => {
+      if (context.queued === null) return;
+      enqueue.assign({ inflight: context.queued, queued: null, pending: null, attempts: 0, lastError: null });
+      enqueue.emit({ type: "publication.push", target: context.queued, generation: context.generation });
     }),
-    startPushPending: assign({ inflight: ({ context }) => context.pending }),
-    confirmInflight: assign({
-      confirmed: ({ context }) => context.inflight,
-      inflight: () => null,
-      pending: () => null,
-      attempts: () => 0,
-      lastError: () => null,
+    startPushPending: enqueueActions(({ context, enqueue }) => {
+      if (context.pending === null) return;
+      enqueue.assign({ inflight: context.pending });
+      enqueue.emit({ type: "publication.push", target: context.pending, generation: context.generation });
     }),
+    confirmInflight: assign({ inflight: null, pending: null, attempts: 0, lastError: null }),
     failInflight: assign({
       pending: ({ context }) => context.inflight,
       inflight: () => null,
       attempts: ({ context }) => (context.pending !== null && context.pending === context.inflight ? context.attempts + 1 : 1),
       lastError: ({ event }) => (event.type === "PUSH_FAILED" ? (event.error ?? "push failed") : "push failed"),
     }),
+    /** The in-flight target is unreachable and a newer queued target supersedes it: drop it, never retry it. */
+    dropInflight: assign({ inflight: null, pending: null, attempts: 0, lastError: null }),
     restorePending: assign({
       pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null),
       attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
@@ -132,11 +139,9 @@ export const publicationMachine = setup({
     backend: input.backend,
     remote: input.remote,
     generation: input.generation ?? 0,
-    acceptedCount: 0,
     queued: null,
     inflight: null,
     pending: null,
-    confirmed: null,
     attempts: 0,
     lastError: null,
   }),
@@ -158,10 +163,9 @@ export const publicationMachine = setup({
     remote: {
       description: "Git with a remote under turn-end or transition policy.",
       initial: "idle",
-      on: { LINEAGE_RESET: { target: ".idle", actions: ["fenceGeneration"] } },
       states: {
         idle: {
-          description: "Nothing accepted yet in this runtime.",
+          description: "Nothing accepted yet in this runtime (or the lineage was reset).",
           on: {
             ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
             RESTORED_PENDING: { target: "pending", actions: ["restorePending"] },
@@ -185,6 +189,11 @@ export const publicationMachine = setup({
               { guard: "isCurrentResult", target: "#publication.localOnly", actions: ["fenceGeneration"] },
               { actions: ["ignoreStaleResult"] },
             ],
+            PUSH_UNREACHABLE: [
+              { guard: "isCurrentResultWithQueued", target: "settling", actions: ["dropInflight"] },
+              { guard: "isCurrentResult", target: "idle", actions: ["fenceGeneration"] },
+              { actions: ["ignoreStaleResult"] },
+            ],
           },
           states: {
             inFlight: {
@@ -197,6 +206,7 @@ export const publicationMachine = setup({
                 ACCEPTED: { target: "inFlight", actions: ["queueNewest"] },
                 PUSH_OK: { guard: "isCurrentResult", target: "inFlight", actions: ["confirmInflight", "startPushQueued"] },
                 PUSH_FAILED: { guard: "isCurrentResult", target: "inFlight", actions: ["failInflight", "startPushQueued"] },
+                PUSH_UNREACHABLE: { guard: "isCurrentResult", target: "inFlight", actions: ["dropInflight", "startPushQueued"] },
               },
             },
           },
@@ -232,14 +242,6 @@ export const publicationMachine = setup({
 
 export type PublicationSnapshot = SnapshotFrom<typeof publicationMachine>;
 
-/** The push the adapter should run now (after sending an event), or null. */
-export function pushToStart(prev: PublicationSnapshot, next: PublicationSnapshot): { target: string; generation: number } | null {
-  const started = next.context.inflight !== null && (prev.context.inflight !== next.context.inflight || !prev.matches({ remote: "pushing" }));
-  return started && next.matches({ remote: "pushing" }) ? { target: next.context.inflight!, generation: next.context.generation } : null;
-}
-export function hasPendingPublication(s: PublicationSnapshot): boolean {
-  return s.matches({ remote: "pending" }) || s.context.pending !== null;
-}
 export type PublicationStatus = "file-only" | "local-only" | "off" | "idle" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
 export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("fileOnly")) return "file-only";

@@ -1,8 +1,9 @@
 // Remote publication policy (spec 001 "Runtime ownership and Git publication") behind one small
 // interface. The lifecycle lives in ONE statechart, machines/publication.ts; this driver only sends
-// it events, runs the pushes it asks for (pushToStart) and reports their results tagged with the
-// target and the generation they started under. It holds no queue, pending or generation of its
-// own: the intent it reports is derived from the machine snapshot.
+// it events, runs exactly the pushes it announces (emitted `publication.push{target, generation}`)
+// and translates each push result 1:1 into an event tagged with that target and generation; the
+// machine decides what a result means. It holds no queue, pending or generation of its own: the
+// intent and the outcomes it reports are derived from machine snapshots.
 //
 //   off        – accepted commits stay local;
 //   turn-end   – (default) each accepted cohort replaces the queued target (newest only); the push
@@ -19,11 +20,13 @@
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import {
   isCurrentResult,
+  isPushResult,
   publicationMachine,
   publicationStatus,
-  pushToStart,
   type PublicationContext,
+  type PublicationEmitted,
   type PublicationEvent,
+  type PushResultEvent,
   type PublicationSnapshot,
 } from "../machines/publication.ts";
 import type { GitPushResult } from "./git-backend.ts";
@@ -115,35 +118,76 @@ export async function openPublication(options: PublicationOptions): Promise<Publ
 
 type Waiter = { readonly revision: string; readonly resolve: (outcome: PublicationOutcome) => void };
 
+/** One push result, translated 1:1 (no lifecycle decision: the machine's guards make those). */
+function resultEvent(target: string, generation: number, result: GitPushResult): PushResultEvent {
+  switch (result.kind) {
+    case "pushed":
+      return { type: "PUSH_OK", target, generation };
+    case "failed":
+      return { type: "PUSH_FAILED", target, generation, error: result.detail || "push failed" };
+    case "local-only":
+      return { type: "PUSH_LOCAL_ONLY", target, generation };
+    case "unreachable":
+      return { type: "PUSH_UNREACHABLE", target, generation, error: result.detail || "commit not found" };
+  }
+}
+
+/** What one push result meant for its target, read from the snapshots around its event. */
+function resultOutcome(event: PushResultEvent, result: GitPushResult, prev: PublicationSnapshot, next: PublicationSnapshot): PublicationOutcome {
+  const revision = event.target;
+  if (!isCurrentResult(prev.context, event)) return { kind: "superseded", revision };
+  switch (event.type) {
+    case "PUSH_OK":
+      return { kind: "pushed", revision, ...(result.kind === "pushed" && result.remote ? { remote: result.remote } : {}) };
+    case "PUSH_FAILED":
+      // kept as the intent to persist, unless a newer accepted target took its place
+      return intentOf(next.context)?.revision === revision ? { kind: "pending", revision, error: event.error ?? "push failed" } : { kind: "superseded", revision };
+    case "PUSH_LOCAL_ONLY":
+      return { kind: "local-only", revision };
+    case "PUSH_UNREACHABLE":
+      return { kind: "unreachable", revision, error: event.error ?? "commit not found" };
+  }
+}
+
 export function createPublication(options: PublicationOptions): PublicationDriver {
   const policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
   const pusher = options.pusher;
   const actor = createActor(publicationMachine, {
     input: { policy, backend: pusher ? "git" : "file", remote: pusher !== null && (options.remote ?? true) },
     ...(options.inspect ? { inspect: options.inspect } : {}),
-  }).start();
+  });
   // Effect plumbing only (no lifecycle): the push promises still running, and callers awaiting
   // the outcome of one target.
   const running = new Set<Promise<void>>();
   const waiters = new Set<Waiter>();
+  // The machine announces every push it starts (including a restart of the same target); they run
+  // once the event that started them has been reported (intent first, then the push).
+  const announced: PublicationEmitted[] = [];
+  actor.on("publication.push", (push) => void announced.push(push));
+  actor.start();
 
   const snap = (): PublicationSnapshot => actor.getSnapshot();
   const isOpen = () => snap().status === "active";
 
-  /** Sends one event; reports the intent change; starts the push the machine asks for; settles waiters. */
-  function dispatch(event: PublicationEvent, delivered?: { target: string; outcome: PublicationOutcome }): void {
+  /**
+   * Sends one event (the pushes it starts run from the emitted events); reports the intent change;
+   * settles the waiters of a delivered result and of superseded or fenced targets.
+   */
+  function dispatch(event: PublicationEvent, delivered?: (prev: PublicationSnapshot, next: PublicationSnapshot) => PublicationOutcome): void {
     if (!isOpen()) return;
     const prev = snap();
     actor.send(event);
     const next = snap();
     if (next.status === "active" && !sameIntent(intentOf(prev.context), intentOf(next.context))) options.onPendingChange?.(intentOf(next.context));
-    const start = pushToStart(prev, next);
-    if (start) run(start.target, start.generation);
-    if (delivered) settle(delivered.target, delivered.outcome);
+    for (const push of announced.splice(0)) run(push.target, push.generation);
+    const c = next.context;
+    const live = (revision: string) => next.status === "active" && (c.queued === revision || c.inflight === revision);
+    // A result settles its target's callers unless a push of that same target is in flight again
+    // (a same-target restart): then they wait for that push, which reports to them in turn.
+    if (delivered && isPushResult(event) && !(next.status === "active" && c.inflight === event.target)) settle(event.target, delivered(prev, next));
     for (const waiter of [...waiters]) {
-      const c = next.context;
       if (next.status !== "active") settle(waiter.revision, { kind: "fenced" });
-      else if (c.queued !== waiter.revision && c.inflight !== waiter.revision) settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
+      else if (!live(waiter.revision)) settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
     }
   }
 
@@ -161,10 +205,11 @@ export function createPublication(options: PublicationOptions): PublicationDrive
   }
 
   function run(target: string, generation: number): void {
+    if (!pusher) return; // unreachable: only the remote route (which needs a pusher) pushes
     const p: Promise<void> = (async () => {
       let result: GitPushResult;
       try {
-        result = await pusher!.push(target);
+        result = await pusher.push(target);
       } catch (error) {
         result = { kind: "failed", detail: error instanceof Error ? error.message : String(error) };
       }
@@ -173,34 +218,11 @@ export function createPublication(options: PublicationOptions): PublicationDrive
     running.add(p);
   }
 
-  /** Maps one push result onto a machine event (fenced by target and generation) and an outcome. */
+  /** Sends one push result as its event; the outcome is derived from the snapshots around it. */
   function report(target: string, generation: number, result: GitPushResult): void {
     if (!isOpen()) return settle(target, { kind: "fenced" });
-    const c = snap().context;
-    const current = isCurrentResult(c, { type: "PUSH_OK", target, generation });
-    const superseded: PublicationOutcome = { kind: "superseded", revision: target };
-    switch (result.kind) {
-      case "pushed":
-        return dispatch(
-          { type: "PUSH_OK", target, generation },
-          { target, outcome: current ? { kind: "pushed", revision: target, ...(result.remote ? { remote: result.remote } : {}) } : superseded },
-        );
-      case "failed": {
-        const error = result.detail || "push failed";
-        const outcome: PublicationOutcome = current && c.queued === null ? { kind: "pending", revision: target, error } : superseded;
-        return dispatch({ type: "PUSH_FAILED", target, generation, error }, { target, outcome });
-      }
-      case "local-only":
-        return dispatch({ type: "PUSH_LOCAL_ONLY", target, generation }, { target, outcome: current ? { kind: "local-only", revision: target } : superseded });
-      case "unreachable": {
-        // The target no longer exists locally (history reset): report it once, never retry it
-        // forever. A newer queued target supersedes it; otherwise the lineage was reset.
-        const outcome: PublicationOutcome = current ? { kind: "unreachable", revision: target, error: result.detail || "commit not found" } : superseded;
-        if (!current) return dispatch({ type: "PUSH_FAILED", target, generation }, { target, outcome });
-        if (c.queued !== null) return dispatch({ type: "PUSH_FAILED", target, generation, error: result.detail || "commit not found" }, { target, outcome });
-        return dispatch({ type: "LINEAGE_RESET" }, { target, outcome });
-      }
-    }
+    const event = resultEvent(target, generation, result);
+    dispatch(event, (prev, next) => resultOutcome(event, result, prev, next));
   }
 
   if (options.restored) {
@@ -242,7 +264,8 @@ export function createPublication(options: PublicationOptions): PublicationDrive
       const outcome = policy === "transition" ? outcomeOf(revision) : null;
       dispatch({ type: "ACCEPTED", target: revision });
       if (outcome) return outcome; // transition: resolves after this cohort's push result
-      return routeOutcome(revision) ?? { kind: "queued", revision };
+      // turn-end: queued for its turn end, or already covered by its own push in flight
+      return routeOutcome(revision) ?? (snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision });
     },
     turnEnd() {
       const fixed = routeOutcome(null);

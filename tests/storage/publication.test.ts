@@ -133,6 +133,40 @@ describe("publication policies", () => {
     expect(pub.pending).toBeNull();
   });
 
+  it("unreachable with a newer target queued: reported once for that target, the newer target is pushed at once (transition)", async () => {
+    const { pusher, calls } = manualPusher();
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = createPublication({ policy: "transition", pusher, onPendingChange: (p) => persisted.push(p) });
+    const a = track(pub.accepted("a"));
+    const b = track(pub.accepted("b"));
+    await tick();
+    calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
+    await tick();
+    expect(a.value).toEqual({ kind: "unreachable", revision: "a", error: "bad object a" });
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    expect(pub.pending).toEqual({ revision: "b", attempts: 0 });
+    calls[1]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(b.value).toEqual({ kind: "pushed", revision: "b" });
+    expect(pub.pending).toBeNull();
+    expect(persisted).toEqual([{ revision: "a", attempts: 0 }, { revision: "b", attempts: 0 }, null]); // "a" never became pending
+  });
+
+  it("unreachable after a turn end with a newer target queued: the newer target is pushed right away (turn-end)", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b");
+    pub.turnEnd();
+    calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    calls[1]!.resolve({ kind: "failed", detail: "offline" });
+    await pub.settled();
+    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
+  });
+
   it("transition: accepted() resolves only after this cohort's push result; a cohort accepted meanwhile is pushed next", async () => {
     const { pusher, calls } = manualPusher();
     const pub = createPublication({ policy: "transition", pusher });
@@ -369,5 +403,35 @@ describe("regression: a target accepted while its own push is in flight", () => 
     const next = await Promise.race([driver.accepted("r2"), new Promise((resolve) => setTimeout(() => resolve("stranded"), 2000))]);
     expect(next).toEqual({ kind: "pending", revision: "r2", error: "remote down" });
     expect(pushes).toEqual(["r1", "r2"]);
+  });
+
+  it("re-accepting the in-flight target supersedes an older queued target; every caller settles after one push", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const first = track(pub.accepted("r1"));
+    const older = track(pub.accepted("r0")); // queued behind r1's push
+    const again = track(pub.accepted("r1")); // newest accepted again: its own push covers it
+    await tick();
+    expect(older.value).toEqual({ kind: "superseded", revision: "r0" });
+    expect(pub.pending).toEqual({ revision: "r1", attempts: 0 });
+    calls[0]!.resolve({ kind: "failed", detail: "remote down" });
+    await tick();
+    expect(first.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(again.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(calls.map((c) => c.revision)).toEqual(["r1"]); // r0 was never pushed over the newer r1
+    expect(pub.pending).toEqual({ revision: "r1", attempts: 1, lastError: "remote down" });
+  });
+
+  it("turn-end: re-accepting the in-flight target reports it pushing and queues nothing behind it", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher, restored: { revision: "r1", attempts: 0 } });
+    const retry = pub.retry();
+    expect(await pub.accepted("r1")).toEqual({ kind: "pushing", revision: "r1" });
+    calls[0]!.resolve({ kind: "pushed" });
+    expect(await retry).toEqual({ kind: "pushed", revision: "r1" });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" }); // nothing queued: no second push of r1
+    await pub.settled();
+    expect(calls.map((c) => c.revision)).toEqual(["r1"]);
+    expect(pub.pending).toBeNull();
   });
 });
