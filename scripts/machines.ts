@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { embedDiagram } from "../adapters/diagram/docs.ts";
+import { generatedDocs } from "../adapters/diagram/docs.ts";
 import { renderMermaid } from "../adapters/diagram/mermaid.ts";
 import { machineCatalog } from "../machines/catalog.ts";
 
@@ -15,14 +15,11 @@ const rootIndex = args.indexOf("--root");
 const root = rootIndex >= 0 ? resolve(args[rootIndex + 1] ?? ".") : join(dirname(fileURLToPath(import.meta.url)), "..");
 const docPath = join(root, "docs", "state-machines.md");
 
-const outputs = new Map<string, string>();
-let doc = readFileSync(docPath, "utf8");
-for (const { name, machine } of machineCatalog) {
-  const mermaid = renderMermaid(machine);
-  outputs.set(join(root, "docs", "machines", `${name}.mmd`), mermaid);
-  doc = embedDiagram(doc, name, mermaid);
-}
-outputs.set(docPath, doc);
+const generated = generatedDocs(
+  readFileSync(docPath, "utf8"),
+  machineCatalog.map(({ name, machine }) => ({ name, mermaid: renderMermaid(machine) })),
+);
+const outputs = new Map([...generated].map(([path, text]) => [join(root, path), text]));
 
 if (check) {
   const drifted = [...outputs].filter(([path, text]) => !existsSync(path) || readFileSync(path, "utf8") !== text).map(([path]) => path);

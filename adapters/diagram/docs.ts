@@ -43,3 +43,19 @@ function rangeMentions(src: string, id: string): boolean {
   }
   return false;
 }
+
+/**
+ * Everything `npm run machines` writes for the given catalog, as path (relative to the checkout)
+ * → text: one `docs/machines/<name>.mmd` per machine and the doc with every diagram embedded.
+ * The script writes it; `--check` and the tests compare it with what is committed.
+ */
+export function generatedDocs(doc: string, diagrams: ReadonlyArray<{ name: string; mermaid: string }>): Map<string, string> {
+  const outputs = new Map<string, string>();
+  let embedded = doc;
+  for (const { name, mermaid } of diagrams) {
+    outputs.set(`docs/machines/${name}.mmd`, mermaid);
+    embedded = embedDiagram(embedded, name, mermaid);
+  }
+  outputs.set("docs/state-machines.md", embedded);
+  return outputs;
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { embedDiagram, invariantIds, unmentionedIds, MissingMarkerError, beginMarker, endMarker } from "../../../adapters/diagram/docs.ts";
+import { embedDiagram, generatedDocs, invariantIds, unmentionedIds, MissingMarkerError, beginMarker, endMarker } from "../../../adapters/diagram/docs.ts";
 import { renderMermaid } from "../../../adapters/diagram/mermaid.ts";
 import { machineCatalog } from "../../../machines/catalog.ts";
 
@@ -17,10 +17,10 @@ function testSources(dir: string): string[] {
 }
 
 describe("docs/state-machines.md", () => {
-  it("embeds exactly the diagrams the machines generate (run npm run machines)", () => {
-    let regenerated = doc;
-    for (const { name, machine } of machineCatalog) regenerated = embedDiagram(regenerated, name, renderMermaid(machine));
-    expect(doc === regenerated, "docs/state-machines.md diagrams are stale: run npm run machines").toBe(true);
+  it("every committed generated file is exactly what the machines generate (run npm run machines)", () => {
+    const generated = generatedDocs(doc, machineCatalog.map(({ name, machine }) => ({ name, mermaid: renderMermaid(machine) })));
+    expect(generated.size).toBe(machineCatalog.length + 1);
+    for (const [path, text] of generated) expect(readFileSync(join(root, path), "utf8") === text, `${path} is stale: run npm run machines`).toBe(true);
   });
 
   it("has a section per catalogued machine", () => {
@@ -42,6 +42,14 @@ describe("docs/state-machines.md", () => {
     expect(unmentionedIds(ids, ['it("I9.1 covered")'])).toEqual(["I9.2"]);
     expect(unmentionedIds(["I1.1"], ["I1.10 only"]), "I1.10 must not count as I1.1").toEqual(["I1.1"]);
     expect(unmentionedIds(["I1.5"], ["I1.1–I1.10 hold"])).toEqual([]);
+  });
+
+  it("generatedDocs lists each diagram file and the doc with every diagram embedded", () => {
+    const d = `${beginMarker("a")}\nold\n${endMarker("a")}`;
+    expect([...generatedDocs(d, [{ name: "a", mermaid: "new\n" }])]).toEqual([
+      ["docs/machines/a.mmd", "new\n"],
+      ["docs/state-machines.md", embedDiagram(d, "a", "new\n")],
+    ]);
   });
 
   it("embedDiagram fails with a named error when markers are missing", () => {
