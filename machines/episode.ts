@@ -258,7 +258,7 @@ export const episodeMachine = setup({
 
 export type EpisodeSnapshot = SnapshotFrom<typeof episodeMachine>;
 
-/** patch_state / read_state are registered active only here. */
+/** patch_state / read_state are active, and resolution runs, only here. */
 export function isToolsActive(s: EpisodeSnapshot): boolean {
   return s.matches("active");
 }
@@ -275,10 +275,6 @@ export function projectionMode(s: EpisodeSnapshot): ProjectionMode {
   if (s.matches("passive")) return "passive";
   if (s.matches("failedClosed")) return "failedClosed";
   return "ordinary";
-}
-/** Resolution (terminal eligibility + steering) runs only for enabled runs. */
-export function resolutionEnabled(s: EpisodeSnapshot): boolean {
-  return s.matches("active");
 }
 /** Flat dotted state name for status output, e.g. "active.bootstrap.fromHandoff". */
 export function episodeStateName(s: EpisodeSnapshot): string {

@@ -161,38 +161,12 @@ export async function fsyncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * Atomically replaces (or creates) a store file with exactly `bytes`:
- * same-directory temp file (exclusive create) → write → fsync → rename → directory fsync.
- * Refuses when the target or any directory below root is a symlink or not regular.
+ * Atomically replaces (or creates) one store file with exactly `bytes`: same-directory temp file
+ * (exclusive create) → write → fsync → rename → directory fsync. Refuses when the target or any
+ * directory below root is a symlink or not regular. (One entry of writeOwnedFilesAtomic.)
  */
 export async function writeOwnedFileAtomic(root: string, rel: string, bytes: Uint8Array): Promise<void> {
-  const segments = assertStorePath(rel);
-  await checkParents(root, segments, true);
-  const abs = join(root, ...segments);
-  const existing = await lstatOrNull(abs);
-  if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
-  if (existing && !existing.isFile()) throw notRegular(abs, "file");
-  const dir = dirname(abs);
-  const temp = join(dir, `.${basename(abs)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
-  let handle;
-  try {
-    handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, existing ? existing.mode & 0o777 : 0o644);
-  } catch (error) {
-    throw ioError(temp, "create temporary file", error);
-  }
-  try {
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, abs);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error instanceof StoreError ? error : ioError(abs, "write", error);
-  }
-  await fsyncDirectory(dir);
+  await writeOwnedFilesAtomic(root, [[rel, bytes]]);
 }
 
 /** Temp files written and fsynced next to their targets, not yet renamed into place. */

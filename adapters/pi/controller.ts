@@ -13,7 +13,6 @@ import {
   episodeStateName,
   isToolsActive,
   projectionMode,
-  resolutionEnabled,
   type EpisodeEffect,
   type EpisodeNoticeCode,
   type SessionStartReason,
@@ -189,7 +188,7 @@ export class StateFlowController {
     this.resolution?.stop();
     this.resolution = null;
     this.discarded.clear();
-    if (!resolutionEnabled(this.episode.getSnapshot()) || !this.runtime) return undefined;
+    if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime) return undefined;
     this.specification = prompt;
     this.resolution = createFlowActor(resolutionMachine, { inspection: this.options.inspection });
     this.resolution.on("*", (e) => this.resolutionEffects.push(e as ResolutionEmitted));
