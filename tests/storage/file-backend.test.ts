@@ -3,17 +3,12 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileBackend, FILE_LOCK_NAME, cohortListing, filePointerOf, isFilePointer, writeOrder } from "../../storage/file-backend.ts";
 import { sha256Hex } from "../../storage/fs-safe.ts";
-import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
 import { acquirePublicationLock } from "../../storage/lock.ts";
-import { TempDirs } from "./helpers.ts";
+import { TempDirs, cohortFixture } from "./helpers.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
-const keys = { cwdKey: "--tmp-project--", sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555" };
-const paths = cohortPaths(keys);
-const g = scopeFiles("global", keys);
-const c = scopeFiles("cwd", keys);
-const s = scopeFiles("session", keys);
+const { paths, g, c, s } = cohortFixture();
 
 function backend() {
   return new FileBackend(temps.make(), { generation: "test" });

@@ -3,18 +3,14 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitBackend, detectGit, gitBlobId, openGitBackend, parseCatFileBatch } from "../../storage/git-backend.ts";
 import { findGitExecutable } from "../../storage/git-runner.ts";
-import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
+import { cohortPaths } from "../../storage/layout.ts";
 import { acquirePublicationLock } from "../../storage/lock.ts";
 import type { CohortSnapshot } from "../../storage/store.ts";
-import { TempDirs, git, gitTestEnv } from "./helpers.ts";
+import { TempDirs, git, gitTestEnv, cohortFixture } from "./helpers.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
-const keys = { cwdKey: "--tmp-project--", sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555" };
-const paths = cohortPaths(keys);
-const g = scopeFiles("global", keys);
-const c = scopeFiles("cwd", keys);
-const s = scopeFiles("session", keys);
+const { keys, paths, g, c, s } = cohortFixture();
 const GIT = findGitExecutable()!;
 
 async function repo(options: { identity?: boolean } = {}) {

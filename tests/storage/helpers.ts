@@ -3,6 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
 
 export class TempDirs {
   private readonly dirs: string[] = [];
@@ -33,4 +34,16 @@ export function gitTestEnv(globalConfigFile: string, identity = true): NodeJS.Pr
 
 export function git(cwd: string, env: NodeJS.ProcessEnv, ...args: string[]): string {
   return execFileSync("git", args, { cwd, env, encoding: "utf8", maxBuffer: 1 << 30 });
+}
+
+/** The cohort the backend tests publish: fixed scope keys, every member path and each scope's files. */
+export function cohortFixture() {
+  const keys = { cwdKey: "--tmp-project--", sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555" };
+  return {
+    keys,
+    paths: cohortPaths(keys),
+    g: scopeFiles("global", keys),
+    c: scopeFiles("cwd", keys),
+    s: scopeFiles("session", keys),
+  };
 }
