@@ -1,28 +1,31 @@
 // Git backend: an exact-root repository at the store root; one local commit per accepted cohort.
 //
-// Publication (under the common-Git-directory publication lock); three git processes, spawned
-// directly (see git-runner.ts), with the in-process work overlapped with them:
+// Publication (under the common-Git-directory publication lock); one git process, spawned
+// directly (see git-runner.ts), with the in-process work overlapped with it:
 //   1. in parallel, all invisible until the ref moves:
 //      - per-file compare-and-swap reads of every cohort member against the caller's basis; the
 //        reconciled base is the current branch head read from the ref files (0 processes);
 //      - an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
 //        `git add -A` stages the complete non-ignored worktree delta            (1 process)
 //      - the exact prepared bytes are written as loose blob objects in-process   (0 processes)
-//   2. `git update-index -z --index-info` overlays those blobs (deletions: mode 0) (1 process)
-//   3. `git write-tree`                                                          (1 process)
+//   2. the staged index is parsed in-process, the prepared blobs overlaid exactly as
+//      `update-index --index-info` would, the tree objects written and the isolated index
+//      rewritten (git-index.ts, git-tree.ts)                                     (0 processes)
 //      while, concurrently, the live files' same-directory temp copies are written and fsynced;
-//   4. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
+//   3. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
 //      (identity from git's own `git var`, cached per backend; see git-objects.ts) (0 processes)
-//   5. the ref moves by compare-and-swap against the reconciled base through git's lockfile
+//   4. the ref moves by compare-and-swap against the reconciled base through git's lockfile
 //      protocol, only once every temp copy is durable (see git-refs.ts; a failure before this
 //      point publishes nothing)                                                  (0 processes)
-//   6. the temp copies are renamed into place (then one fsync per directory) and the isolated
+//   5. the temp copies are renamed into place (then one fsync per directory) and the isolated
 //      index is installed as the caller's index through index.lock, so no artificial
 //      staged/unstaged entries remain (0 processes).
-// Where steps 4–5 would not be exact (sha256 objects, commit.gpgSign, a non-UTF-8
-// i18n.commitEncoding, core.sharedRepository, extensions.refStorage, a reference-transaction
-// hook, a timezone node and git disagree on, an unusual message or ref name) they run as
-// `git commit-tree` + `git update-ref` instead (five processes).
+// Where step 2 would not be exact (an index version 4, split or sparse index, intent-to-add or
+// skip-worktree entries, sha256 objects) it runs as `git update-index -z --index-info` +
+// `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
+// commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
+// extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
+// unusual message or ref name) they run as `git commit-tree` + `git update-ref` (two more).
 // A failure after the ref moved keeps the publication lock (recovery is explicit).
 //
 // Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
@@ -38,6 +41,8 @@ import { prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, typ
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
+import { overlayEntries, parseIndex, serializeIndex } from "./git-index.ts";
+import { TreeConflictError, buildTrees } from "./git-tree.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./git-refs.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { StoreError, errnoOf, isStoreError } from "./store-error.ts";
@@ -178,6 +183,8 @@ export class GitBackend implements StoreBackend {
   readonly runner: GitRunner;
   private readonly generation: string;
   private settings: Promise<CommitSettings> | undefined;
+  /** The tree ids of the last commit this backend published (they exist while it is reachable). */
+  private knownTrees: { readonly revision: string; readonly ids: ReadonlySet<string> } | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
     this.info = info;
@@ -581,11 +588,11 @@ export class GitBackend implements StoreBackend {
 
   /**
    * Overlays the exact prepared blobs on the staged isolated index and publishes one commit:
-   * `update-index --index-info` (deletions with mode 0), `write-tree`, the commit object
-   * (in-process, else `commit-tree -p <base>`; identity from git config only), then — after
-   * `beforeRefUpdate` — a compare-and-swap of the ref against the reconciled base (in-process
-   * through git's lockfile protocol, else `update-ref <ref> <new> <base>`). Two processes (four
-   * on the process path).
+   * the overlay and tree (in-process, else `update-index --index-info` + `write-tree`), the
+   * commit object (in-process, else `commit-tree -p <base>`; identity from git config only),
+   * then — after `beforeRefUpdate` — a compare-and-swap of the ref against the reconciled base
+   * (in-process through git's lockfile protocol, else `update-ref <ref> <new> <base>`). No
+   * process on the hot path; two for each part that needs git's own.
    */
   private async commitStaged(options: {
     ref: string;
@@ -597,11 +604,9 @@ export class GitBackend implements StoreBackend {
   }): Promise<string> {
     const { ref, base, env, blobs, message } = options;
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
-    let info = "";
-    for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
-    if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
-    const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
     const settings = await this.commitSettings();
+    const built = await this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
+    const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));
     if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
       // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
       const date = gitDateOf(Date.now());
@@ -637,6 +642,7 @@ export class GitBackend implements StoreBackend {
       }
       if (refUpdate.status === "rejected") throw refUpdate.reason;
       await refUpdate.value.commit();
+      this.knownTrees = built ? { revision, ids: built.treeIds } : undefined;
       return revision;
     }
     let revision: string;
@@ -661,6 +667,58 @@ export class GitBackend implements StoreBackend {
       throw gitFailed(`Moving ${ref} to the new commit (git update-ref)`, error, ref);
     }
     return revision;
+  }
+
+  /**
+   * The overlay and the tree without git processes (see git-index.ts, git-tree.ts): parses the
+   * staged isolated index, overlays the prepared blobs exactly as `update-index --index-info`
+   * would, writes the tree objects that do not exist yet and rewrites the isolated index. null =
+   * something git-index.ts does not handle (the caller runs git's processes instead; nothing was
+   * changed). The rewritten index keeps the mtime of the one `git add -A` wrote (minus 1 µs): git
+   * judges "racily clean" entries against the index file's mtime, and the stat data inside is
+   * from that moment, so a later mtime could make an edit in between look clean.
+   */
+  private async overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): Promise<{ tree: string; treeIds: Set<string> } | null> {
+    if (this.info.objectFormat !== "sha1") return null;
+    // `git add -A` with nothing to stage on an unborn branch leaves no index file: an empty index.
+    const staged = await Promise.all([readFile(indexPath), lstat(indexPath, { bigint: true })]).catch((error: unknown) => {
+      if (errnoOf(error) === "ENOENT") return null;
+      throw gitFailed("Reading the staged index", error);
+    });
+    const parsed = staged === null ? ({ supported: true, entries: [] } as const) : parseIndex(staged[0]);
+    if (!parsed.supported) return null;
+    const entries = overlayEntries(parsed.entries, blobs);
+    let trees;
+    try {
+      trees = buildTrees(entries);
+    } catch (error) {
+      if (error instanceof TreeConflictError) return null; // git's own rules decide
+      throw error;
+    }
+    // Trees of the last commit this backend wrote are reachable from it, hence present.
+    const known = this.knownTrees?.revision === base ? this.knownTrees.ids : new Set<string>();
+    const objectsDir = join(this.info.commonDir, "objects");
+    try {
+      for (const tree of trees) if (!known.has(tree.id)) writeSmallLooseObjectSync(objectsDir, "tree", tree.body, { fsync });
+    } catch (error) {
+      throw gitFailed("Writing the tree objects", error);
+    }
+    const handle = await open(indexPath, "w");
+    try {
+      await handle.writeFile(serializeIndex(entries));
+      if (staged !== null) await handle.utimes(Number(staged[1].atimeNs) / 1e9, Number(staged[1].mtimeNs - 1000n) / 1e9);
+    } finally {
+      await handle.close();
+    }
+    return { tree: trees.at(-1)!.id, treeIds: new Set(trees.map((tree) => tree.id)) };
+  }
+
+  /** The overlay and the tree through git: `update-index -z --index-info` (deletions with mode 0) and `write-tree`. */
+  private async overlayByGit(env: Record<string, string>, blobs: ReadonlyMap<string, string | null>, zero: string): Promise<string> {
+    let info = "";
+    for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
+    if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
+    return (await this.git(["write-tree"], "Writing the tree", env)).trim();
   }
 
   /** Installs the isolated index as the caller's index via the index.lock protocol. False if git holds index.lock. */

@@ -1,0 +1,89 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { indexPathOf, overlayEntries, parseIndex } from "../../storage/git-index.ts";
+import { TreeConflictError, buildTrees } from "../../storage/git-tree.ts";
+import { TempDirs, git, gitTestEnv } from "./helpers.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+
+function repo() {
+  const dir = temps.make("sf-tree-");
+  const cfg = join(temps.make("sf-tree-cfg-"), "gitconfig");
+  writeFileSync(cfg, "");
+  const env = gitTestEnv(cfg);
+  git(dir, env, "init", "-q");
+  return { dir, env, index: join(dir, ".git", "index") };
+}
+
+function entriesOf(index: string) {
+  const parsed = parseIndex(readFileSync(index));
+  if (!parsed.supported) throw new Error(parsed.reason);
+  return parsed.entries;
+}
+
+/** Every tree git write-tree produced for the same index: `<id> <path>` of the root and each subtree. */
+function gitTrees(dir: string, env: NodeJS.ProcessEnv): { root: string; bodies: Map<string, Buffer> } {
+  const root = git(dir, env, "write-tree").trim();
+  const listed = git(dir, env, "ls-tree", "-r", "-t", "--format=%(objecttype) %(objectname)", root).split("\n");
+  const ids = [root, ...listed.filter((line) => line.startsWith("tree ")).map((line) => line.slice(5))];
+  return { root, bodies: new Map(ids.map((id) => [id, execFileSync("git", ["cat-file", "tree", id], { cwd: dir, env })])) };
+}
+
+describe("git trees", () => {
+  it("builds exactly the trees git write-tree writes (names sorting around '/', modes, symlinks, gitlinks, UTF-8)", () => {
+    const { dir, env, index } = repo();
+    for (const path of ["a/b/deep.json", "a/x", "a-b/y", "a.b", "a0", "grüße/ü.txt", "z/.hidden", "--cwd--/2026_x/meta.json", "--cwd--/checkpoint.json"]) {
+      mkdirSync(dirname(join(dir, path)), { recursive: true });
+      writeFileSync(join(dir, path), `${path}\n`);
+    }
+    writeFileSync(join(dir, "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
+    symlinkSync("a/x", join(dir, "link"));
+    git(dir, env, "add", "-A");
+    git(dir, env, "update-index", "--add", "--cacheinfo", `160000,${git(dir, env, "hash-object", "-w", "a0").trim()},vendor/sub`);
+    const trees = buildTrees(entriesOf(index));
+    const expected = gitTrees(dir, env);
+    expect(trees.at(-1)?.id).toBe(expected.root);
+    expect(new Map(trees.map((t) => [t.id, t.body]))).toEqual(expected.bodies);
+    expect(trees.map((t) => Buffer.from(t.path, "latin1").toString("utf8")).sort()).toEqual(["", "--cwd--", "--cwd--/2026_x", "a", "a-b", "a/b", "grüße", "vendor", "z"]);
+  });
+
+  it("builds the empty tree for an empty index", () => {
+    const { dir, env } = repo();
+    expect(buildTrees([]).at(-1)?.id).toBe(git(dir, env, "write-tree").trim());
+  });
+
+  it("agrees with git write-tree on random path sets, overlays included", () => {
+    const { dir, env, index } = repo();
+    const segment = fc.constantFrom("a", "a.b", "a-b", "a0", "b", "ü", "x_y", "--k--");
+    const pathArb = fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => parts.join("/"));
+    fc.assert(
+      fc.property(fc.uniqueArray(pathArb, { minLength: 1, maxLength: 12 }), fc.uniqueArray(pathArb, { maxLength: 4 }), (paths, overlaid) => {
+        rmSync(index, { force: true });
+        // keep only paths that do not collide file-vs-directory, as a worktree must
+        const files = paths.filter((p) => !paths.some((q) => q.startsWith(`${p}/`)));
+        const blob = git(dir, env, "hash-object", "-w", "--stdin", "--no-filters").trim();
+        let info = "";
+        for (const path of files) info += `100644 ${blob}\t${path}\0`;
+        execFileSync("git", ["update-index", "-z", "--add", "--index-info"], { cwd: dir, env, input: info });
+        const overlay = new Map(overlaid.filter((p) => ![...files, ...overlaid].some((q) => q.startsWith(`${p}/`) || p.startsWith(`${q}/`))).map((p, i) => [p, i % 2 ? null : blob] as const));
+        const ours = buildTrees(overlayEntries(entriesOf(index), overlay)).at(-1)?.id;
+        let overlayInfo = "";
+        for (const [path, id] of overlay) overlayInfo += id === null ? `0 ${"0".repeat(40)}\t${path}\0` : `100644 ${id}\t${path}\0`;
+        if (overlayInfo) execFileSync("git", ["update-index", "-z", "--index-info"], { cwd: dir, env, input: overlayInfo });
+        expect(ours).toBe(git(dir, env, "write-tree").trim());
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it("refuses a path that is both a file and a directory", () => {
+    const stat = Buffer.alloc(40);
+    const entry = (path: string) => ({ path: indexPathOf(path), stat, mode: 0o100644, oid: "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", assumeValid: false });
+    expect(() => buildTrees([entry("a"), entry("a-b"), entry("a/x")])).toThrow(TreeConflictError);
+    expect(() => buildTrees([entry("a"), entry("a-b"), entry("a/x")])).toThrow(/a is both a file and a directory/);
+  });
+});
