@@ -169,6 +169,13 @@ export async function writeOwnedFileAtomic(root: string, rel: string, bytes: Uin
   await writeOwnedFilesAtomic(root, [[rel, bytes]]);
 }
 
+/**
+ * Matches every temp file prepareOwnedFilesAtomic creates (`.<name>.sf-<pid>-<hex>.tmp`), as a
+ * Git pathspec glob: the Git backend keeps them out of `git add -A`, which runs while they are
+ * being written, and out of history if a crashed publisher left one behind.
+ */
+export const STORE_TEMP_GLOB = "**/.*.sf-*.tmp";
+
 /** Temp files written and fsynced next to their targets, not yet renamed into place. */
 export interface PreparedWrites {
   /** Renames every temp file over its target in the given order, then fsyncs each distinct directory once. */
@@ -196,7 +203,7 @@ export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArr
       const existing = await lstatOrNull(abs);
       if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
       if (existing && !existing.isFile()) throw notRegular(abs, "file");
-      const temp = join(dirname(abs), `.${basename(abs)}.${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
+      const temp = join(dirname(abs), `.${basename(abs)}.sf-${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
       const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, existing ? existing.mode & 0o777 : 0o644).catch((error: unknown) => {
         throw ioError(temp, "create temporary file", error);
       });

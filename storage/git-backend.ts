@@ -8,10 +8,11 @@
 //      - an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
 //        `git add -A` stages the complete non-ignored worktree delta            (1 process)
 //      - the exact prepared bytes are written as loose blob objects in-process   (0 processes)
+//      - the live files' same-directory temp copies are written and fsynced (their names match
+//        STORE_TEMP_GLOB, which `git add -A` excludes)                           (0 processes)
 //   2. the staged index is parsed in-process, the prepared blobs overlaid exactly as
 //      `update-index --index-info` would, the tree objects written and the isolated index
 //      rewritten (git-index.ts, git-tree.ts)                                     (0 processes)
-//      while, concurrently, the live files' same-directory temp copies are written and fsynced;
 //   3. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
 //      (identity from git's own `git var`, cached per backend; see git-objects.ts) (0 processes)
 //   4. the ref moves by compare-and-swap against the reconciled base through git's lockfile
@@ -33,11 +34,11 @@
 // `git cat-file --batch` (no output limit, the worktree never moves).
 
 import { randomBytes } from "node:crypto";
-import { constants as fsConstants } from "node:fs";
+import { constants as fsConstants, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
 import { access, copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { FILE_LOCK_NAME, hashFiles, isFilePointer, loadIfCurrent, validateRequest, verifyBasis, writeOrder } from "./file-backend.ts";
-import { prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
+import { STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
@@ -468,10 +469,21 @@ export class GitBackend implements StoreBackend {
     const index = this.isolatedIndexPath();
     let prepared: Promise<PreparedWrites> | undefined;
     try {
-      const { ref, revision: head } = await this.head(); 
+      const { ref, revision: head } = await this.head();
       // Independent work in parallel (all of it invisible until the ref moves): the per-file
-      // compare-and-swap reads, staging the worktree delta into the isolated index, and writing
-      // the prepared blobs into the object database.
+      // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
+      // prepared blobs into the object database, and writing + fsyncing the live files'
+      // same-directory temp copies (renamed into place only after the ref moved; `git add -A`
+      // excludes them by name). A failure to prepare them publishes nothing.
+      const order = writeOrder(request.writes.keys());
+      prepared = prepareOwnedFilesAtomic(
+        this.root,
+        order.flatMap((path) => {
+          const bytes = request.writes.get(path) ?? null;
+          return bytes === null ? [] : [[path, bytes] as const];
+        }),
+      );
+      prepared.catch(() => undefined); // awaited below; never an unhandled rejection
       const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
         readMembers(this.root, members),
         this.stageWorktree(index, head),
@@ -497,19 +509,9 @@ export class GitBackend implements StoreBackend {
       });
       if (changed.length === 0 && head !== null) {
         await unlink(index).catch(() => undefined);
+        await prepared.then((p) => p.abort(), () => undefined);
         return { pointer: { revision: head }, hashes: currentHashes, changed, committed: false };
       }
-      // The live files' temp copies are written and fsynced while git builds the commit; they are
-      // renamed into place only after the ref moved. A failure to prepare them publishes nothing.
-      const order = writeOrder(request.writes.keys());
-      prepared = prepareOwnedFilesAtomic(
-        this.root,
-        order.flatMap((path) => {
-          const bytes = request.writes.get(path) ?? null;
-          return bytes === null ? [] : [[path, bytes] as const];
-        }),
-      );
-      prepared.catch(() => undefined); // awaited below; never an unhandled rejection
       const revision = await this.commitStaged({
         ref,
         base: head,
@@ -521,7 +523,7 @@ export class GitBackend implements StoreBackend {
       keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
       await (await prepared).commit();
       for (const path of order) if (request.writes.get(path) == null) await removeOwnedFile(this.root, path);
-      const indexSynced = await this.installIndex(index); 
+      const indexSynced = await this.installIndex(index);
       keepLock = false;
       const hashes = new Map(currentHashes);
       for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
@@ -567,7 +569,7 @@ export class GitBackend implements StoreBackend {
       }
       if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
     }
-    await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`], "Staging the worktree delta (git add -A)", env);
+    await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`, `:(exclude,top,glob)${STORE_TEMP_GLOB}`], "Staging the worktree delta (git add -A)", env);
   }
 
   /** Writes the prepared bytes as blobs (loose objects in-process for sha1, in parallel). null = deletion. */
@@ -606,8 +608,7 @@ export class GitBackend implements StoreBackend {
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
     const settings = await this.commitSettings();
     const built = await this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
-    const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));
-    if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
+    const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));     if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
       // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
       const date = gitDateOf(Date.now());
       const committer = `${settings.committer} ${settings.committerDate ?? date}`;
@@ -680,11 +681,16 @@ export class GitBackend implements StoreBackend {
    */
   private async overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): Promise<{ tree: string; treeIds: Set<string> } | null> {
     if (this.info.objectFormat !== "sha1") return null;
+    // Synchronous I/O on purpose: the live files' fsyncs occupy libuv's thread pool meanwhile, and
+    // the index (just written by git, in the page cache) would queue behind them for milliseconds.
     // `git add -A` with nothing to stage on an unborn branch leaves no index file: an empty index.
-    const staged = await Promise.all([readFile(indexPath), lstat(indexPath, { bigint: true })]).catch((error: unknown) => {
-      if (errnoOf(error) === "ENOENT") return null;
-      throw gitFailed("Reading the staged index", error);
-    });
+    let staged: [Buffer, BigIntStats] | null;
+    try {
+      staged = [readFileSync(indexPath), lstatSync(indexPath, { bigint: true })];
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") throw gitFailed("Reading the staged index", error);
+      staged = null;
+    }
     const parsed = staged === null ? ({ supported: true, entries: [] } as const) : parseIndex(staged[0]);
     if (!parsed.supported) return null;
     const entries = overlayEntries(parsed.entries, blobs);
@@ -703,12 +709,11 @@ export class GitBackend implements StoreBackend {
     } catch (error) {
       throw gitFailed("Writing the tree objects", error);
     }
-    const handle = await open(indexPath, "w");
     try {
-      await handle.writeFile(serializeIndex(entries));
-      if (staged !== null) await handle.utimes(Number(staged[1].atimeNs) / 1e9, Number(staged[1].mtimeNs - 1000n) / 1e9);
-    } finally {
-      await handle.close();
+      writeFileSync(indexPath, serializeIndex(entries));
+      if (staged !== null) utimesSync(indexPath, Number(staged[1].atimeNs) / 1e9, Number(staged[1].mtimeNs - 1000n) / 1e9);
+    } catch (error) {
+      throw gitFailed("Writing the staged index", error);
     }
     return { tree: trees.at(-1)!.id, treeIds: new Set(trees.map((tree) => tree.id)) };
   }

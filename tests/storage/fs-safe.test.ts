@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { assertStorePath, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, storeFilePath, writeOwnedFileAtomic, writeOwnedFilesAtomic } from "../../storage/fs-safe.ts";
+import { STORE_TEMP_GLOB, assertStorePath, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, storeFilePath, writeOwnedFileAtomic, writeOwnedFilesAtomic } from "../../storage/fs-safe.ts";
 import { TempDirs } from "./helpers.ts";
 
 const temps = new TempDirs();
@@ -47,6 +47,9 @@ describe("fs-safe", () => {
     // nothing visible yet: targets keep their bytes, temps sit next to them
     expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("old a");
     expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toHaveLength(1);
+    // named as STORE_TEMP_GLOB (**/.*.sf-*.tmp) says, so the Git backend's `git add -A` skips them
+    expect(STORE_TEMP_GLOB).toBe("**/.*.sf-*.tmp");
+    for (const name of readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))) expect(name).toMatch(/^\.a\.json\.sf-\d+-[0-9a-f]{12}\.tmp$/);
     await prepared.commit();
     expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
     expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");

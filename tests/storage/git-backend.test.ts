@@ -150,11 +150,13 @@ describe("git backend", () => {
     writeFileSync(join(root, ".gitignore"), "ignored.txt\n");
     writeFileSync(join(root, "ignored.txt"), "private");
     writeFileSync(join(root, "notes.md"), "user note");
+    writeFileSync(join(root, ".draft.tmp"), "a user's temp-named file is theirs to commit");
+    writeFileSync(join(root, ".meta.json.sf-4242-0123456789ab.tmp"), "left behind by a crashed publisher: never history");
     const crlf = Buffer.from("line1\r\nline2\r\n");
     writeFileSync(join(root, ".gitattributes"), "*.json text eol=lf\n");
     const receipt = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.meta, crlf]]) });
     const tracked = git(root, env, "ls-tree", "-r", "--name-only", receipt.pointer.revision).trim().split("\n");
-    expect(tracked).toEqual([".gitattributes", ".gitignore", "meta.json", "notes.md"]);
+    expect(tracked).toEqual([".draft.tmp", ".gitattributes", ".gitignore", "meta.json", "notes.md"]);
     expect((await backend.loadRevision(receipt.pointer, [g.meta])).files.get(g.meta)).toEqual(crlf); // no filter touched the bytes
     expect(readFileSync(join(root, g.meta))).toEqual(crlf);
     // a manual deletion is part of the next commit's delta
@@ -162,7 +164,7 @@ describe("git backend", () => {
     writeFileSync(join(root, "notes.md"), "edited");
     const second = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.patches, Buffer.from("")]]) });
     expect(git(root, env, "show", `${second.pointer.revision}:notes.md`)).toBe("edited");
-    expect(git(root, env, "status", "--porcelain", "--ignored")).toBe("!! ignored.txt\n");
+    expect(git(root, env, "status", "--porcelain", "--ignored")).toBe("?? .meta.json.sf-4242-0123456789ab.tmp\n!! ignored.txt\n"); // the stray stays the user's to inspect
   });
 
   it("overlays and writes trees in-process (one git process), leaving git's own view of the index clean; falls back to git where the index is unusual", async () => {
