@@ -112,18 +112,25 @@ async function readCohort(root: string, paths: readonly string[]): Promise<Map<s
   return files;
 }
 
+/** Fault-injection hooks for tests: faults a real filesystem cannot be made to produce on demand. */
+export interface FileBackendFaults {
+  /** Called before the batch of writes for each written member, and before each deletion; throw to fail there. */
+  readonly beforeWrite?: ((path: string) => void) | undefined;
+  /** Called after a failure, before the rollback reads the members (e.g. to play a concurrent external writer). */
+  readonly beforeRollback?: (() => void) | undefined;
+}
+
 export class FileBackend implements StoreBackend {
   readonly kind = "file" as const;
   readonly root: string;
   readonly lockPath: string;
   private readonly generation: string;
-  private readonly beforeWrite: ((path: string) => void) | undefined;
+  private readonly faults: FileBackendFaults;
 
-  /** `beforeWrite` is a fault-injection hook for tests (throw to simulate a failed write). */
-  constructor(root: string, options: { generation: string; beforeWrite?: (path: string) => void }) {
+  constructor(root: string, options: { generation: string } & FileBackendFaults) {
     this.root = root;
     this.generation = options.generation;
-    this.beforeWrite = options.beforeWrite;
+    this.faults = { beforeWrite: options.beforeWrite, beforeRollback: options.beforeRollback };
     this.lockPath = join(root, FILE_LOCK_NAME);
   }
 
@@ -171,27 +178,25 @@ export class FileBackend implements StoreBackend {
       const written: string[] = [];
       try {
         const order = writeOrder(request.writes.keys());
-        for (const path of order) this.beforeWrite?.(path);
         const puts = order.flatMap((path) => {
           const bytes = request.writes.get(path) ?? null;
           return bytes === null ? [] : [[path, bytes] as const];
         });
         written.push(...puts.map(([path]) => path)); // a failed batch is rolled back as a whole
+        for (const [path] of puts) this.faults.beforeWrite?.(path);
         await writeOwnedFilesAtomic(this.root, puts);
         for (const path of order) {
           if (request.writes.get(path) == null) {
+            this.faults.beforeWrite?.(path);
             written.push(path);
             await removeOwnedFile(this.root, path);
           }
         }
       } catch (error) {
-        // Roll back what we wrote from the verified basis bytes; keep the lock if that fails too.
+        this.faults.beforeRollback?.();
+        let preserved: string[];
         try {
-          for (const path of written.reverse()) {
-            const before = current.get(path) ?? null;
-            if (before === null) await removeOwnedFile(this.root, path);
-            else await writeOwnedFileAtomic(this.root, path, before);
-          }
+          preserved = await this.rollBack(written, current, request.writes);
         } catch (rollbackError) {
           keepLock = true;
           throw new StoreError(
@@ -200,6 +205,17 @@ export class FileBackend implements StoreBackend {
               `The publication lock ${this.lockPath} is kept so nothing else builds on a partial cohort; ` +
               `restore those files from the previous cohort, then remove the lock.`,
             { file: written[0] ?? this.lockPath, cause: error },
+          );
+        }
+        if (preserved.length > 0) {
+          keepLock = true;
+          throw new StoreError(
+            "rollback-conflict",
+            `File-only publication failed (${String(error)}); its other files were restored, but ${preserved.join(", ")} changed after this ` +
+              `publication wrote ${preserved.length === 1 ? "it" : "them"} (someone else wrote there), so the rollback preserved those bytes instead of replacing them. ` +
+              `The publication lock ${this.lockPath} is kept so nothing builds on a mixed cohort: decide which bytes ${preserved.length === 1 ? "that file" : "those files"} ` +
+              `should hold, then remove the lock.`,
+            { file: preserved[0], cause: error },
           );
         }
         throw error;
@@ -211,6 +227,30 @@ export class FileBackend implements StoreBackend {
     } finally {
       if (!keepLock) await lock.release();
     }
+  }
+
+  /**
+   * Restores the verified basis bytes of the members a failed publication touched, using its
+   * receipt (the exact prepared outputs): a member is restored only while it still holds what
+   * this publication wrote (a deletion: is still absent); one that still holds its basis bytes
+   * needs nothing. Any other bytes were written by someone else meanwhile and are preserved, not
+   * replaced; their paths are returned.
+   */
+  private async rollBack(written: readonly string[], basis: ReadonlyMap<string, Buffer | null>, receipt: ReadonlyMap<string, Buffer | null>): Promise<string[]> {
+    const preserved: string[] = [];
+    const same = (a: Buffer | null, b: Buffer | null) => (a === null || b === null ? a === b : a.equals(b));
+    for (const path of [...written].reverse()) {
+      const before = basis.get(path) ?? null;
+      const now = await readOwnedFile(this.root, path);
+      if (same(now, before)) continue;
+      if (!same(now, receipt.get(path) ?? null)) {
+        preserved.push(path);
+        continue;
+      }
+      if (before === null) await removeOwnedFile(this.root, path);
+      else await writeOwnedFileAtomic(this.root, path, before);
+    }
+    return preserved.reverse();
   }
 }
 
