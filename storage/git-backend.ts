@@ -21,8 +21,8 @@
 //   5. the temp copies are renamed into place (then one fsync per directory) and the isolated
 //      index is installed as the caller's index through index.lock, so no artificial
 //      staged/unstaged entries remain (0 processes).
-// Where step 2 would not be exact (an index version 4, split or sparse index, intent-to-add or
-// skip-worktree entries, sha256 objects) it runs as `git update-index -z --index-info` +
+// Where step 2 would not be exact (a split or sparse index, intent-to-add or skip-worktree
+// entries, sha256 objects) it runs as `git update-index -z --index-info` +
 // `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
 // commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
 // extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
@@ -691,7 +691,7 @@ export class GitBackend implements StoreBackend {
       if (errnoOf(error) !== "ENOENT") throw gitFailed("Reading the staged index", error);
       staged = null;
     }
-    const parsed = staged === null ? ({ supported: true, entries: [] } as const) : parseIndex(staged[0]);
+    const parsed = staged === null ? ({ supported: true, version: 2, entries: [] } as const) : parseIndex(staged[0]);
     if (!parsed.supported) return null;
     const entries = overlayEntries(parsed.entries, blobs);
     let trees;
@@ -710,7 +710,7 @@ export class GitBackend implements StoreBackend {
       throw gitFailed("Writing the tree objects", error);
     }
     try {
-      writeFileSync(indexPath, serializeIndex(entries));
+      writeFileSync(indexPath, serializeIndex(entries, parsed.version));
       if (staged !== null) utimesSync(indexPath, Number(staged[1].atimeNs) / 1e9, Number(staged[1].mtimeNs - 1000n) / 1e9);
     } catch (error) {
       throw gitFailed("Writing the staged index", error);

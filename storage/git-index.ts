@@ -6,9 +6,10 @@
 //
 // Scope, deliberately narrow: whatever this module does not understand is reported as
 // `unsupported` with the reason, and the caller runs git's own processes instead. Unsupported:
-// index version 4 (prefix-compressed paths), any required extension (split index `link`, sparse
-// index `sdir`, …), entries with extended flags (intent-to-add, skip-worktree), unmerged entries,
-// sha256 repositories, and a file whose trailing checksum does not match.
+// any required extension (split index `link`, sparse index `sdir`, …), entries with extended
+// flags (intent-to-add, skip-worktree), unmerged entries, sha256 repositories, and a file whose
+// trailing checksum does not match. Version 4 (prefix-compressed paths, `index.version = 4` or
+// `feature.manyFiles`) is read and written back as version 4.
 //
 // The format is git's (Documentation/gitformat-index.txt, read-cache.c). Optional extensions
 // (cache-tree, untracked cache, fsmonitor, resolve-undo, end-of-index markers) are caches or
@@ -40,7 +41,12 @@ export interface IndexEntry {
   readonly assumeValid: boolean;
 }
 
-export type ParsedIndex = { readonly supported: true; readonly entries: IndexEntry[] } | { readonly supported: false; readonly reason: string };
+/** The on-disk versions written back: 2 (3 without extended flags is written as 2, as git does) or 4. */
+export type IndexVersion = 2 | 4;
+
+export type ParsedIndex =
+  | { readonly supported: true; readonly version: IndexVersion; readonly entries: IndexEntry[] }
+  | { readonly supported: false; readonly reason: string };
 
 const unsupported = (reason: string): ParsedIndex => ({ supported: false, reason });
 
@@ -49,11 +55,11 @@ export function indexPathOf(path: string): string {
   return Buffer.from(path, "utf8").toString("latin1");
 }
 
-/** Parses a version 2 or 3 index of a sha1 repository; anything else is `unsupported` with the reason. */
+/** Parses a version 2, 3 or 4 index of a sha1 repository; anything else is `unsupported` with the reason. */
 export function parseIndex(bytes: Buffer): ParsedIndex {
   if (bytes.length < HEADER_BYTES + SHA1_BYTES || bytes.readUInt32BE(0) !== SIGNATURE) return unsupported("not a DIRC index file");
   const version = bytes.readUInt32BE(4);
-  if (version !== 2 && version !== 3) return unsupported(`index version ${version}`);
+  if (version !== 2 && version !== 3 && version !== 4) return unsupported(`index version ${version}`);
   const body = bytes.subarray(0, bytes.length - SHA1_BYTES);
   const trailer = bytes.subarray(bytes.length - SHA1_BYTES);
   // index.skipHash writes a null trailer; any other trailer must be the checksum.
@@ -61,24 +67,38 @@ export function parseIndex(bytes: Buffer): ParsedIndex {
   const count = bytes.readUInt32BE(8);
   const entries: IndexEntry[] = [];
   let offset = HEADER_BYTES;
+  let previous = ""; // version 4 names are the previous name minus a suffix, plus a new suffix
   for (let i = 0; i < count; i++) {
     if (offset + FIXED_BYTES > body.length) return unsupported("truncated index entry");
     const flags = bytes.readUInt16BE(offset + STAT_BYTES + SHA1_BYTES);
     if (flags & EXTENDED) return unsupported("entries with extended flags (intent-to-add or skip-worktree)");
     if (flags & STAGE_MASK) return unsupported("unmerged entries");
-    const nameStart = offset + FIXED_BYTES;
-    let nameEnd = nameStart + (flags & NAME_MASK);
-    if ((flags & NAME_MASK) === NAME_MASK) nameEnd = bytes.indexOf(0, nameStart); // long names are NUL-terminated
-    if (nameEnd < nameStart || nameEnd >= body.length || bytes[nameEnd] !== 0) return unsupported("malformed index entry name");
+    let path: string;
+    let next: number;
+    if (version === 4) {
+      const strip = decodeVarint(body, offset + FIXED_BYTES);
+      const suffixEnd = strip === null ? -1 : bytes.indexOf(0, strip.end);
+      if (strip === null || strip.value > previous.length || suffixEnd < 0 || suffixEnd >= body.length) return unsupported("malformed index entry name");
+      path = previous.slice(0, previous.length - strip.value) + bytes.toString("latin1", strip.end, suffixEnd);
+      next = suffixEnd + 1;
+    } else {
+      const nameStart = offset + FIXED_BYTES;
+      let nameEnd = nameStart + (flags & NAME_MASK);
+      if ((flags & NAME_MASK) === NAME_MASK) nameEnd = bytes.indexOf(0, nameStart); // long names are NUL-terminated
+      if (nameEnd < nameStart || nameEnd >= body.length || bytes[nameEnd] !== 0) return unsupported("malformed index entry name");
+      path = bytes.toString("latin1", nameStart, nameEnd);
+      next = offset + entrySize(nameEnd - nameStart);
+    }
     const stat = Buffer.from(bytes.subarray(offset, offset + STAT_BYTES));
     entries.push({
-      path: bytes.toString("latin1", nameStart, nameEnd),
+      path,
       stat,
       mode: stat.readUInt32BE(MODE_OFFSET),
       oid: bytes.toString("hex", offset + STAT_BYTES, offset + STAT_BYTES + SHA1_BYTES),
       assumeValid: (flags & ASSUME_VALID) !== 0,
     });
-    offset += entrySize(nameEnd - nameStart);
+    previous = path;
+    offset = next;
   }
   while (offset < body.length) {
     if (offset + 8 > body.length) return unsupported("truncated index extension");
@@ -89,7 +109,32 @@ export function parseIndex(bytes: Buffer): ParsedIndex {
     offset += 8 + size;
   }
   if (offset !== body.length) return unsupported("truncated index extension");
-  return { supported: true, entries };
+  return { supported: true, version: version === 4 ? 4 : 2, entries };
+}
+
+/** git's varint (varint.c): 7 bits per byte, most significant first, each continuation adding one. */
+function decodeVarint(bytes: Buffer, at: number): { value: number; end: number } | null {
+  let i = at;
+  let c = bytes[i++];
+  if (c === undefined) return null;
+  let value = c & 127;
+  while (c & 128) {
+    c = bytes[i++];
+    if (c === undefined || value > 2 ** 40) return null;
+    value = (value + 1) * 128 + (c & 127);
+  }
+  return { value, end: i };
+}
+
+function encodeVarint(value: number): Buffer {
+  const out = [value & 127];
+  let rest = Math.floor(value / 128);
+  while (rest > 0) {
+    rest -= 1;
+    out.unshift(128 | (rest & 127));
+    rest = Math.floor(rest / 128);
+  }
+  return Buffer.from(out);
 }
 
 /** On-disk size of a v2/v3 entry: fixed part + name + 1–8 NUL bytes, padded to a multiple of 8. */
@@ -114,24 +159,31 @@ export function overlayEntries(entries: readonly IndexEntry[], overlay: Readonly
   return [...byName.values()].sort(byPath);
 }
 
-/** Serializes stage-0 entries (in index order) as a version 2 index without extensions, with its checksum. */
-export function serializeIndex(entries: readonly IndexEntry[]): Buffer {
-  const names = entries.map((entry) => Buffer.from(entry.path, "latin1"));
-  const size = HEADER_BYTES + names.reduce((sum, name) => sum + entrySize(name.length), 0);
-  const out = Buffer.alloc(size + SHA1_BYTES); // zero-filled: name padding is already NUL
-  out.writeUInt32BE(SIGNATURE, 0);
-  out.writeUInt32BE(2, 4);
-  out.writeUInt32BE(entries.length, 8);
-  let offset = HEADER_BYTES;
-  entries.forEach((entry, i) => {
-    const name = names[i]!;
-    entry.stat.copy(out, offset, 0, STAT_BYTES);
-    out.writeUInt32BE(entry.mode, offset + MODE_OFFSET); // the stat block of an overlaid entry is zero but its mode is not
-    out.write(entry.oid, offset + STAT_BYTES, SHA1_BYTES, "hex");
-    out.writeUInt16BE((entry.assumeValid ? ASSUME_VALID : 0) | Math.min(name.length, NAME_MASK), offset + STAT_BYTES + SHA1_BYTES);
-    name.copy(out, offset + FIXED_BYTES);
-    offset += entrySize(name.length);
-  });
-  createHash("sha1").update(out.subarray(0, size)).digest().copy(out, size);
-  return out;
+/** Serializes stage-0 entries (in index order) as a version 2 or 4 index without extensions, with its checksum. */
+export function serializeIndex(entries: readonly IndexEntry[], version: IndexVersion = 2): Buffer {
+  const header = Buffer.alloc(HEADER_BYTES);
+  header.writeUInt32BE(SIGNATURE, 0);
+  header.writeUInt32BE(version, 4);
+  header.writeUInt32BE(entries.length, 8);
+  const parts: Buffer[] = [header];
+  let previous = Buffer.alloc(0);
+  for (const entry of entries) {
+    const name = Buffer.from(entry.path, "latin1");
+    const fixed = Buffer.alloc(FIXED_BYTES);
+    entry.stat.copy(fixed, 0, 0, STAT_BYTES);
+    fixed.writeUInt32BE(entry.mode, MODE_OFFSET); // the stat block of an overlaid entry is zero but its mode is not
+    fixed.write(entry.oid, STAT_BYTES, SHA1_BYTES, "hex");
+    fixed.writeUInt16BE((entry.assumeValid ? ASSUME_VALID : 0) | Math.min(name.length, NAME_MASK), STAT_BYTES + SHA1_BYTES);
+    parts.push(fixed);
+    if (version === 4) {
+      let common = 0;
+      while (common < previous.length && common < name.length && name[common] === previous[common]) common++;
+      parts.push(encodeVarint(previous.length - common), name.subarray(common), Buffer.alloc(1));
+      previous = name;
+    } else {
+      parts.push(name, Buffer.alloc(entrySize(name.length) - FIXED_BYTES - name.length)); // 1–8 NUL bytes of padding
+    }
+  }
+  const body = Buffer.concat(parts);
+  return Buffer.concat([body, createHash("sha1").update(body).digest()]);
 }

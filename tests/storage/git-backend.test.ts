@@ -188,13 +188,21 @@ describe("git backend", () => {
     expect(counter.count - before).toBe(1);
     check(second.pointer.revision);
     expect(git(root, env, "ls-tree", "-r", "--name-only", second.pointer.revision).split("\n")).not.toContain(g.patches);
-    // an index git-index.ts does not read (version 4): git's update-index + write-tree, same result
+    // a version 4 index (feature.manyFiles) stays version 4, still in-process
     git(root, env, "update-index", "--index-version", "4");
     before = counter.count;
     const third = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.meta, Buffer.from("three")]]) });
-    expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
+    expect(counter.count - before).toBe(1 + 1); // loadCurrent + add
     check(third.pointer.revision);
-    expect(git(root, env, "show", `${third.pointer.revision}:${s.meta}`)).toBe("three");
+    expect(readFileSync(join(root, ".git", "index")).readUInt32BE(4)).toBe(4);
+    // an index git-index.ts does not handle (a skip-worktree entry): git's update-index + write-tree, same result
+    git(root, env, "update-index", "--skip-worktree", "docs/run.sh");
+    before = counter.count;
+    const fourth = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.meta, Buffer.from("four")]]) });
+    expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
+    check(fourth.pointer.revision);
+    expect(git(root, env, "show", `${fourth.pointer.revision}:${s.meta}`)).toBe("four");
+    expect(git(root, env, "ls-files", "-t", "docs/run.sh")).toBe("S docs/run.sh\n"); // git's own path kept the flag
   });
 
   it("refuses a stale basis naming the file, and a moved head through CAS", async () => {
