@@ -37,7 +37,7 @@ import { randomBytes } from "node:crypto";
 import { constants as fsConstants, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
 import { access, copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { FILE_LOCK_NAME, hashFiles, isFilePointer, loadIfCurrent, validateRequest, verifyBasis, writeOrder } from "./file-backend.ts";
+import { FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, loadIfCurrent, validateRequest, verifyBasis, writeOrder } from "./file-backend.ts";
 import { STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
@@ -47,7 +47,7 @@ import { TreeConflictError, buildTrees } from "./git-tree.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./git-refs.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { StoreError, errnoOf, isStoreError } from "./store-error.ts";
-import type { CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
+import type { CohortSnapshot, LoadCurrentOptions, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
@@ -341,7 +341,7 @@ export class GitBackend implements StoreBackend {
    * Current view: HEAD plus the live member files, verified blob-by-blob against HEAD's tree.
    * One git process. A member whose live bytes differ from HEAD fails closed (`worktree-diverged`).
    */
-  async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
+  async loadCurrent(paths: readonly string[], options: LoadCurrentOptions = {}): Promise<CohortSnapshot> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
     // The live files are read while git resolves HEAD's blobs (one process).
@@ -354,11 +354,17 @@ export class GitBackend implements StoreBackend {
     try {
       return this.verifyCurrent(members, checked.value, files.value);
     } catch (error) {
+      if (!isStoreError(error, "worktree-diverged")) throw error;
+      // Live files written file-only (Git was absent meanwhile) that form exactly the cohort the
+      // caller's branch selected are that branch's accepted state: current, under its pointer.
+      const proven = options.provenCohort;
+      const hashes = hashFiles(files.value);
+      if (proven && isFilePointer(proven) && filePointerOf(hashes).revision === proven.revision) {
+        return { pointer: { revision: proven.revision }, files: files.value, hashes };
+      }
       // A publisher moves the ref before renaming the live files: mid-publication the two
       // disagree. While the lock is held that is a retryable lock-held, not a divergence.
-      if (isStoreError(error, "worktree-diverged") && (await lockExists(this.lockPath))) {
-        throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
-      }
+      if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
       throw error;
     }
   }
@@ -395,7 +401,7 @@ export class GitBackend implements StoreBackend {
   /** Reads the member files at a past revision without touching the worktree. Two git processes, no output limit. */
   async loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {
     // A branch recorded before the store was adopted into Git names a file cohort.
-    if (isFilePointer(pointer)) return loadIfCurrent(pointer, await this.loadCurrent(paths));
+    if (isFilePointer(pointer)) return loadIfCurrent(pointer, await this.loadCurrent(paths, { provenCohort: pointer }));
     if (!isGitPointer(pointer)) {
       throw new StoreError("invalid-pointer", `${JSON.stringify(pointer.revision)} is neither a full Git commit hash nor a file cohort pointer.`);
     }
@@ -457,10 +463,13 @@ export class GitBackend implements StoreBackend {
   async publish(request: PublishRequest): Promise<PublishReceipt> {
     const members = validateRequest(request);
     for (const path of members) assertGitPath(path);
-    if (request.basis.pointer !== null && !isGitPointer(request.basis.pointer)) {
+    const basisPointer = request.basis.pointer;
+    // A `file:` basis names the exact live cohort (an adopted file-backed branch); the commit then
+    // holds the complete current files, whatever stale blobs HEAD had.
+    if (basisPointer !== null && !isGitPointer(basisPointer) && !(isFilePointer(basisPointer) && filePointerOf(request.basis.hashes).revision === basisPointer.revision)) {
       throw new StoreError(
         "invalid-pointer",
-        `The basis ${request.basis.pointer.revision} is not a Git revision; publish on a snapshot loaded from this repository (loadCurrent), which commits the complete current files.`,
+        `The basis ${basisPointer.revision} is neither a Git revision nor the file cohort its hashes form; publish on a snapshot loaded from this repository (loadCurrent), which commits the complete current files.`,
       );
     }
     await this.commitSettings(); // identity first: nothing is written without one
@@ -493,10 +502,10 @@ export class GitBackend implements StoreBackend {
       const current = currentResult.value;
       const currentHashes = hashFiles(current);
       verifyBasis(request.basis, currentHashes);
-      if (request.basis.pointer !== null && head === null) {
+      if (basisPointer !== null && isGitPointer(basisPointer) && head === null) {
         throw new StoreError(
           "stale-basis",
-          `Stale basis: ${ref} of the state repository no longer exists although the basis names ${request.basis.pointer.revision}. Nothing was written; reconcile the repository history and retry.`,
+          `Stale basis: ${ref} of the state repository no longer exists although the basis names ${basisPointer.revision}. Nothing was written; reconcile the repository history and retry.`,
           { file: ref },
         );
       }
@@ -507,7 +516,8 @@ export class GitBackend implements StoreBackend {
         const bytes = request.writes.has(p) ? (request.writes.get(p) ?? null) : (current.get(p) ?? null);
         return (bytes === null ? null : sha256Hex(bytes)) !== currentHashes.get(p);
       });
-      if (changed.length === 0 && head !== null) {
+      // (A `file:` basis is never shortcut: HEAD does not hold that cohort, the commit adopts it.)
+      if (changed.length === 0 && head !== null && !isFilePointer(basisPointer)) {
         await unlink(index).catch(() => undefined);
         await prepared.then((p) => p.abort(), () => undefined);
         return { pointer: { revision: head }, hashes: currentHashes, changed, committed: false };

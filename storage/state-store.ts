@@ -306,7 +306,9 @@ export class StateStore {
    * moved since the runtime read them are adopted (at a fresh origin when they left its lineage).
    */
   private async prepare(runtime: BranchRuntime): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
-    const live = await this.loadCurrentSnapshot();
+    // A branch restored from a file cohort that Git's HEAD does not hold yet proves those live
+    // files by its pointer; its next publication commits them (adoption into Git).
+    const live = await this.store.loadCurrent(this.paths, { provenCohort: runtime.basis.pointer });
     checkCwdOwner(live, this.identity);
     const metaPath = scopeFiles("session", this.identity).meta;
     const liveMeta = file(live, metaPath);

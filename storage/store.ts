@@ -52,12 +52,21 @@ export interface PublishReceipt {
   readonly indexSynced?: boolean;
 }
 
+export interface LoadCurrentOptions {
+  readonly provenCohort?: StorePointer | null;
+}
+
 export interface StoreBackend {
   readonly kind: "file" | "git";
   readonly root: string;
   readonly lockPath: string;
-  /** Current view of the cohort members (file: computes the exact-cohort pointer; Git: verified against HEAD). */
-  loadCurrent(paths: readonly string[]): Promise<CohortSnapshot>;
+  /**
+   * Current view of the cohort members (file: computes the exact-cohort pointer; Git: verified
+   * against HEAD). `provenCohort`: a `file:` pointer the caller's branch selected; in Git, live
+   * files that differ from HEAD but form exactly that cohort are returned as current under that
+   * pointer (an active file-backed branch identifying its cohort, so its next commit adopts it).
+   */
+  loadCurrent(paths: readonly string[], options?: LoadCurrentOptions): Promise<CohortSnapshot>;
   /** The members at a past pointer (file: only while it is still current; Git: any commit, worktree untouched). */
   loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot>;
   /** Publishes one prepared cohort under the lock with per-file compare-and-swap against the basis. */
@@ -106,8 +115,8 @@ class OpenedStore implements Store {
     this.gitAvailable = gitAvailable;
     this.counter = counter;
   }
-  loadCurrent(paths: readonly string[]) {
-    return this.backend.loadCurrent(paths);
+  loadCurrent(paths: readonly string[], options?: LoadCurrentOptions) {
+    return this.backend.loadCurrent(paths, options);
   }
   loadRevision(pointer: StorePointer, paths: readonly string[]) {
     return this.backend.loadRevision(pointer, paths);

@@ -174,6 +174,46 @@ describe("file-only store adopted into Git later", () => {
   });
 });
 
+describe("a Git store that went file-only for a while", () => {
+  it("a branch whose file cohort HEAD does not hold restores it and adopts it with one commit of the complete current files", async () => {
+    const root = temp.make();
+    const gitA = await open("git", root, identity("A"));
+    let a = await gitA.start(null, "off");
+    a = (await gitA.commit(a, { cwd: { contract: { lang: "ts" } } }, "a1")).runtime;
+    const anchored = a.pointer.revision;
+    // Git disappears from PATH: the same branch keeps publishing file-only, so HEAD goes stale.
+    const fileA = await open("file", root, identity("A"));
+    a = (await fileA.commit(a, { session: { working: { offline: 1 } } }, "a2")).runtime;
+    a = (await fileA.commit(a, { cwd: { contract: { lang: "ts", strict: true } } }, "a3")).runtime;
+    expect(a.pointer.revision).toMatch(/^file:/);
+    // Git is back. Nobody can read the diverged files as current without proof…
+    const gitAgain = await open("git", root, identity("A"));
+    await expect(gitAgain.loadCurrent()).rejects.toMatchObject({ code: "worktree-diverged" });
+    const gitB = await open("git", root, identity("B"));
+    await expect(gitB.start(null, "off")).rejects.toMatchObject({ code: "worktree-diverged" });
+    // …but A's branch names that exact cohort: it restores, under its file pointer.
+    const restored = await gitAgain.loadPointer(a.pointer);
+    expect(restored.view).toEqual(a.view);
+    expect(restored.pointer).toEqual(a.pointer);
+    // An explicit start (nothing changes but the provenance) commits the complete current cohort:
+    // one commit, no fabricated history for the file-only transitions.
+    const started = await gitAgain.start(restored, "off");
+    expect(started.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(git(root, process.env, "rev-list", "--count", `${anchored}..${started.pointer.revision}`).trim()).toBe("1");
+    expect((await gitAgain.loadPointer(started.pointer)).view).toEqual(a.view);
+    const next = (await gitAgain.commit(started, { session: { working: { offline: 1, online: true } } }, "a4")).runtime;
+    expect(git(root, process.env, "rev-list", "--count", `${anchored}..${next.pointer.revision}`).trim()).toBe("2");
+    expect(git(root, process.env, "status", "--porcelain")).toBe("");
+    const cold = await gitAgain.loadPointer(next.pointer);
+    expect(readTemporalState(cold.view, 0, "cwd").state.contract).toEqual({ lang: "ts", strict: true }); // the file-only cwd patch
+    expect(readTemporalState(cold.view, 1, "session").state.working).toEqual({ offline: 1 }); // hot history kept
+    expect(cold.meta.counters.transitions).toBe(a.meta.counters.transitions + 1);
+    // and the repository reads as current again, for every session
+    expect((await gitAgain.loadCurrent())!.pointer).toEqual(next.pointer);
+    await expect(gitB.start(null, "off")).resolves.toMatchObject({ config: { enabled: true } });
+  });
+});
+
 describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)", (kind) => {
   it("sessions publishing at the same time neither fail on each other's half-done publication nor lose a cohort", async () => {
     const root = temp.make();
