@@ -20,7 +20,7 @@ export interface EpisodeContext {
 
 export type EpisodeEvent =
   | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape }
-  | { type: "START" }
+  | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
   | { type: "RUN_ACCEPTED" }
@@ -40,6 +40,8 @@ export type EpisodeNoticeCode =
   | "stop-refused-unproven"
   | "start-refused-unproven"
   | "start-failed"
+  | "adopted-into-git"
+  | "adoption-failed"
   | "stop-failed"
   | "restore-lock-busy"
   | "restore-unproven";
@@ -72,6 +74,8 @@ export const episodeMachine = setup({
     isForkOrNewSession: ({ event }) =>
       event.type === "SESSION_START" && (event.reason === "fork" || event.reason === "new"),
     branchUnmarked: ({ event }) => event.type === "SESSION_START" && event.branch !== "marked",
+    /** START on an active branch whose store is file-only while a git executable is now available. */
+    startAdoptsGit: ({ event }) => event.type === "START" && event.adoptGit === true,
     restoredRevision: restoreIs("revision"),
     restoredPassive: restoreIs("passive"),
     restoredDisabled: restoreIs("disabled"),
@@ -89,6 +93,8 @@ export const episodeMachine = setup({
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
     reportStartFailed: emit({ type: "episode.notice", code: "start-failed" } as const),
+    reportAdopted: emit({ type: "episode.notice", code: "adopted-into-git" } as const),
+    reportAdoptionFailed: emit({ type: "episode.notice", code: "adoption-failed" } as const),
     reportStopFailed: emit({ type: "episode.notice", code: "stop-failed" } as const),
     // A stop retried after a busy lock first restores the revision, then stops from there, so a
     // failed stop returns to that restored state rather than to an older active state.
@@ -152,6 +158,15 @@ export const episodeMachine = setup({
             STORAGE_FAILED: { target: "#episode.passive", actions: ["reportStartFailed"] },
           },
         },
+        adopting: {
+          description:
+            "Start on an active file-only branch once Git is available: its exact current cohort is committed into Git. " +
+            "Tools are off meanwhile; success or failure returns to exactly the active state it left (a failure keeps the file store).",
+          on: {
+            STORAGE_READY: { target: "#episode.active.hist", actions: ["reportAdopted"] },
+            STORAGE_FAILED: { target: "#episode.active.hist", actions: ["reportAdoptionFailed"] },
+          },
+        },
       },
     },
     active: {
@@ -159,11 +174,15 @@ export const episodeMachine = setup({
       initial: "steady",
       on: {
         STOP: { target: "stopping" },
-        START: { actions: ["reportAlreadyActive"] },
+        START: [{ guard: "startAdoptsGit", target: "starting.adopting" }, { actions: ["reportAlreadyActive"] }],
         TREE: { target: "restoring.branch" },
       },
       states: {
-        hist: { type: "history", history: "deep", description: "Where a failed stop returns to: the exact bootstrap (transcript or handoff) or steady." },
+        hist: {
+          type: "history",
+          history: "deep",
+          description: "Where a failed stop or a finished adoption returns to: the exact bootstrap (transcript or handoff) or steady.",
+        },
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",

@@ -32,6 +32,7 @@ import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../storage/
 import type { ScopeSelector } from "../../storage/scope-state.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
 import { isStoreError } from "../../storage/store-error.ts";
+import { findGitExecutable } from "../../storage/git-runner.ts";
 import { openStore } from "../../storage/store.ts";
 import { gitPusher, openPublication, type PublicationDriver } from "../../storage/publication.ts";
 import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../storage/temporal.ts";
@@ -87,6 +88,14 @@ const NOTICES: Record<EpisodeNoticeCode, { text: string; level: "info" | "warnin
     level: "error",
   },
   "start-failed": { text: "State Flow could not initialize its store; see the previous error. Nothing was enabled.", level: "error" },
+  "adopted-into-git": {
+    text: "State Flow adopted this branch's file-only store into Git: its current state is now a commit, and every later transition is one too.",
+    level: "info",
+  },
+  "adoption-failed": {
+    text: "State Flow could not adopt this branch's store into Git (see the previous error); it stays enabled on its unchanged file-only store. Fix the cause and run /state-flow-start again.",
+    level: "error",
+  },
   "stop-failed": {
     text: "State Flow could not persist the stop (see the previous error); the branch stays enabled. Retry /state-flow-stop once the store is writable.",
     level: "error",
@@ -180,7 +189,12 @@ export class StateFlowController {
       this.notify("State Flow has shut down for this session runtime; reload or reopen the session first.", "warning");
       return;
     }
-    await this.send({ type: which === "start" ? "START" : "STOP" }, ctx);
+    await this.send(which === "start" ? { type: "START", adoptGit: this.gitAdoptable() } : { type: "STOP" }, ctx);
+  }
+
+  /** The branch's store is file-only while a git executable is available now (the machine decides what START means). */
+  private gitAdoptable(): boolean {
+    return this.store?.store.kind === "file" && findGitExecutable(this.options.env) !== null;
   }
 
   /** before_agent_start: a user-initiated run begins. */
@@ -374,6 +388,7 @@ export class StateFlowController {
   }
 
   private async initializeStorage(ctx: ExtensionContext): Promise<void> {
+    if (this.episode.getSnapshot().matches({ starting: "adopting" })) return this.adoptIntoGit();
     try {
       const fromPassive = this.episode.getSnapshot().matches({ starting: "fromPassive" });
       const store = await this.openStateStore(true);
@@ -387,6 +402,32 @@ export class StateFlowController {
       this.episode.send({ type: "STORAGE_READY" });
     } catch (error) {
       this.notify(`State Flow start failed: ${errorMessage(error)}`, "error");
+      this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
+    }
+  }
+
+  /**
+   * Commits the active branch's exact current file cohort into Git (initializing the repository
+   * when needed) with a config-only publication, binds the branch to that commit and hands
+   * publication to a Git-backed driver. On failure nothing changed in the files and the branch
+   * keeps its file-only store.
+   */
+  private async adoptIntoGit(): Promise<void> {
+    const fileStore = this.store;
+    try {
+      if (!this.runtime) throw new Error("no runtime is selected on this branch");
+      const store = await this.openStateStore(true);
+      const runtime = await store.start(this.runtime, this.runtime.config.remotePublication);
+      // The file-only driver has nothing to publish; the Git-backed one restores this revision
+      // as its unconfirmed intent and pushes it once (as after a start).
+      this.publication?.shutdown();
+      this.publication = null;
+      await this.accept(runtime);
+      await this.installPublication(runtime);
+      this.episode.send({ type: "STORAGE_READY" });
+    } catch (error) {
+      this.store = fileStore; // a repository opened before the failure is not used until the next start
+      this.notify(`State Flow could not adopt the store into Git: ${errorMessage(error)}`, "error");
       this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
     }
   }
@@ -575,7 +616,8 @@ export class StateFlowController {
   // ---- helpers -------------------------------------------------------------------------------
 
   private async openStateStore(initGit: boolean): Promise<StateStore> {
-    if (this.store && (!initGit || this.store.store.kind === "git" || !this.store.store.gitAvailable)) return this.store;
+    // (git availability is checked now, not when the store was opened: it may have been installed since)
+    if (this.store && (!initGit || this.store.store.kind === "git" || findGitExecutable(this.options.env) === null)) return this.store;
     const store = await openStore({ root: this.options.storeRoot, env: this.options.env, initGit });
     this.store = new StateStore(store, this.identity!);
     return this.store;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createActor, type AnyMachineSnapshot } from "xstate";
+import { createActor, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
 import {
   episodeMachine,
   isToolsActive,
@@ -20,13 +20,15 @@ import {
 import { EPISODE_EVENTS } from "../support/alphabets.ts";
 
 const allEvents = EPISODE_EVENTS;
-// One representative per SESSION_START guard branch; SHUTDOWN left to edge tours.
+// One representative per SESSION_START guard branch; SHUTDOWN and the adoption START (a detour
+// that returns to the active state it left, multiplying every simple path) left to shortest
+// paths and edge tours.
 const simpleEvents: EpisodeEvent[] = [
   { type: "SESSION_START", reason: "new", branch: "empty" },
   { type: "SESSION_START", reason: "fork", branch: "marked" },
   { type: "SESSION_START", reason: "resume", branch: "unmarked" },
   { type: "SESSION_START", reason: "resume", branch: "marked" },
-  ...allEvents.filter((e) => e.type !== "SESSION_START" && e.type !== "SHUTDOWN"),
+  ...allEvents.filter((e) => e.type !== "SESSION_START" && e.type !== "SHUTDOWN" && !(e.type === "START" && e.adoptGit)),
 ];
 
 const name = (s: AnyMachineSnapshot) => episodeStateName(s as never);
@@ -53,6 +55,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (!before.startsWith("active") && after.startsWith("active")) {
     const ok =
       (event.type === "STORAGE_READY" && before.startsWith("starting")) ||
+      (event.type === "STORAGE_FAILED" && before === "starting.adopting") ||
       (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.branch") ||
       (event.type === "STOP_FAILED" && before === "stopping");
     if (!ok) v.push(`I1.1 tools became active from ${before} on ${JSON.stringify(event)}`);
@@ -81,9 +84,11 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     if (!ok) v.push(`I1.5 passive entered from ${before} on ${JSON.stringify(event)}`);
   }
   // I1.6 / I1.7
-  // A failed stop returns to exactly the active state it left (I1.12), so it re-enters a
-  // bootstrap only if it was in that very bootstrap.
-  const returnedFromFailedStop = before === "stopping" && event.type === "STOP_FAILED" && after === (trace.lastActive ?? "active.steady");
+  // A failed stop (I1.12) and an adoption (I1.13) return to exactly the active state they left,
+  // so they re-enter a bootstrap only if they were in that very bootstrap.
+  const returnedFromFailedStop =
+    ((before === "stopping" && event.type === "STOP_FAILED") || (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED"))) &&
+    after === (trace.lastActive ?? "active.steady");
   if (after === "active.bootstrap.fromHandoff" && before !== after && before !== "starting.fromPassive" && !returnedFromFailedStop)
     v.push(`I1.6 handoff bootstrap entered from ${before}`);
   if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff" && !returnedFromFailedStop)
@@ -115,6 +120,19 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     if (after !== expected) v.push(`I1.12 a failed stop went to ${after} instead of back to ${expected}`);
     if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.12 a failed stop was silent");
   }
+  // I1.13
+  if (before !== "starting.adopting" && after === "starting.adopting") {
+    if (!(event.type === "START" && event.adoptGit === true && before.startsWith("active"))) v.push(`I1.13 adoption entered from ${before} on ${JSON.stringify(event)}`);
+    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "initialize-storage")) v.push("I1.13 adoption entered without initializing storage");
+  }
+  if (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED")) {
+    const expected = trace.lastActive ?? "active.steady";
+    if (after !== expected) v.push(`I1.13 ${event.type} after adoption went to ${after} instead of back to ${expected}`);
+    const code = event.type === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed";
+    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === code)) v.push(`I1.13 ${event.type} after adoption without notice ${code}`);
+  }
+  if (before.startsWith("active") && event.type === "START" && !event.adoptGit && (changed || !step.emitted.some((e) => e.type === "episode.notice")))
+    v.push(`I1.13 START without adoptGit on an active branch moved to ${after} or was silent`);
   if (after.startsWith("active")) trace.lastActive = after;
   if (event.type === "SESSION_START" || event.type === "TREE" || (before === "restoring.retryStop" && event.type === "RESTORE_RESULT")) trace.lastActive = null;
   // I1.10
@@ -142,7 +160,7 @@ describe("episode machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(episodeMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I1.1–I1.10 hold after every step of every shortest, simple and edge path", () => {
+  it("I1.1–I1.10, I1.12 and I1.13 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.shortest).toBeGreaterThan(10);
     expect(report.paths.simple).toBeGreaterThan(100);
     expect(violations, violations.join("\n")).toEqual([]);
@@ -240,6 +258,47 @@ describe("episode scenarios", () => {
       { type: "STOP_PERSISTED" },
     ]);
     expect(episodeStateName(done), "I1.9 retried stop ends passive").toBe("passive");
+  });
+
+  it("I1.13 a start on an active file-only branch adopts it into Git and returns to exactly where it was, success or failure", () => {
+    for (const outcome of ["STORAGE_READY", "STORAGE_FAILED"] as const) {
+      const a = createActor(episodeMachine, { input: { autoStart: false } }).start();
+      const notices: string[] = [];
+      const effects: string[] = [];
+      a.on("episode.notice", (e) => notices.push(e.code));
+      a.on("episode.effect", (e) => effects.push(e.effect));
+      a.send({ type: "SESSION_START", reason: "startup", branch: "unmarked" });
+      a.send({ type: "START" });
+      a.send({ type: "STORAGE_READY" });
+      expect(episodeStateName(a.getSnapshot())).toBe("active.bootstrap.fromTranscript");
+      a.send({ type: "START" });
+      expect(notices, "I1.13 without git nothing changes").toEqual(["already-active"]);
+      a.send({ type: "START", adoptGit: true });
+      expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
+      expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);
+      expect(effects.at(-1)).toBe("initialize-storage");
+      a.send({ type: outcome });
+      expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe("active.bootstrap.fromTranscript");
+      expect(notices.at(-1)).toBe(outcome === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed");
+      a.stop();
+    }
+  });
+
+  it("I1.13 check catches a silent adoption, and one started without git", () => {
+    const silent = runSuite(episodeMachine.provide({ actions: { reportAdopted: () => undefined } }));
+    expect(silent.violations.some((v) => v.startsWith("I1.13") && v.includes("without notice adopted-into-git"))).toBe(true);
+    // (a guard forced true multiplies the simple paths past their bound, so this one is a single checked step)
+    const eager = createActor(episodeMachine.provide({ guards: { startAdoptsGit: () => true } }), { input: { autoStart: true } }).start();
+    eager.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
+    eager.send({ type: "STORAGE_READY" });
+    const prev = eager.getSnapshot();
+    const emitted: AnyEventObject[] = [];
+    eager.on("*", (e) => emitted.push(e));
+    const event: EpisodeEvent = { type: "START" };
+    eager.send(event);
+    const violations = checkEpisodeStep({ index: 2, prev, event, next: eager.getSnapshot(), taken: [], emitted }, { freshPhysicalSession: false, lastActive: "active.steady" }, true);
+    expect(violations.some((v) => v.startsWith("I1.13 adoption entered from active.steady") && v.includes('{"type":"START"}'))).toBe(true);
+    eager.stop();
   });
 
   it("I1.12 a stop that cannot be persisted returns to where it was, visibly", () => {

@@ -21,6 +21,7 @@ export const RESTORE_RESULTS: RestoreResult[] = [
 export const EPISODE_EVENTS: EpisodeEvent[] = [
   ...SESSION_START_REASONS.flatMap((reason) => BRANCH_SHAPES.map((branch) => ({ type: "SESSION_START", reason, branch }) as const)),
   { type: "START" },
+  { type: "START", adoptGit: true },
   { type: "STOP" },
   { type: "TREE" },
   { type: "RUN_ACCEPTED" },

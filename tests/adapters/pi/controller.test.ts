@@ -1,7 +1,8 @@
-import { readFileSync, existsSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
+import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { PiHarness, call, contextText, say } from "../../support/pi-harness.ts";
 
 const open: PiHarness[] = [];
@@ -336,6 +337,86 @@ describe("episode across sessions and storage modes", () => {
     expect(h.accessor.read(0, "cwd").state.contract).toEqual({ mode: "file-only" });
     await h.command("/state-flow-status");
     expect(h.lastNotice()!.message).toMatch(/store: file at/);
+  });
+});
+
+describe("adopting an active file-only branch into Git", () => {
+  const entriesOf = (h: PiHarness) =>
+    h.session.sessionManager
+      .getBranch()
+      .filter((e) => e.type === "custom" && e.customType === "state-flow")
+      .map((e) => (e as { data: { revision?: string } }).data.revision);
+
+  const sessionDir = (h: PiHarness) => `${cwdKey(h.cwd)}/${sessionKeyFromFile(h.session.sessionFile!)}`;
+
+  it("git installed later: /state-flow-start commits the exact current cohort, binds the branch to it, and later transitions are commits", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const h = await harness({ git: false, sessionKind: "file", config: { remotePublication: "off" } });
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: h.storeRoot, env: { ...h.env, PATH: process.env.PATH }, encoding: "utf8" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { cwd: { contract: { mode: "file-only" } }, session: { working: { offline: true } }, final: true }), say("ok"));
+    await h.prompt("before git");
+    const fileCohort = readFileSync(join(h.storeRoot, sessionDir(h), "checkpoint.json"));
+    await h.command("/state-flow-start");
+    expect(h.lastNotice()!.message).toMatch(/already active/); // git still absent
+    expect(existsSync(join(h.storeRoot, ".git"))).toBe(false);
+
+    h.env.PATH = process.env.PATH; // git is installed
+    await h.command("/state-flow-start");
+    expect(h.notices.map((n) => n.message)).toContainEqual(expect.stringMatching(/adopted this branch's file-only store into Git/));
+    expect(h.accessor.episode()).toBe("active.steady");
+    const head = git("rev-parse", "HEAD").trim();
+    expect(entriesOf(h).at(-1)).toBe(head); // the branch is bound to the adoption commit
+    expect(git("rev-list", "--count", "HEAD").trim()).toBe("1"); // no fabricated history
+    expect(git("show", `HEAD:${sessionDir(h)}/checkpoint.json`)).toBe(fileCohort.toString()); // exact bytes
+    expect(git("status", "--porcelain")).toBe("");
+    expect(h.accessor.read(0, "cwd").state.contract).toEqual({ mode: "file-only" }); // semantic state unchanged
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toMatch(/store: git at/);
+
+    h.script(call("patch_state", { session: { working: { offline: true, online: true } }, final: true }), say("online now"));
+    await h.prompt("after git");
+    expect(git("rev-list", "--count", "HEAD").trim()).toBe("3"); // the patch and the response, each a commit
+    expect(entriesOf(h).at(-1)).toBe(git("rev-parse", "HEAD").trim());
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0, "session").state.working).toEqual({ offline: true, online: true });
+    expect(h.accessor.read(2, "session").state.working).toEqual({ offline: true }); // hot history kept across the adoption
+  });
+
+  it("a failed adoption (no Git identity; a held lock) keeps the branch enabled on its unchanged file-only store, and a later start adopts it", async () => {
+    const h = await harness({ git: false, sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { kept: 1 } }, final: true }), say("ok"));
+    await h.prompt("before git");
+    const before = entriesOf(h).at(-1);
+    h.env.PATH = process.env.PATH;
+    for (const key of ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"]) delete h.env[key];
+    await h.command("/state-flow-start");
+    expect(h.notices.map((n) => n.message)).toContainEqual(expect.stringMatching(/Git has no commit identity configured/));
+    expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git .* stays enabled on its unchanged file-only store/);
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(entriesOf(h).at(-1)).toBe(before);
+    // still usable: the next transition is published to the same file store
+    h.script(call("patch_state", { session: { working: { kept: 2 } }, final: true }), say("ok"));
+    await h.prompt("still file-only");
+    expect(entriesOf(h).at(-1)).toMatch(/^file:/);
+    expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 2 });
+    // identity configured, but another writer holds the repository's publication lock: the commit
+    // fails after the repository was opened, and the branch still keeps publishing to its files
+    Object.assign(h.env, { GIT_AUTHOR_NAME: "A", GIT_AUTHOR_EMAIL: "a@state-flow.invalid", GIT_COMMITTER_NAME: "A", GIT_COMMITTER_EMAIL: "a@state-flow.invalid" });
+    const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
+    writeFileSync(lock, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
+    await h.command("/state-flow-start");
+    expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git/);
+    h.script(call("patch_state", { session: { working: { kept: 3 } }, final: true }), say("ok"));
+    await h.prompt("file-only while the lock is held");
+    expect(entriesOf(h).at(-1)).toMatch(/^file:/);
+    rmSync(lock);
+    await h.command("/state-flow-start");
+    expect(h.lastNotice()!.message).toMatch(/adopted this branch's file-only store into Git/);
+    expect(entriesOf(h).at(-1)).toMatch(/^[0-9a-f]{40}$/);
+    expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 3 });
   });
 });
 

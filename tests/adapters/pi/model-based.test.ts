@@ -72,6 +72,7 @@ function eventKey(event: AnyEventObject): string {
   if (e.type === "DRAFT") return `DRAFT(${e.ending})`;
   if (e.type === "PATCH_ACCEPTED") return `PATCH_ACCEPTED(${e.final})`;
   if (e.type === "STORAGE_FAILED") return "STORAGE_FAILED";
+  if (e.type === "START") return (e as { adoptGit?: boolean }).adoptGit ? "START(adoptGit)" : "START";
   return e.type;
 }
 const show = (events: readonly AnyEventObject[]) => events.map(eventKey).join(" → ") || "(no events)";
@@ -144,6 +145,8 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "stop-refused-unproven": /cannot stop: this branch's provenance is unproven/,
   "start-refused-unproven": /cannot start: this branch's provenance is unproven/,
   "start-failed": /could not initialize its store/,
+  "adopted-into-git": /adopted this branch's file-only store into Git/,
+  "adoption-failed": /could not adopt this branch's store into Git/,
   "stop-failed": /could not persist the stop/,
   "restore-lock-busy": /publication lock is held/,
   "restore-unproven": /could not prove this branch's revision/,
@@ -189,9 +192,9 @@ class EpisodeWorld {
   }
 
   /** A setup session that plants the branch the path's SESSION_START{branch} and RESTORE_RESULT need. */
-  async plant(branch: "empty" | "unmarked" | "marked", restore: RestoreResult["kind"] | null): Promise<string | undefined> {
+  async plant(branch: "empty" | "unmarked" | "marked", restore: RestoreResult["kind"] | null, gitLater: boolean): Promise<string | undefined> {
     if (branch === "empty") return undefined;
-    const fileOnly = restore === "unproven" || restore === "lockBusy";
+    const fileOnly = restore === "unproven" || restore === "lockBusy" || gitLater;
     const s = await this.harness({ sessionKind: "file", config: { autoStart: false }, ...(fileOnly ? { git: false } : {}) });
     if (branch === "unmarked") {
       s.script(say("pre-flow answer"));
@@ -403,12 +406,14 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
     const events = path.events;
     const first = events[0];
     const restore = events[1]?.type === "RESTORE_RESULT" ? events[1].result.kind : null;
+    // A path that adopts a file-only store into Git starts without git on PATH; git is "installed" right before that START.
+    const adopts = events.some((e) => e.type === "START" && e.adoptGit === true);
     let openFile: string | undefined;
     if (first?.type === "SESSION_START") {
       if (first.reason !== "startup") throw new Error(`no Pi action mapped for ${eventKey(first)} as a first event`);
-      openFile = await world.plant(first.branch, restore);
+      openFile = await world.plant(first.branch, restore, adopts);
     }
-    await world.open(openFile, restore === "unproven" || restore === "lockBusy");
+    await world.open(openFile, restore === "unproven" || restore === "lockBusy" || adopts);
     let i = 0;
     let steps = 0;
     while (i < events.length) {
@@ -429,7 +434,12 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
           await world.step(`session_start(${trigger.reason}) on a ${trigger.branch} branch`, group, () => h.bind());
           break;
         case "START":
-          await world.step("/state-flow-start", group, () => h.command("/state-flow-start"));
+          if (trigger.adoptGit) {
+            h.env.PATH = process.env.PATH;
+            await world.step("git installed, then /state-flow-start", group, () => h.command("/state-flow-start"));
+          } else {
+            await world.step("/state-flow-start", group, () => h.command("/state-flow-start"));
+          }
           break;
         case "STOP":
           if (group.some((e) => e.type === "STOP_FAILED")) {
