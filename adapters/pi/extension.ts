@@ -44,13 +44,21 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       registerTools: () => registerTools(pi, controller),
     });
 
+    // Pi runs extension commands at once, even while a run streams; start and stop publish from
+    // the branch's runtime, so they wait for the run (and its patch_state publications) to settle.
     pi.registerCommand("state-flow-start", {
       description: "Initialize missing State Flow materialization and enable this branch",
-      handler: async (_args, ctx) => controller.command("start", ctx),
+      handler: async (_args, ctx) => {
+        await ctx.waitForIdle();
+        await controller.command("start", ctx);
+      },
     });
     pi.registerCommand("state-flow-stop", {
       description: "Disable State Flow on this branch without deleting semantic state",
-      handler: async (_args, ctx) => controller.command("stop", ctx),
+      handler: async (_args, ctx) => {
+        await ctx.waitForIdle();
+        await controller.command("stop", ctx);
+      },
     });
     pi.registerCommand("state-flow-status", {
       description: "Inspect State Flow runtime, semantic, freshness and publication diagnostics",

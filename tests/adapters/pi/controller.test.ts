@@ -123,6 +123,34 @@ describe("episode in a real session", () => {
     expect(reloaded).toContain("after stop");
   });
 
+  it("/state-flow-stop typed while a run is streaming waits for the run, so its accepted patch and answer are part of the stopped state", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const patch = call("patch_state", { session: { working: { fact: "from the run" } }, final: true });
+    h.script(
+      // the model is still thinking when the user types the command (the harness passes promises through)
+      (async () => {
+        await gate;
+        return patch();
+      }) as unknown as typeof patch,
+      say("answer of the run"),
+    );
+    const run = h.session.prompt("work");
+    await new Promise((r) => setTimeout(r, 20));
+    expect(h.session.isStreaming).toBe(true);
+    const stop = h.command("/state-flow-stop"); // Pi runs extension commands at once, even while streaming
+    await new Promise((r) => setTimeout(r, 20));
+    expect(h.accessor.episode(), "the stop waits for the run").toMatch(/^active/);
+    release();
+    await Promise.all([run, stop]);
+    expect(h.accessor.episode()).toBe("passive");
+    expect(h.accessor.read(0, "session").state).toMatchObject({ working: { fact: "from the run" }, response: "answer of the run" });
+    const markers = h.session.sessionManager.getBranch().filter((e) => e.type === "custom" && e.customType === "state-flow").map((e) => (e as { data: unknown }).data);
+    expect(markers.at(-1)).toEqual({ disabled: true });
+  });
+
   it("a stop that cannot be persisted (lock held by another writer) keeps the branch enabled, visibly (I1.12)", async () => {
     const { writeFileSync, rmSync } = await import("node:fs");
     const h = await harness();
