@@ -10,6 +10,20 @@ const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 const { paths, g, c, s } = cohortFixture();
 
+/** A file store whose write of `faults.failOn` (set later) fails with `code`, and whose rollback first runs `faults.external`. */
+function faultyStore(code: "ENOSPC" | "EIO") {
+  const root = temps.make();
+  const faults: { failOn?: string; external?: () => void } = {};
+  const store = new FileBackend(root, {
+    generation: "t",
+    beforeWrite: (path) => {
+      if (path === faults.failOn) throw Object.assign(new Error(`${code}: simulated write failure`), { code });
+    },
+    beforeRollback: () => faults.external?.(),
+  });
+  return { root, store, faults };
+}
+
 function backend() {
   return new FileBackend(temps.make(), { generation: "test" });
 }
@@ -100,17 +114,10 @@ describe("file-only backend", () => {
   });
 
   it("rolls back a failed multi-file write from the verified basis", async () => {
-    const root = temps.make();
-    let failOn: string | undefined;
-    const store = new FileBackend(root, {
-      generation: "t",
-      beforeWrite: (path) => {
-        if (path === failOn) throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-      },
-    });
+    const { store, faults } = faultyStore("ENOSPC");
     await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("")]]) });
     const current = await store.loadCurrent(paths);
-    failOn = s.meta;
+    faults.failOn = s.meta;
     await expect(
       store.publish({ basis: current, writes: new Map([[g.checkpoint, Buffer.from("new")], [s.checkpoint, Buffer.from("s")], [s.patches, Buffer.from("")], [s.meta, Buffer.from("m")]]) }),
     ).rejects.toThrow("ENOSPC");
@@ -118,22 +125,15 @@ describe("file-only backend", () => {
     expect(after.pointer).toEqual(current.pointer); // nothing accepted was lost, nothing half-written remains
     expect(after.files.get(g.checkpoint)?.toString()).toBe("old");
     expect(after.files.get(s.checkpoint)).toBeNull();
-    failOn = undefined;
+    faults.failOn = undefined;
     await store.publish({ basis: after, writes: new Map([[g.meta, Buffer.from("ok")]]) }); // lock was released
   });
 
   it("rolls back files already renamed into place when a later step fails, restoring the exact basis bytes", async () => {
-    const root = temps.make();
-    let failOn: string | undefined;
-    const store = new FileBackend(root, {
-      generation: "t",
-      beforeWrite: (path) => {
-        if (path === failOn) throw Object.assign(new Error("EIO: i/o error, unlink"), { code: "EIO" });
-      },
-    });
+    const { root, store, faults } = faultyStore("EIO");
     await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("p")], [s.meta, Buffer.from("m0")]]) });
     const basis = await store.loadCurrent(paths);
-    failOn = g.patches; // a deletion: it runs after the batch of puts was renamed into place
+    faults.failOn = g.patches; // a deletion: it runs after the batch of puts was renamed into place
     const writes = new Map<string, Buffer | null>([[g.checkpoint, Buffer.from("new")], [s.checkpoint, Buffer.from("s")], [s.patches, Buffer.from("")], [s.meta, Buffer.from("m1")], [g.patches, null]]);
     await expect(store.publish({ basis, writes })).rejects.toThrow("EIO");
     const after = await store.loadCurrent(paths);
@@ -143,20 +143,11 @@ describe("file-only backend", () => {
   });
 
   it("preserves bytes someone else wrote during a failed publication instead of rolling them back, and keeps the lock", async () => {
-    const root = temps.make();
-    let failOn: string | undefined;
-    let external: (() => void) | undefined;
-    const store = new FileBackend(root, {
-      generation: "t",
-      beforeWrite: (path) => {
-        if (path === failOn) throw Object.assign(new Error("EIO: i/o error, unlink"), { code: "EIO" });
-      },
-      beforeRollback: () => external?.(),
-    });
+    const { root, store, faults } = faultyStore("EIO");
     await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("p")], [s.meta, Buffer.from("m0")]]) });
     const basis = await store.loadCurrent(paths);
-    failOn = g.patches;
-    external = () => writeFileSync(join(root, s.meta), "written by another tool"); // not State Flow: it ignores the lock
+    faults.failOn = g.patches;
+    faults.external = () => writeFileSync(join(root, s.meta), "written by another tool"); // not State Flow: it ignores the lock
     const error = await store
       .publish({ basis, writes: new Map<string, Buffer | null>([[g.checkpoint, Buffer.from("new")], [s.meta, Buffer.from("m1")], [g.patches, null]]) })
       .catch((e: unknown) => e);
@@ -169,7 +160,7 @@ describe("file-only backend", () => {
     // a member whose rollback target is absence (created by the failed publication) is removed only if still ours
     rmSync(join(root, FILE_LOCK_NAME));
     const second = await store.loadCurrent(paths);
-    external = () => undefined;
+    faults.external = () => undefined;
     await expect(store.publish({ basis: second, writes: new Map<string, Buffer | null>([[s.checkpoint, Buffer.from("new s")], [s.patches, Buffer.from("")], [g.patches, null]]) })).rejects.toThrow("EIO");
     expect(existsSync(join(root, s.checkpoint))).toBe(false);
     expect((await store.loadCurrent(paths)).files).toEqual(second.files);

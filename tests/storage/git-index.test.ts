@@ -3,19 +3,12 @@ import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } fro
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { REGULAR_FILE_MODE, indexPathOf, overlayEntries, parseIndex, serializeIndex, type IndexEntry } from "../../storage/git-index.ts";
-import { TempDirs, git, gitTestEnv } from "./helpers.ts";
+import { TempDirs, git, initRepo } from "./helpers.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 
-function repo() {
-  const dir = temps.make("sf-index-");
-  const cfg = join(temps.make("sf-index-cfg-"), "gitconfig");
-  writeFileSync(cfg, "");
-  const env = gitTestEnv(cfg);
-  git(dir, env, "init", "-q");
-  return { dir, env, index: join(dir, ".git", "index") };
-}
+const repo = () => initRepo(temps, "sf-index-");
 
 /** A worktree with the shapes an index can hold: nested dirs, names that sort around "/", an executable, a symlink. */
 function populate(dir: string): void {

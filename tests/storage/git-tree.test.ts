@@ -5,19 +5,12 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { indexPathOf, overlayEntries, parseIndex } from "../../storage/git-index.ts";
 import { TreeConflictError, buildTrees } from "../../storage/git-tree.ts";
-import { TempDirs, git, gitTestEnv } from "./helpers.ts";
+import { TempDirs, git, initRepo } from "./helpers.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 
-function repo() {
-  const dir = temps.make("sf-tree-");
-  const cfg = join(temps.make("sf-tree-cfg-"), "gitconfig");
-  writeFileSync(cfg, "");
-  const env = gitTestEnv(cfg);
-  git(dir, env, "init", "-q");
-  return { dir, env, index: join(dir, ".git", "index") };
-}
+const repo = () => initRepo(temps, "sf-tree-");
 
 function entriesOf(index: string) {
   const parsed = parseIndex(readFileSync(index));

@@ -1,6 +1,6 @@
 // Shared helpers for storage tests: temp directories that are always removed, and real git repos.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
@@ -46,4 +46,14 @@ export function cohortFixture() {
     c: scopeFiles("cwd", keys),
     s: scopeFiles("session", keys),
   };
+}
+
+/** A fresh repository (`git init`) in a temp dir, with an isolated empty global config and a test identity. */
+export function initRepo(temps: TempDirs, prefix: string): { dir: string; env: NodeJS.ProcessEnv; index: string } {
+  const dir = temps.make(prefix);
+  const cfg = join(temps.make(`${prefix}cfg-`), "gitconfig");
+  writeFileSync(cfg, "");
+  const env = gitTestEnv(cfg);
+  git(dir, env, "init", "-q");
+  return { dir, env, index: join(dir, ".git", "index") };
 }
