@@ -22,7 +22,7 @@
 //      index is installed as the caller's index through index.lock, so no artificial
 //      staged/unstaged entries remain (0 processes).
 // Where step 2 would not be exact (a split or sparse index, intent-to-add or skip-worktree
-// entries, sha256 objects) it runs as `git update-index -z --index-info` +
+// entries, sha256 objects, core.sharedRepository) it runs as `git update-index -z --index-info` +
 // `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
 // commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
 // extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
@@ -62,6 +62,8 @@ interface CommitSettings {
   readonly authorDate: string | null;
   readonly committerDate: string | null;
   readonly fsyncObjects: boolean;
+  /** core.sharedRepository asks for group permissions on objects, which only git's own writers apply. */
+  readonly sharedRepository: boolean;
   readonly logAllRefUpdates: LogAllRefUpdates;
   readonly lockTimeoutMs: number;
   readonly referenceTransactionHook: string;
@@ -265,6 +267,7 @@ export class GitBackend implements StoreBackend {
       authorDate: fixedAuthorDate ? (author?.date ?? null) : null,
       committerDate: fixedCommitterDate ? (committer?.date ?? null) : null,
       fsyncObjects: gitBool(config.get("core.fsyncobjectfiles")) || /loose-object|objects|committed|added|all/.test(fsync),
+      sharedRepository: shared != null && !/^(false|no|off|0|umask)$/i.test(shared),
       logAllRefUpdates: logAll === undefined ? (gitBool(config.get("core.bare")) ? "none" : "normal") : logAll !== null && /^always$/i.test(logAll) ? "always" : gitBool(logAll) ? "normal" : "none",
       lockTimeoutMs: Number.isFinite(timeout) && timeout >= 0 ? timeout : 10_000,
       referenceTransactionHook: hooksPath != null ? join(isAbsolute(hooksPath) ? hooksPath : join(this.root, hooksPath), "reference-transaction") : join(this.info.commonDir, "hooks", "reference-transaction"),
@@ -472,7 +475,7 @@ export class GitBackend implements StoreBackend {
         `The basis ${basisPointer.revision} is neither a Git revision nor the file cohort its hashes form; publish on a snapshot loaded from this repository (loadCurrent), which commits the complete current files.`,
       );
     }
-    await this.commitSettings(); // identity first: nothing is written without one
+    const settings = await this.commitSettings(); // identity first: nothing is written without one
     const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "git publication" });
     let keepLock = false;
     const index = this.isolatedIndexPath();
@@ -496,7 +499,7 @@ export class GitBackend implements StoreBackend {
       const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
         readMembers(this.root, members),
         this.stageWorktree(index, head),
-        this.writeBlobs(request.writes),
+        this.writeBlobs(request.writes, settings),
       ]);
       if (currentResult.status === "rejected") throw currentResult.reason;
       const current = currentResult.value;
@@ -582,13 +585,16 @@ export class GitBackend implements StoreBackend {
     await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`, `:(exclude,top,glob)${STORE_TEMP_GLOB}`], "Staging the worktree delta (git add -A)", env);
   }
 
-  /** Writes the prepared bytes as blobs (loose objects in-process for sha1, in parallel). null = deletion. */
-  private async writeBlobs(overlay: ReadonlyMap<string, Buffer | null>): Promise<Map<string, string | null>> {
+  /**
+   * Writes the prepared bytes as blobs: loose objects in-process for sha1 (in parallel, fsynced
+   * when core.fsync asks for it), else `git hash-object -w` (sha256, shared repositories). null = deletion.
+   */
+  private async writeBlobs(overlay: ReadonlyMap<string, Buffer | null>, settings: CommitSettings): Promise<Map<string, string | null>> {
     const objectsDir = join(this.info.commonDir, "objects");
     const ids = new Map<string, string | null>();
     const entries = [...overlay].sort(([a], [b]) => comparePaths(a, b));
-    if (this.info.objectFormat === "sha1") {
-      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes))));
+    if (this.info.objectFormat === "sha1" && !settings.sharedRepository) {
+      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes, { fsync: settings.fsyncObjects }))));
       entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
     } else {
       for (const [path, bytes] of entries) {
@@ -617,7 +623,7 @@ export class GitBackend implements StoreBackend {
     const { ref, base, env, blobs, message } = options;
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
     const settings = await this.commitSettings();
-    const built = await this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
+    const built = settings.sharedRepository ? null : await this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
     const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));     if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
       // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
       const date = gitDateOf(Date.now());

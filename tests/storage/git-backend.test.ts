@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitBackend, detectGit, gitBlobId, openGitBackend, parseCatFileBatch } from "../../storage/git-backend.ts";
@@ -203,6 +203,33 @@ describe("git backend", () => {
     check(fourth.pointer.revision);
     expect(git(root, env, "show", `${fourth.pointer.revision}:${s.meta}`)).toBe("four");
     expect(git(root, env, "ls-files", "-t", "docs/run.sh")).toBe("S docs/run.sh\n"); // git's own path kept the flag
+  });
+
+  it("leaves object writing to git in a shared repository (group permissions); core.fsync=objects keeps the one-process path", async () => {
+    const { root, env, counter } = await repo();
+    git(root, env, "config", "core.sharedRepository", "group");
+    const shared = (await openGitBackend({ root, binary: GIT, env, counter, generation: "shared" }))!;
+    const before = counter.count;
+    const receipt = await shared.publish({ basis: await shared.loadCurrent(paths), writes: cohort(1) });
+    // loadCurrent + git config reads (identity, config) + add + one hash-object per blob + update-index + write-tree + commit-tree + update-ref
+    expect(counter.count - before).toBe(1 + 3 + 1 + cohort(1).size + 2 + 2);
+    const objects = join(root, ".git", "objects");
+    for (const dir of readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d))) {
+      expect(statSync(join(objects, dir)).mode & 0o2070, `${dir} is group-writable and setgid, as git makes it`).toBe(0o2070);
+    }
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+    git(root, env, "fsck", "--strict", "--no-progress");
+    expect(receipt.committed).toBe(true);
+    // core.fsync=objects: the in-process path stays in use (one process) and still commits exactly
+    git(root, env, "config", "--unset", "core.sharedRepository");
+    git(root, env, "config", "core.fsync", "objects");
+    const fsyncing = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fsync" }))!;
+    await fsyncing.checkIdentity();
+    const basis = await fsyncing.loadCurrent(paths);
+    const count = counter.count;
+    const next = await fsyncing.publish({ basis, writes: cohort(2) });
+    expect(counter.count - count).toBe(1);
+    expect(git(root, env, "show", `${next.pointer.revision}:${s.meta}`)).toBe(cohort(2).get(s.meta)!.toString());
   });
 
   it("refuses a stale basis naming the file, and a moved head through CAS", async () => {
