@@ -623,8 +623,9 @@ export class GitBackend implements StoreBackend {
     const { ref, base, env, blobs, message } = options;
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
     const settings = await this.commitSettings();
-    const built = settings.sharedRepository ? null : await this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
-    const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));     if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
+    const built = settings.sharedRepository ? null : this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
+    const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));
+    if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
       // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
       const date = gitDateOf(Date.now());
       const committer = `${settings.committer} ${settings.committerDate ?? date}`;
@@ -695,7 +696,7 @@ export class GitBackend implements StoreBackend {
    * judges "racily clean" entries against the index file's mtime, and the stat data inside is
    * from that moment, so a later mtime could make an edit in between look clean.
    */
-  private async overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): Promise<{ tree: string; treeIds: Set<string> } | null> {
+  private overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): { tree: string; treeIds: Set<string> } | null {
     if (this.info.objectFormat !== "sha1") return null;
     // Synchronous I/O on purpose: the live files' fsyncs occupy libuv's thread pool meanwhile, and
     // the index (just written by git, in the page cache) would queue behind them for milliseconds.
