@@ -34,8 +34,8 @@
 // `git cat-file --batch` (no output limit, the worktree never moves).
 
 import { randomBytes } from "node:crypto";
-import { constants as fsConstants, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
-import { access, copyFile, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
+import { constants as fsConstants, copyFileSync, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
+import { access, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, loadIfCurrent, validateRequest, verifyBasis, writeOrder } from "./file-backend.ts";
 import { STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
@@ -575,7 +575,7 @@ export class GitBackend implements StoreBackend {
     if (base !== null) {
       let seeded = false;
       try {
-        await copyFile(join(this.info.gitDir, "index"), index, fsConstants.COPYFILE_EXCL);
+        copyIndexSync(join(this.info.gitDir, "index"), index);
         seeded = true;
       } catch (error) {
         if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
@@ -827,6 +827,19 @@ function assertGitPath(path: string): void {
       file: path,
     });
   }
+}
+
+/**
+ * Copies the caller's index with its mtime (less 1 µs): git judges "racily clean" entries
+ * against the index file's mtime, so a copy must not look newer than the stat data inside it
+ * (when `git add -A` has nothing to write, the copy is what gets installed). Synchronous: the
+ * index is small, and the live files' fsyncs occupy libuv's thread pool meanwhile, where an
+ * async copy would wait before git can even start.
+ */
+function copyIndexSync(from: string, to: string): void {
+  const stat = lstatSync(from, { bigint: true });
+  copyFileSync(from, to, fsConstants.COPYFILE_EXCL);
+  utimesSync(to, Number(stat.atimeNs) / 1e9, Number(stat.mtimeNs - 1000n) / 1e9);
 }
 
 /** Reads every member file in parallel (raw bytes; null = absent; symlinks and non-regular files refused). */
