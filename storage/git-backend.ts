@@ -21,9 +21,11 @@
 //   5. the temp copies are renamed into place (then one fsync per directory) and the isolated
 //      index is installed as the caller's index through index.lock, so no artificial
 //      staged/unstaged entries remain (0 processes).
-// Where step 2 would not be exact (a split or sparse index, intent-to-add or skip-worktree
-// entries, sha256 objects, core.sharedRepository) it runs as `git update-index -z --index-info` +
-// `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
+// Step 2 reuses the index's cache tree for the trees of the commit this backend published last
+// (so only the touched paths are rehashed). Where it would not be exact (a split or sparse index,
+// intent-to-add or skip-worktree entries, sha256 objects, core.sharedRepository), or for a
+// large store's first publication in this process (or after another writer moved HEAD), it runs
+// as `git update-index -z --index-info` + `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
 // commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
 // extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
 // unusual message or ref name) they run as `git commit-tree` + `git update-ref` (two more).
@@ -42,8 +44,8 @@ import { STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFil
 import { comparePaths } from "./layout.ts";
 import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
-import { overlayEntries, parseIndex, serializeIndex } from "./git-index.ts";
-import { TreeConflictError, buildTrees } from "./git-tree.ts";
+import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./git-index.ts";
+import { TreeConflictError, buildTrees, cacheTreeIds } from "./git-tree.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./git-refs.ts";
 import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { StoreError, errnoOf, isStoreError } from "./store-error.ts";
@@ -51,6 +53,8 @@ import type { CohortSnapshot, LoadCurrentOptions, PublishReceipt, PublishRequest
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
+/** Index size up to which a publication without known trees still builds them in-process. */
+const COLD_IN_PROCESS_ENTRIES = 256;
 
 interface CommitSettings {
   /** Why the commit and ref update must run as git processes; null = in-process is exact. */
@@ -623,8 +627,14 @@ export class GitBackend implements StoreBackend {
     const { ref, base, env, blobs, message } = options;
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
     const settings = await this.commitSettings();
-    const built = settings.sharedRepository ? null : this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
-    const tree = built?.tree ?? (await this.overlayByGit(env, blobs, zero));
+    const built =
+      (settings.sharedRepository ? null : this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects)) ??
+      (await this.overlayByGit(env, blobs, zero));
+    const tree = built.tree;
+    // What the next publication may trust: the trees of the commit this one is about to make.
+    const remember = (revision: string) => {
+      this.knownTrees = built.treeIds ? { revision, ids: built.treeIds } : undefined;
+    };
     if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
       // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
       const date = gitDateOf(Date.now());
@@ -660,7 +670,7 @@ export class GitBackend implements StoreBackend {
       }
       if (refUpdate.status === "rejected") throw refUpdate.reason;
       await refUpdate.value.commit();
-      this.knownTrees = built ? { revision, ids: built.treeIds } : undefined;
+      remember(revision);
       return revision;
     }
     let revision: string;
@@ -684,6 +694,7 @@ export class GitBackend implements StoreBackend {
       }
       throw gitFailed(`Moving ${ref} to the new commit (git update-ref)`, error, ref);
     }
+    remember(revision);
     return revision;
   }
 
@@ -696,7 +707,7 @@ export class GitBackend implements StoreBackend {
    * judges "racily clean" entries against the index file's mtime, and the stat data inside is
    * from that moment, so a later mtime could make an edit in between look clean.
    */
-  private overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): { tree: string; treeIds: Set<string> } | null {
+  private overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): { tree: string; treeIds: Set<string> | null } | null {
     if (this.info.objectFormat !== "sha1") return null;
     // Synchronous I/O on purpose: the live files' fsyncs occupy libuv's thread pool meanwhile, and
     // the index (just written by git, in the page cache) would queue behind them for milliseconds.
@@ -708,39 +719,54 @@ export class GitBackend implements StoreBackend {
       if (errnoOf(error) !== "ENOENT") throw gitFailed("Reading the staged index", error);
       staged = null;
     }
-    const parsed = staged === null ? ({ supported: true, version: 2, entries: [] } as const) : parseIndex(staged[0]);
+    const parsed = staged === null ? ({ supported: true, version: 2, entries: [], cacheTree: null } as const) : parseIndex(staged[0]);
     if (!parsed.supported) return null;
+    // Trees of the last commit this backend published are reachable from it, hence present: the
+    // cache tree's entries for them are reused (elsewhere the trees are rebuilt and written).
+    const known = this.knownTrees?.revision === base ? this.knownTrees.ids : new Set<string>();
+    // Without that knowledge every tree would be rebuilt and, when git has packed them, written
+    // again as loose objects (seconds for a store with thousands of sessions): git's write-tree
+    // checks its packs instead, and teaches this backend the tree ids for the next publication.
+    if (base !== null && known.size === 0 && parsed.entries.length > COLD_IN_PROCESS_ENTRIES) return null;
     const entries = overlayEntries(parsed.entries, blobs);
-    let trees;
+    let build;
     try {
-      trees = buildTrees(entries);
+      build = buildTrees(entries, { cached: parsed.cacheTree, changed: [...blobs.keys()].map(indexPathOf), exists: (oid) => known.has(oid) });
     } catch (error) {
       if (error instanceof TreeConflictError) return null; // git's own rules decide
       throw error;
     }
-    // Trees of the last commit this backend wrote are reachable from it, hence present.
-    const known = this.knownTrees?.revision === base ? this.knownTrees.ids : new Set<string>();
     const objectsDir = join(this.info.commonDir, "objects");
     try {
-      for (const tree of trees) if (!known.has(tree.id)) writeSmallLooseObjectSync(objectsDir, "tree", tree.body, { fsync });
+      for (const tree of build.computed) if (!known.has(tree.id)) writeSmallLooseObjectSync(objectsDir, "tree", tree.body, { fsync });
     } catch (error) {
       throw gitFailed("Writing the tree objects", error);
     }
     try {
-      writeFileSync(indexPath, serializeIndex(entries, parsed.version));
+      writeFileSync(indexPath, serializeIndex(entries, parsed.version, build.cacheTree));
       if (staged !== null) utimesSync(indexPath, Number(staged[1].atimeNs) / 1e9, Number(staged[1].mtimeNs - 1000n) / 1e9);
     } catch (error) {
       throw gitFailed("Writing the staged index", error);
     }
-    return { tree: trees.at(-1)!.id, treeIds: new Set(trees.map((tree) => tree.id)) };
+    return { tree: build.root, treeIds: cacheTreeIds(build.cacheTree) };
   }
 
-  /** The overlay and the tree through git: `update-index -z --index-info` (deletions with mode 0) and `write-tree`. */
-  private async overlayByGit(env: Record<string, string>, blobs: ReadonlyMap<string, string | null>, zero: string): Promise<string> {
+  /**
+   * The overlay and the tree through git: `update-index -z --index-info` (deletions with mode 0)
+   * and `write-tree`, which also records the complete cache tree in the isolated index; its tree
+   * ids are learned (when git-index.ts reads that index) so the next publication can run in-process.
+   */
+  private async overlayByGit(env: Record<string, string>, blobs: ReadonlyMap<string, string | null>, zero: string): Promise<{ tree: string; treeIds: Set<string> | null }> {
     let info = "";
     for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
     if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
-    return (await this.git(["write-tree"], "Writing the tree", env)).trim();
+    const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
+    let treeIds: Set<string> | null = null;
+    if (this.info.objectFormat === "sha1" && env.GIT_INDEX_FILE) {
+      const parsed = parseIndex(readFileSync(env.GIT_INDEX_FILE));
+      if (parsed.supported && parsed.cacheTree?.oid === tree) treeIds = cacheTreeIds(parsed.cacheTree);
+    }
+    return { tree, treeIds };
   }
 
   /** Installs the isolated index as the caller's index via the index.lock protocol. False if git holds index.lock. */

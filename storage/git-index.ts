@@ -11,11 +11,13 @@
 // trailing checksum does not match. Version 4 (prefix-compressed paths, `index.version = 4` or
 // `feature.manyFiles`) is read and written back as version 4.
 //
-// The format is git's (Documentation/gitformat-index.txt, read-cache.c). Optional extensions
-// (cache-tree, untracked cache, fsmonitor, resolve-undo, end-of-index markers) are caches or
-// hints; the written index carries none of them, and git rebuilds what it needs.
+// The format is git's (Documentation/gitformat-index.txt, read-cache.c). Of the optional
+// extensions only the cache tree is read and written back (git-cache-tree.ts); the others
+// (untracked cache, fsmonitor, resolve-undo, end-of-index markers) are caches or hints that the
+// written index drops, and git rebuilds what it needs.
 
 import { createHash } from "node:crypto";
+import { CACHE_TREE_SIGNATURE, parseCacheTree, serializeCacheTree, type CacheTreeNode } from "./git-cache-tree.ts";
 
 const SIGNATURE = 0x44495243; // "DIRC"
 const HEADER_BYTES = 12;
@@ -39,13 +41,15 @@ export interface IndexEntry {
   readonly mode: number;
   readonly oid: string;
   readonly assumeValid: boolean;
+  /** The entry's version 2 on-disk bytes when read from a version 2/3 index (copied back as they are). */
+  readonly raw?: Buffer;
 }
 
 /** The on-disk versions written back: 2 (3 without extended flags is written as 2, as git does) or 4. */
 export type IndexVersion = 2 | 4;
 
 export type ParsedIndex =
-  | { readonly supported: true; readonly version: IndexVersion; readonly entries: IndexEntry[] }
+  | { readonly supported: true; readonly version: IndexVersion; readonly entries: IndexEntry[]; readonly cacheTree: CacheTreeNode | null }
   | { readonly supported: false; readonly reason: string };
 
 const unsupported = (reason: string): ParsedIndex => ({ supported: false, reason });
@@ -89,27 +93,31 @@ export function parseIndex(bytes: Buffer): ParsedIndex {
       path = bytes.toString("latin1", nameStart, nameEnd);
       next = offset + entrySize(nameEnd - nameStart);
     }
-    const stat = Buffer.from(bytes.subarray(offset, offset + STAT_BYTES));
+    const stat = bytes.subarray(offset, offset + STAT_BYTES);
     entries.push({
       path,
       stat,
       mode: stat.readUInt32BE(MODE_OFFSET),
       oid: bytes.toString("hex", offset + STAT_BYTES, offset + STAT_BYTES + SHA1_BYTES),
       assumeValid: (flags & ASSUME_VALID) !== 0,
+      ...(version === 4 ? {} : { raw: bytes.subarray(offset, next) }),
     });
     previous = path;
     offset = next;
   }
+  let cacheTree: CacheTreeNode | null = null;
   while (offset < body.length) {
     if (offset + 8 > body.length) return unsupported("truncated index extension");
     const first = bytes[offset] ?? 0;
+    const signature = bytes.toString("latin1", offset, offset + 4);
     const size = bytes.readUInt32BE(offset + 4);
     // Extensions whose signature starts with an upper-case letter are optional; others must be understood.
-    if (first < 0x41 || first > 0x5a) return unsupported(`required index extension ${JSON.stringify(bytes.toString("latin1", offset, offset + 4))}`);
+    if (first < 0x41 || first > 0x5a) return unsupported(`required index extension ${JSON.stringify(signature)}`);
+    if (offset + 8 + size > body.length) return unsupported("truncated index extension");
+    if (signature === CACHE_TREE_SIGNATURE) cacheTree = parseCacheTree(bytes.subarray(offset + 8, offset + 8 + size));
     offset += 8 + size;
   }
-  if (offset !== body.length) return unsupported("truncated index extension");
-  return { supported: true, version: version === 4 ? 4 : 2, entries };
+  return { supported: true, version: version === 4 ? 4 : 2, entries, cacheTree };
 }
 
 /** git's varint (varint.c): 7 bits per byte, most significant first, each continuation adding one. */
@@ -159,8 +167,12 @@ export function overlayEntries(entries: readonly IndexEntry[], overlay: Readonly
   return [...byName.values()].sort(byPath);
 }
 
-/** Serializes stage-0 entries (in index order) as a version 2 or 4 index without extensions, with its checksum. */
-export function serializeIndex(entries: readonly IndexEntry[], version: IndexVersion = 2): Buffer {
+/**
+ * Serializes stage-0 entries (in index order) as a version 2 or 4 index, with the cache tree as
+ * its only extension when given, and the checksum. Entries read from a version 2/3 index are
+ * copied back byte for byte.
+ */
+export function serializeIndex(entries: readonly IndexEntry[], version: IndexVersion = 2, cacheTree: CacheTreeNode | null = null): Buffer {
   const header = Buffer.alloc(HEADER_BYTES);
   header.writeUInt32BE(SIGNATURE, 0);
   header.writeUInt32BE(version, 4);
@@ -168,6 +180,10 @@ export function serializeIndex(entries: readonly IndexEntry[], version: IndexVer
   const parts: Buffer[] = [header];
   let previous = Buffer.alloc(0);
   for (const entry of entries) {
+    if (version === 2 && entry.raw) {
+      parts.push(entry.raw);
+      continue;
+    }
     const name = Buffer.from(entry.path, "latin1");
     const fixed = Buffer.alloc(FIXED_BYTES);
     entry.stat.copy(fixed, 0, 0, STAT_BYTES);
@@ -183,6 +199,13 @@ export function serializeIndex(entries: readonly IndexEntry[], version: IndexVer
     } else {
       parts.push(name, Buffer.alloc(entrySize(name.length) - FIXED_BYTES - name.length)); // 1–8 NUL bytes of padding
     }
+  }
+  if (cacheTree) {
+    const data = serializeCacheTree(cacheTree);
+    const extension = Buffer.alloc(8);
+    extension.write(CACHE_TREE_SIGNATURE, 0, "latin1");
+    extension.writeUInt32BE(data.length, 4);
+    parts.push(extension, data);
   }
   const body = Buffer.concat(parts);
   return Buffer.concat([body, createHash("sha1").update(body).digest()]);

@@ -205,6 +205,36 @@ describe("git backend", () => {
     expect(git(root, env, "ls-files", "-t", "docs/run.sh")).toBe("S docs/run.sh\n"); // git's own path kept the flag
   });
 
+  it("in a large store, learns the trees from git's write-tree once, then rehashes and writes only the touched paths", async () => {
+    const { root, env, counter } = await repo();
+    // 300 other sessions' files, committed and packed by gc (trees not loose)
+    for (let n = 0; n < 100; n++) {
+      mkdirSync(join(root, keys.cwdKey, `other-${n}`), { recursive: true });
+      for (const f of ["checkpoint.json", "patches.jsonl", "meta.json"]) writeFileSync(join(root, keys.cwdKey, `other-${n}`, f), `${n} ${f}\n`);
+    }
+    git(root, env, "add", "-A");
+    git(root, env, "commit", "-q", "-m", "others");
+    git(root, env, "gc", "-q", "--prune=now");
+    const fresh = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fresh" }))!;
+    await fresh.checkIdentity();
+    const looseObjects = () => readdirSync(join(root, ".git", "objects")).filter((d) => /^[0-9a-f]{2}$/.test(d)).flatMap((d) => readdirSync(join(root, ".git", "objects", d)));
+    let basis = await fresh.loadCurrent(paths);
+    let before = counter.count;
+    const first = await fresh.publish({ basis, writes: cohort(1) });
+    expect(counter.count - before).toBe(3); // add, update-index, write-tree: no known trees yet
+    basis = await fresh.loadCurrent(paths);
+    const loose = new Set(looseObjects());
+    before = counter.count;
+    const second = await fresh.publish({ basis, writes: new Map([[s.meta, Buffer.from("two")]]) });
+    expect(counter.count - before).toBe(1);
+    // new objects: one blob, the trees on the session's path (session dir, cwd dir, root) and the commit
+    expect(looseObjects().filter((o) => !loose.has(o))).toHaveLength(1 + 3 + 1);
+    for (const revision of [first.pointer.revision, second.pointer.revision]) expect(git(root, env, "ls-tree", "-r", "--name-only", revision).split("\n").filter(Boolean)).toHaveLength(300 + cohort(1).size);
+    expect(git(root, env, "write-tree").trim()).toBe(git(root, env, "rev-parse", "HEAD^{tree}").trim());
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+    git(root, env, "fsck", "--strict", "--no-progress");
+  });
+
   it("leaves object writing to git in a shared repository (group permissions); core.fsync=objects keeps the one-process path", async () => {
     const { root, env, counter } = await repo();
     git(root, env, "config", "core.sharedRepository", "group");

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "nod
 import { dirname, join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { indexPathOf, overlayEntries, parseIndex } from "../../storage/git-index.ts";
+import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "../../storage/git-index.ts";
 import { TreeConflictError, buildTrees } from "../../storage/git-tree.ts";
 import { TempDirs, git, initRepo } from "./helpers.ts";
 
@@ -37,19 +37,58 @@ describe("git trees", () => {
     symlinkSync("a/x", join(dir, "link"));
     git(dir, env, "add", "-A");
     git(dir, env, "update-index", "--add", "--cacheinfo", `160000,${git(dir, env, "hash-object", "-w", "a0").trim()},vendor/sub`);
-    const trees = buildTrees(entriesOf(index));
+    const built = buildTrees(entriesOf(index));
     const expected = gitTrees(dir, env);
-    expect(trees.at(-1)?.id).toBe(expected.root);
-    expect(new Map(trees.map((t) => [t.id, t.body]))).toEqual(expected.bodies);
-    expect(trees.map((t) => Buffer.from(t.path, "latin1").toString("utf8")).sort()).toEqual(["", "--cwd--", "--cwd--/2026_x", "a", "a-b", "a/b", "grüße", "vendor", "z"]);
+    expect(built.root).toBe(expected.root);
+    expect(new Map(built.computed.map((t) => [t.id, t.body]))).toEqual(expected.bodies);
+    expect(built.computed.map((t) => Buffer.from(t.path, "latin1").toString("utf8")).sort()).toEqual(["", "--cwd--", "--cwd--/2026_x", "a", "a-b", "a/b", "grüße", "vendor", "z"]);
+    // the cache tree of the result is exactly the one git write-tree records in the index
+    const parsed = parseIndex(readFileSync(index));
+    if (!parsed.supported) throw new Error(parsed.reason);
+    expect(parsed.cacheTree).toEqual(built.cacheTree);
+    expect(serializeIndex(parsed.entries, 2, built.cacheTree).equals(readFileSync(index))).toBe(true);
+  });
+
+  it("reuses the index's valid cache tree where nothing changed below, and rebuilds only the touched paths", () => {
+    const { dir, env, index } = repo();
+    // (entries staged through update-index carry no stat data, so none is "racily clean": with
+    // worktree files as fresh as the index, git add re-hashes them and invalidates every path)
+    const staged = git(dir, env, "hash-object", "-w", "--stdin", "--no-filters").trim();
+    let info = "";
+    for (let c = 0; c < 4; c++) for (let s = 0; s < 5; s++) for (const f of ["checkpoint.json", "meta.json"]) info += `100644 ${staged}\t--c${c}--/s${s}/${f}\0`;
+    execFileSync("git", ["update-index", "-z", "--add", "--index-info"], { cwd: dir, env, input: info });
+    git(dir, env, "write-tree"); // the cache tree is now valid everywhere
+    // git invalidates the paths it changes itself; the overlay names its own
+    const edited = execFileSync("git", ["hash-object", "-w", "--stdin"], { cwd: dir, env, input: "edited by git\n", encoding: "utf8" }).trim();
+    execFileSync("git", ["update-index", "-z", "--index-info"], { cwd: dir, env, input: `100644 ${edited}\t--c1--/s2/meta.json\0` });
+    const blob = execFileSync("git", ["hash-object", "-w", "--stdin"], { cwd: dir, env, input: "prepared\n", encoding: "utf8" }).trim();
+    const overlay = new Map<string, string | null>([["--c3--/s4/checkpoint.json", blob], ["--c0--/s0/meta.json", null], ["--c2--/new/meta.json", blob]]);
+    const parsed = parseIndex(readFileSync(index));
+    if (!parsed.supported) throw new Error(parsed.reason);
+    expect(parsed.cacheTree?.entryCount).toBe(-1); // invalidated up to the root…
+    expect(parsed.cacheTree?.children.find((c) => c.name === "--c0--")?.entryCount).toBe(10); // …and only along the edited path
+    const entries = overlayEntries(parsed.entries, overlay);
+    const reused = buildTrees(entries, { cached: parsed.cacheTree, changed: [...overlay.keys()].map(indexPathOf), exists: () => true });
+    const rebuilt = buildTrees(entries);
+    expect(reused.root).toBe(rebuilt.root);
+    expect(reused.cacheTree).toEqual(rebuilt.cacheTree);
+    // root, the four touched cwd dirs' paths: --c0--, --c0--/s0, --c1--, --c1--/s2, --c2--, --c2--/new, --c3--, --c3--/s4
+    expect(reused.computed.map((t) => t.path).sort()).toEqual(["", "--c0--", "--c0--/s0", "--c1--", "--c1--/s2", "--c2--", "--c2--/new", "--c3--", "--c3--/s4"]);
+    expect(rebuilt.computed).toHaveLength(1 + 4 + 20 + 1);
+    // a cached tree whose object is not known to exist is rebuilt, not trusted
+    expect(buildTrees(entries, { cached: parsed.cacheTree, changed: [...overlay.keys()].map(indexPathOf), exists: () => false }).computed).toHaveLength(rebuilt.computed.length);
+    let overlayInfo = "";
+    for (const [path, id] of overlay) overlayInfo += id === null ? `0 ${"0".repeat(40)}\t${path}\0` : `100644 ${id}\t${path}\0`;
+    execFileSync("git", ["update-index", "-z", "--index-info"], { cwd: dir, env, input: overlayInfo });
+    expect(reused.root).toBe(git(dir, env, "write-tree").trim());
   });
 
   it("builds the empty tree for an empty index", () => {
     const { dir, env } = repo();
-    expect(buildTrees([]).at(-1)?.id).toBe(git(dir, env, "write-tree").trim());
+    expect(buildTrees([]).root).toBe(git(dir, env, "write-tree").trim());
   });
 
-  it("agrees with git write-tree on random path sets, overlays included", () => {
+  it("agrees with git write-tree on random path sets and overlays, with and without a partly invalidated cache tree", () => {
     const { dir, env, index } = repo();
     const segment = fc.constantFrom("a", "a.b", "a-b", "a0", "b", "ü", "x_y", "--k--");
     const pathArb = fc.array(segment, { minLength: 1, maxLength: 4 }).map((parts) => parts.join("/"));
@@ -62,8 +101,18 @@ describe("git trees", () => {
         let info = "";
         for (const path of files) info += `100644 ${blob}\t${path}\0`;
         execFileSync("git", ["update-index", "-z", "--add", "--index-info"], { cwd: dir, env, input: info });
+        git(dir, env, "write-tree"); // a valid cache tree…
+        const touched = files.filter((_, i) => i % 3 === 0);
+        const other = git(dir, env, "hash-object", "-w", "--stdin", "--no-filters").trim();
+        let retouch = "";
+        for (const path of touched) retouch += `100755 ${other}\t${path}\0`;
+        if (retouch) execFileSync("git", ["update-index", "-z", "--index-info"], { cwd: dir, env, input: retouch }); // …that git invalidates along these paths
         const overlay = new Map(overlaid.filter((p) => ![...files, ...overlaid].some((q) => q.startsWith(`${p}/`) || p.startsWith(`${q}/`))).map((p, i) => [p, i % 2 ? null : blob] as const));
-        const ours = buildTrees(overlayEntries(entriesOf(index), overlay)).at(-1)?.id;
+        const parsed = parseIndex(readFileSync(index));
+        if (!parsed.supported) throw new Error(parsed.reason);
+        const entries = overlayEntries(parsed.entries, overlay);
+        const ours = buildTrees(entries).root;
+        expect(buildTrees(entries, { cached: parsed.cacheTree, changed: [...overlay.keys()].map(indexPathOf), exists: () => true }).root).toBe(ours);
         let overlayInfo = "";
         for (const [path, id] of overlay) overlayInfo += id === null ? `0 ${"0".repeat(40)}\t${path}\0` : `100644 ${id}\t${path}\0`;
         if (overlayInfo) execFileSync("git", ["update-index", "-z", "--index-info"], { cwd: dir, env, input: overlayInfo });
