@@ -13,9 +13,6 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import {
-  fauxAssistantMessage,
-  fauxText,
-  fauxToolCall,
   type AssistantMessage,
   type Context,
   type FauxResponseStep,
@@ -26,7 +23,7 @@ import {
   type AgentSessionEvent,
 } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
-import { createOfflineSession } from "../adapters/pi/offline-session.ts";
+import { createOfflineSession, scriptedSteps } from "../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 
 export interface DemoOptions {
@@ -52,12 +49,7 @@ export interface DemoResult {
 
 type Step = (context: Context) => AssistantMessage;
 
-const say = (text: string): Step => () => fauxAssistantMessage([fauxText(text)], { stopReason: "stop" });
-let callId = 0;
-const call = (name: string, args: Record<string, unknown>): Step => () =>
-  fauxAssistantMessage([fauxToolCall(name, args, { id: `demo-${++callId}` })], { stopReason: "toolUse" });
-const calls = (...list: [string, Record<string, unknown>][]): Step => () =>
-  fauxAssistantMessage(list.map(([name, args]) => fauxToolCall(name, args, { id: `demo-${++callId}` })), { stopReason: "toolUse" });
+const { say, call, calls } = scriptedSteps("demo");
 
 const STATE_FLOW_TOOLS = ["patch_state", "read_state"];
 

@@ -1,8 +1,9 @@
 // An offline Pi AgentSession with Pi's faux model provider: the recipe the demo and the tests
 // share (design.md §3). No network, no credentials, compaction and retries off, extensions given
-// as factories; the caller binds them (bindings differ: a demo prints, tests record).
+// as factories; the caller binds them (bindings differ: a demo prints, tests record). Also the
+// builders of the scripted model steps both feed it.
 
-import { InMemoryCredentialStore, fauxProvider } from "@earendil-works/pi-ai";
+import { InMemoryCredentialStore, fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall, type AssistantMessage } from "@earendil-works/pi-ai";
 import {
   DefaultResourceLoader,
   ModelRuntime,
@@ -62,4 +63,25 @@ export async function createOfflineSession(options: OfflineSessionOptions): Prom
     settingsManager,
   } as never);
   return { session, faux, loadErrors: loader.getExtensions().errors.map((e) => e.error) };
+}
+
+/** One scripted faux-model response. */
+export type ScriptedStep = () => AssistantMessage;
+
+/**
+ * Builders of scripted faux-model steps: a final answer, one tool call (optionally with text
+ * before it), several tool calls in one response. Tool-call ids are `<idPrefix>-<n>`.
+ */
+export function scriptedSteps(idPrefix: string) {
+  let n = 0;
+  const nextId = () => `${idPrefix}-${++n}`;
+  return {
+    say: (text: string, stopReason: AssistantMessage["stopReason"] = "stop"): ScriptedStep => () => fauxAssistantMessage([fauxText(text)], { stopReason }),
+    call: (name: string, args: Record<string, unknown>, options: { id?: string; text?: string } = {}): ScriptedStep => {
+      const id = options.id ?? nextId();
+      return () => fauxAssistantMessage([...(options.text ? [fauxText(options.text)] : []), fauxToolCall(name, args, { id })], { stopReason: "toolUse" });
+    },
+    calls: (...list: [string, Record<string, unknown>][]): ScriptedStep => () =>
+      fauxAssistantMessage(list.map(([name, args]) => fauxToolCall(name, args, { id: nextId() })), { stopReason: "toolUse" }),
+  };
 }

@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  fauxAssistantMessage,
   fauxProvider,
   fauxText,
   fauxToolCall,
@@ -21,7 +20,7 @@ import {
   type ExtensionFactory,
 } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
-import { createOfflineSession } from "../../adapters/pi/offline-session.ts";
+import { createOfflineSession, scriptedSteps } from "../../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
 
 export { fauxText, fauxToolCall };
@@ -211,14 +210,7 @@ export class PiHarness {
 }
 
 /** Scripted model steps. */
-export const say = (text: string, stopReason: AssistantMessage["stopReason"] = "stop") => () =>
-  fauxAssistantMessage([fauxText(text)], { stopReason });
-
-export const call = (name: string, args: Record<string, unknown>, id = `call-${++counter}`, text?: string) => () =>
-  fauxAssistantMessage([...(text ? [fauxText(text)] : []), fauxToolCall(name, args, { id })], { stopReason: "toolUse" });
-
-export const calls = (...list: [string, Record<string, unknown>][]) => () =>
-  fauxAssistantMessage(list.map(([name, args]) => fauxToolCall(name, args, { id: `call-${++counter}` })), { stopReason: "toolUse" });
+export const { say, call, calls } = scriptedSteps("call");
 
 /** All text the model saw in one context (system prompt + messages). */
 export function contextText(context: Context): string {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { SessionManager, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { afterEach, describe, expect, it } from "vitest";
-import { createOfflineSession } from "../../../adapters/pi/offline-session.ts";
+import { createOfflineSession, scriptedSteps } from "../../../adapters/pi/offline-session.ts";
 
 let root: string | undefined;
 afterEach(() => {
@@ -56,5 +56,14 @@ describe("createOfflineSession", () => {
       sessionManager: SessionManager.inMemory(cwd),
     });
     expect(loadErrors).toEqual([expect.stringMatching(/broken factory/)]);
+  });
+
+  it("builds scripted steps: answers, tool calls with prefixed sequential ids, text before a call", () => {
+    const { say, call, calls } = scriptedSteps("t");
+    expect(say("done")()).toMatchObject({ stopReason: "stop", content: [{ type: "text", text: "done" }] });
+    expect(say("cut", "length")().stopReason).toBe("length");
+    expect(call("read_state", {})()).toMatchObject({ stopReason: "toolUse", content: [{ type: "toolCall", id: "t-1", name: "read_state" }] });
+    expect(call("patch_state", { final: true }, { text: "first", id: "mine" })().content).toMatchObject([{ type: "text", text: "first" }, { type: "toolCall", id: "mine", arguments: { final: true } }]);
+    expect(calls(["a", {}], ["b", {}])().content.map((c) => (c as { id: string }).id)).toEqual(["t-2", "t-3"]);
   });
 });
