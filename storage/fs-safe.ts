@@ -116,8 +116,8 @@ async function checkParents(root: string, segments: readonly string[], create: b
   return true;
 }
 
-/** Reads a store file as raw bytes; null when absent. Refuses symlinks and non-regular files anywhere below root. */
-export async function readOwnedFile(root: string, rel: string): Promise<Buffer | null> {
+/** The absolute path of an existing store file; null when it or a directory above it is absent. Refuses symlinks and non-regular files. */
+async function existingOwnedFile(root: string, rel: string): Promise<string | null> {
   const segments = assertStorePath(rel);
   if (!(await checkParents(root, segments, false))) return null;
   const abs = join(root, ...segments);
@@ -125,6 +125,13 @@ export async function readOwnedFile(root: string, rel: string): Promise<Buffer |
   if (st === null) return null;
   if (st.isSymbolicLink()) throw symlinkRefused(abs);
   if (!st.isFile()) throw notRegular(abs, "file");
+  return abs;
+}
+
+/** Reads a store file as raw bytes; null when absent. Refuses symlinks and non-regular files anywhere below root. */
+export async function readOwnedFile(root: string, rel: string): Promise<Buffer | null> {
+  const abs = await existingOwnedFile(root, rel);
+  if (abs === null) return null;
   let handle;
   try {
     handle = await open(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
@@ -253,13 +260,8 @@ export async function writeOwnedFilesAtomic(root: string, entries: ReadonlyArray
 
 /** Removes a store file; false when it was already absent. Refuses symlinks and non-regular files. */
 export async function removeOwnedFile(root: string, rel: string): Promise<boolean> {
-  const segments = assertStorePath(rel);
-  if (!(await checkParents(root, segments, false))) return false;
-  const abs = join(root, ...segments);
-  const st = await lstatOrNull(abs);
-  if (st === null) return false;
-  if (st.isSymbolicLink()) throw symlinkRefused(abs);
-  if (!st.isFile()) throw notRegular(abs, "file");
+  const abs = await existingOwnedFile(root, rel);
+  if (abs === null) return false;
   try {
     await unlink(abs);
   } catch (error) {
