@@ -218,17 +218,22 @@ export const episodeMachine = setup({
       description: "Selecting branch provenance from Pi checkpoint entries (never arbitrary HEAD).",
       entry: ["selectRestore"],
       initial: "branch",
+      // Results both substates treat alike; each substate handles `revision` and `unproven` first.
+      on: {
+        RESTORE_RESULT: [
+          { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
+          { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
+          { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
+          { guard: "restoredLockBusy", target: "#episode.failedClosed.lockBusy", actions: ["retainRevision", "reportLockBusy"] },
+        ],
+      },
       states: {
         branch: {
           description: "Resume, reload or /tree of an existing branch, or a retried start.",
           on: {
             RESTORE_RESULT: [
               { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision"] },
-              { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
-              { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
-              { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
               { guard: "restoredUnproven", target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportUnproven"] },
-              { guard: "restoredLockBusy", target: "#episode.failedClosed.lockBusy", actions: ["retainRevision", "reportLockBusy"] },
             ],
           },
         },
@@ -237,11 +242,7 @@ export const episodeMachine = setup({
           on: {
             RESTORE_RESULT: [
               { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision", "retryStopFromRestored"] },
-              { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
-              { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
-              { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
               { guard: "restoredUnproven", target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportStopRefused"] },
-              { guard: "restoredLockBusy", target: "#episode.failedClosed.lockBusy", actions: ["retainRevision", "reportLockBusy"] },
             ],
           },
         },
