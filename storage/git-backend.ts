@@ -744,7 +744,7 @@ export class GitBackend implements StoreBackend {
     }
     try {
       writeFileSync(indexPath, serializeIndex(entries, parsed.version, build.cacheTree));
-      if (staged !== null) utimesSync(indexPath, Number(staged[1].atimeNs) / 1e9, Number(staged[1].mtimeNs - 1000n) / 1e9);
+      if (staged !== null) backdateIndex(indexPath, staged[1]);
     } catch (error) {
       throw gitFailed("Writing the staged index", error);
     }
@@ -865,7 +865,16 @@ function assertGitPath(path: string): void {
 function copyIndexSync(from: string, to: string): void {
   const stat = lstatSync(from, { bigint: true });
   copyFileSync(from, to, fsConstants.COPYFILE_EXCL);
-  utimesSync(to, Number(stat.atimeNs) / 1e9, Number(stat.mtimeNs - 1000n) / 1e9);
+  backdateIndex(to, stat);
+}
+
+/**
+ * Gives a rewritten index the times of the index its stat data came from, 1 µs earlier (never
+ * later: utimes takes a double, which cannot hold every nanosecond), so git's racy-clean check
+ * re-hashes at least the entries it would have.
+ */
+function backdateIndex(path: string, from: BigIntStats): void {
+  utimesSync(path, Number(from.atimeNs) / 1e9, Number(from.mtimeNs - 1000n) / 1e9);
 }
 
 /** Reads every member file in parallel (raw bytes; null = absent; symlinks and non-regular files refused). */
