@@ -81,9 +81,9 @@ interface BuildState {
   readonly exists: (oid: string) => boolean;
 }
 
-/** A cached directory node that can stand for entries[start, end) under `dir` unchanged. */
+/** A cached directory node that can stand for entries[start, end) (end within the parent's run) under `dir` unchanged. */
 function reusable(state: BuildState, node: CacheTreeNode, start: number, end: number, dir: string): boolean {
-  return node.entryCount > 0 && node.oid !== null && end <= state.entries.length && !state.dirty.has(dir) && state.exists(node.oid) && spans(state.entries, start, end, dir);
+  return node.entryCount > 0 && node.oid !== null && !state.dirty.has(dir) && state.exists(node.oid) && spans(state.entries, start, end, dir);
 }
 
 /** entries[start, end) is exactly the run of entries under `dir`. */
