@@ -6,15 +6,26 @@
 //   state-flow file cohort v1\n
 //   <sha256 hex or -> <path>\n   (one line per member)
 //
-// Publication = lock → per-file compare-and-swap of every member against the caller's basis →
-// atomic writes (data files, then config, then meta) → new pointer. A failed write is rolled
-// back from the verified basis bytes; if even that fails the lock is kept (fail closed).
+// Publication = lock → finish any interrupted publication (journal.ts) → per-file compare-and-swap
+// of every member against the caller's basis → fsynced temp copies → the journal → renames (data
+// files, then config, then meta) → journal removed → new pointer. A killed publisher leaves the
+// old cohort (no journal yet) or a journal from which the next one finishes the new cohort. A
+// failed write is rolled back from the verified basis bytes; if even that fails the lock is kept.
 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { readOwnedFile, removeOwnedFile, sha256Hex, writeOwnedFileAtomic, writeOwnedFilesAtomic, assertStorePath } from "./fs-safe.ts";
+import {
+  PRIVATE_DIR_MODE,
+  assertStorePath,
+  prepareOwnedFilesAtomic,
+  readOwnedFile,
+  removeOwnedFile,
+  sha256Hex,
+  writeOwnedFileAtomic,
+} from "./fs-safe.ts";
+import { JOURNAL_FILE_NAME, journalExists, readJournal, removeJournal, rollForward, writeJournal, type JournalEntry } from "./journal.ts";
 import { comparePaths, scopeOfPath } from "./layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner, withPublicationLock } from "./lock.ts";
 import { StoreError } from "./store-error.ts";
 import type { CohortBasis, CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
 
@@ -23,6 +34,8 @@ const LISTING_HEADER = "state-flow file cohort v1\n";
 
 /** Name of the file-only publication lock in the store root. */
 export const FILE_LOCK_NAME = `.${LOCK_FILE_NAME}`;
+/** Name of the file-only publication journal in the store root. */
+export const FILE_JOURNAL_NAME = `.${JOURNAL_FILE_NAME}`;
 
 export function isFilePointer(pointer: StorePointer | null | undefined): boolean {
   return pointer != null && /^file:[0-9a-f]{64}$/.test(pointer.revision);
@@ -100,6 +113,31 @@ export function validateRequest(request: PublishRequest): string[] {
   return members.sort(comparePaths);
 }
 
+/** What a publication journal records for the members it replaces (`temps` in `puts` order) and deletes. */
+export function journalEntries(
+  puts: ReadonlyArray<readonly [string, Uint8Array]>,
+  temps: readonly string[],
+  deletions: readonly string[],
+  basis: ReadonlyMap<string, string | null>,
+): JournalEntry[] {
+  return [
+    ...puts.map(([path, bytes], i) => ({ path, temp: temps[i]!, before: basis.get(path) ?? null, after: sha256Hex(bytes) })),
+    ...deletions.map((path) => ({ path, temp: null, before: basis.get(path) ?? null, after: null })),
+  ];
+}
+
+/** The members a publication writes (in write order) and the ones it deletes. */
+export function splitWrites(writes: ReadonlyMap<string, Buffer | null>): { puts: [string, Buffer][]; deletions: string[] } {
+  const order = writeOrder(writes.keys());
+  return {
+    puts: order.flatMap((path) => {
+      const bytes = writes.get(path) ?? null;
+      return bytes === null ? [] : [[path, bytes] as [string, Buffer]];
+    }),
+    deletions: order.filter((path) => writes.get(path) == null),
+  };
+}
+
 /** Order of writes: data files first, then config.json, then meta.json (session last within each group). */
 export function writeOrder(paths: Iterable<string>): string[] {
   const rank = (p: string) => (p.endsWith("/meta.json") || p === "meta.json" ? 2 : p.endsWith("/config.json") || p === "config.json" ? 1 : 0);
@@ -124,6 +162,7 @@ export class FileBackend implements StoreBackend {
   readonly kind = "file" as const;
   readonly root: string;
   readonly lockPath: string;
+  readonly journalPath: string;
   private readonly generation: string;
   private readonly faults: FileBackendFaults;
 
@@ -132,6 +171,7 @@ export class FileBackend implements StoreBackend {
     this.generation = options.generation;
     this.faults = { beforeWrite: options.beforeWrite, beforeRollback: options.beforeRollback };
     this.lockPath = join(root, FILE_LOCK_NAME);
+    this.journalPath = join(root, FILE_JOURNAL_NAME);
   }
 
   async readFile(path: string): Promise<Buffer | null> {
@@ -144,6 +184,9 @@ export class FileBackend implements StoreBackend {
    */
   async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
     if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+    if (await journalExists(this.journalPath)) {
+      await withPublicationLock(this.lockPath, { generation: this.generation, purpose: "file-only recovery" }, () => this.finishInterrupted());
+    }
     const files = await readCohort(this.root, paths);
     const hashes = hashFiles(files);
     return { pointer: filePointerOf(hashes), files, hashes };
@@ -168,64 +211,93 @@ export class FileBackend implements StoreBackend {
         `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; publish on a snapshot loaded from this file-only store.`,
       );
     }
-    await mkdir(this.root, { recursive: true });
+    await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });
     const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "file-only publication" });
     let keepLock = false;
     try {
+      await this.finishInterrupted();
       const current = await readCohort(this.root, members);
       const currentHashes = hashFiles(current);
       verifyBasis(request.basis, currentHashes);
-      const written: string[] = [];
+      const { puts, deletions } = splitWrites(request.writes);
+      for (const [path] of puts) this.faults.beforeWrite?.(path);
+      const prepared = await prepareOwnedFilesAtomic(this.root, puts);
+      const entries = journalEntries(puts, prepared.temps, deletions, currentHashes);
       try {
-        const order = writeOrder(request.writes.keys());
-        const puts = order.flatMap((path) => {
-          const bytes = request.writes.get(path) ?? null;
-          return bytes === null ? [] : [[path, bytes] as const];
-        });
-        written.push(...puts.map(([path]) => path)); // a failed batch is rolled back as a whole
-        for (const [path] of puts) this.faults.beforeWrite?.(path);
-        await writeOwnedFilesAtomic(this.root, puts);
-        for (const path of order) {
-          if (request.writes.get(path) == null) {
-            this.faults.beforeWrite?.(path);
-            written.push(path);
-            await removeOwnedFile(this.root, path);
-          }
+        if (entries.length > 0) {
+          await writeJournal(this.journalPath, { version: 1, pid: process.pid, generation: this.generation, entries });
         }
       } catch (error) {
-        this.faults.beforeRollback?.();
-        let preserved: string[];
-        try {
-          preserved = await this.rollBack(written, current, request.writes);
-        } catch (rollbackError) {
-          keepLock = true;
-          throw new StoreError(
-            "io-failed",
-            `File-only publication failed (${String(error)}) and rolling back ${written.join(", ")} failed too (${String(rollbackError)}). ` +
-              `The publication lock ${this.lockPath} is kept so nothing else builds on a partial cohort; ` +
-              `restore those files from the previous cohort, then remove the lock.`,
-            { file: written[0] ?? this.lockPath, cause: error },
-          );
-        }
-        if (preserved.length > 0) {
-          keepLock = true;
-          throw new StoreError(
-            "rollback-conflict",
-            `File-only publication failed (${String(error)}); its other files were restored, but ${preserved.join(", ")} changed after this ` +
-              `publication wrote ${preserved.length === 1 ? "it" : "them"} (someone else wrote there), so the rollback preserved those bytes instead of replacing them. ` +
-              `The publication lock ${this.lockPath} is kept so nothing builds on a mixed cohort: decide which bytes ${preserved.length === 1 ? "that file" : "those files"} ` +
-              `should hold, then remove the lock.`,
-            { file: preserved[0], cause: error },
-          );
-        }
+        await prepared.abort();
         throw error;
       }
+      const written: string[] = puts.map(([path]) => path); // a failed batch is rolled back as a whole
+      try {
+        await prepared.commit();
+        for (const path of deletions) {
+          this.faults.beforeWrite?.(path);
+          written.push(path);
+          await removeOwnedFile(this.root, path);
+        }
+      } catch (error) {
+        keepLock = true; // until the rollback proves the old cohort is back
+        await this.rollBackSwitch(error, written, current, request.writes);
+        keepLock = false;
+        throw error;
+      }
+      if (entries.length > 0) await removeJournal(this.journalPath);
       const hashes = new Map(currentHashes);
       for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
       const changed = members.filter((p) => hashes.get(p) !== currentHashes.get(p));
       return { pointer: filePointerOf(hashes), hashes, changed, committed: changed.length > 0 };
     } finally {
       if (!keepLock) await lock.release();
+    }
+  }
+
+  /** Finishes a publication a killed process left half done (its journal), under the caller's lock. */
+  private async finishInterrupted(): Promise<void> {
+    const journal = await readJournal(this.journalPath);
+    if (journal === null) return;
+    await rollForward(this.root, this.journalPath, journal);
+    await removeJournal(this.journalPath);
+  }
+
+  /**
+   * A write or deletion failed part-way (an I/O error, not a crash): the members are rolled back
+   * by receipt and the journal removed. Returns once the old cohort is back; throws (the caller
+   * keeps the lock) when it could not be restored exactly.
+   */
+  private async rollBackSwitch(
+    error: unknown,
+    written: readonly string[],
+    current: ReadonlyMap<string, Buffer | null>,
+    receipt: ReadonlyMap<string, Buffer | null>,
+  ): Promise<void> {
+    this.faults.beforeRollback?.();
+    let preserved: string[];
+    try {
+      preserved = await this.rollBack(written, current, receipt);
+    } catch (rollbackError) {
+      await removeJournal(this.journalPath).catch(() => undefined);
+      throw new StoreError(
+        "io-failed",
+        `File-only publication failed (${String(error)}) and rolling back ${written.join(", ")} failed too (${String(rollbackError)}). ` +
+          `The publication lock ${this.lockPath} is kept so nothing else builds on a partial cohort; ` +
+          `restore those files from the previous cohort, then remove the lock.`,
+        { file: written[0] ?? this.lockPath, cause: error },
+      );
+    }
+    await removeJournal(this.journalPath);
+    if (preserved.length > 0) {
+      throw new StoreError(
+        "rollback-conflict",
+        `File-only publication failed (${String(error)}); its other files were restored, but ${preserved.join(", ")} changed after this ` +
+          `publication wrote ${preserved.length === 1 ? "it" : "them"} (someone else wrote there), so the rollback preserved those bytes instead of replacing them. ` +
+          `The publication lock ${this.lockPath} is kept so nothing builds on a mixed cohort: decide which bytes ${preserved.length === 1 ? "that file" : "those files"} ` +
+          `should hold, then remove the lock.`,
+        { file: preserved[0], cause: error },
+      );
     }
   }
 

@@ -11,7 +11,12 @@ import { constants as fsConstants } from "node:fs";
 import { lstat, mkdir, open, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 export { sha256Hex } from "./json.ts";
+import { killPoint } from "./crash-points.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
+
+/** State can hold private session content: what State Flow creates is its owner's alone. */
+export const PRIVATE_DIR_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
 
 
 /** Validates a store-relative path (`a/b/c.json`): POSIX separators, no empty, `.`, `..`, `.git` or NUL components. */
@@ -87,7 +92,7 @@ async function checkParents(root: string, segments: readonly string[], create: b
   if (rootStat === null) {
     if (!create) return false;
     try {
-      await mkdir(root, { recursive: true });
+      await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
     } catch (error) {
       throw ioError(root, "create the state directory", error);
     }
@@ -101,7 +106,7 @@ async function checkParents(root: string, segments: readonly string[], create: b
     if (st === null) {
       if (!create) return false;
       try {
-        await mkdir(current);
+        await mkdir(current, { mode: PRIVATE_DIR_MODE });
       } catch (error) {
         if (errnoOf(error) !== "EEXIST") throw ioError(current, "create directory", error);
         const again = await lstatOrNull(current);
@@ -185,6 +190,8 @@ export const STORE_TEMP_GLOB = "**/.*.sf-*.tmp";
 
 /** Temp files written and fsynced next to their targets, not yet renamed into place. */
 export interface PreparedWrites {
+  /** Absolute temp path per entry, in the given order (what a publication journal records). */
+  readonly temps: readonly string[];
   /** Renames every temp file over its target in the given order, then fsyncs each distinct directory once. */
   commit(): Promise<void>;
   /** Removes the temp files (nothing was replaced). Safe to call after a failed commit. */
@@ -193,7 +200,7 @@ export interface PreparedWrites {
 
 /**
  * First half of an atomic multi-file replacement: for every entry a same-directory temp file
- * (exclusive create, the target's mode) is written and fsynced, in parallel. Nothing visible
+ * (exclusive create, owner-only) is written and fsynced, in parallel. Nothing visible
  * changes until `commit()`. Refuses when a target or any directory below root is a symlink or
  * not regular; on any failure the temp files already created are removed.
  */
@@ -211,13 +218,15 @@ export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArr
       if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
       if (existing && !existing.isFile()) throw notRegular(abs, "file");
       const temp = join(dirname(abs), `.${basename(abs)}.sf-${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
-      const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, existing ? existing.mode & 0o777 : 0o644).catch((error: unknown) => {
+      const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, PRIVATE_FILE_MODE).catch((error: unknown) => {
         throw ioError(temp, "create temporary file", error);
       });
       prepared[index] = { abs, temp };
       try {
         await handle.writeFile(bytes);
+        killPoint("temp.written");
         await handle.sync();
+        killPoint("temp.synced");
       } catch (error) {
         throw ioError(abs, "write", error);
       } finally {
@@ -231,6 +240,7 @@ export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArr
     throw failed.reason;
   }
   return {
+    temps: prepared.map((item) => item.temp),
     abort,
     async commit() {
       for (let index = 0; index < entries.length; index++) {
@@ -242,8 +252,10 @@ export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArr
           throw ioError(item.abs, "replace", error);
         }
         prepared[index] = { abs: item.abs, temp: "" };
+        killPoint("rename");
       }
       await Promise.all([...new Set(prepared.map((item) => dirname(item.abs)))].map((dir) => fsyncDirectory(dir)));
+      killPoint("dirs.synced");
     },
   };
 }

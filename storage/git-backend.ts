@@ -15,12 +15,16 @@
 //      rewritten (git-index.ts, git-tree.ts)                                     (0 processes)
 //   3. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
 //      (identity from git's own `git var`, cached per backend; see git-objects.ts) (0 processes)
-//   4. the ref moves by compare-and-swap against the reconciled base through git's lockfile
-//      protocol, only once every temp copy is durable (see git-refs.ts; a failure before this
-//      point publishes nothing)                                                  (0 processes)
-//   5. the temp copies are renamed into place (then one fsync per directory) and the isolated
+//   4. once every temp copy is durable, the publication journal (journal.ts) records them, the
+//      base and the new commit; then the ref moves by compare-and-swap against the reconciled
+//      base through git's lockfile protocol (see git-refs.ts; a failure before this point
+//      publishes nothing)                                                        (0 processes)
+//   5. the temp copies are renamed into place (then one fsync per directory), the isolated
 //      index is installed as the caller's index through index.lock, so no artificial
-//      staged/unstaged entries remain (0 processes).
+//      staged/unstaged entries remain, and the journal is removed (0 processes).
+// A process killed after the ref moved leaves the journal: the next holder of the lock renames
+// the remaining temp copies and installs the index (the commit is accepted); killed before, the
+// journal's temp copies and git's ref locks it took are discarded (nothing was published).
 // Step 2 reuses the index's cache tree for the trees of the commit this backend published last
 // (so only the touched paths are rehashed). Where it would not be exact (a split or sparse index,
 // intent-to-add or skip-worktree entries, sha256 objects, core.sharedRepository), or for a
@@ -29,7 +33,8 @@
 // commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
 // extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
 // unusual message or ref name) they run as `git commit-tree` + `git update-ref` (two more).
-// A failure after the ref moved keeps the publication lock (recovery is explicit).
+// A failure after the ref moved keeps the publication lock; removing it lets the next
+// publication finish the cohort from the journal.
 //
 // Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
 // files compared blob-by-blob; a past revision = `git ls-tree` (regular-file modes) + one
@@ -37,12 +42,34 @@
 
 import { randomBytes } from "node:crypto";
 import { constants as fsConstants, copyFileSync, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
-import { access, lstat, mkdir, open, readFile, realpath, rename, unlink } from "node:fs/promises";
+import { access, lstat, mkdir, open, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { FILE_LOCK_NAME, filePointerOf, hashFiles, isFilePointer, loadIfCurrent, validateRequest, verifyBasis, writeOrder } from "./file-backend.ts";
-import { STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
+import { killPoint } from "./crash-points.ts";
+import {
+  FILE_JOURNAL_NAME,
+  FILE_LOCK_NAME,
+  filePointerOf,
+  hashFiles,
+  isFilePointer,
+  journalEntries,
+  loadIfCurrent,
+  splitWrites,
+  validateRequest,
+  verifyBasis,
+} from "./file-backend.ts";
+import { PRIVATE_DIR_MODE, STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
+import {
+  JOURNAL_FILE_NAME,
+  discardTemps,
+  journalExists,
+  readJournal,
+  removeJournal,
+  rollForward,
+  writeJournal,
+  type Journal,
+} from "./journal.ts";
 import { comparePaths } from "./layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "./lock.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner, withPublicationLock } from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./git-tree.ts";
@@ -144,7 +171,7 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
   }
   if (!hasDotGit) {
     if (!options.init) return null;
-    await mkdir(root, { recursive: true });
+    await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
     try {
       await runner.exec(["init", "-q"]); // never deletes existing files
     } catch (error) {
@@ -187,6 +214,7 @@ export class GitBackend implements StoreBackend {
   readonly root: string;
   readonly info: GitRepoInfo;
   readonly lockPath: string;
+  readonly journalPath: string;
   readonly runner: GitRunner;
   private readonly generation: string;
   private settings: Promise<CommitSettings> | undefined;
@@ -199,6 +227,7 @@ export class GitBackend implements StoreBackend {
     this.runner = runner;
     this.generation = generation;
     this.lockPath = join(info.commonDir, LOCK_FILE_NAME);
+    this.journalPath = join(info.commonDir, JOURNAL_FILE_NAME);
   }
 
   get processCount(): number {
@@ -351,6 +380,10 @@ export class GitBackend implements StoreBackend {
   async loadCurrent(paths: readonly string[], options: LoadCurrentOptions = {}): Promise<CohortSnapshot> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
+    if (await journalExists(this.journalPath)) {
+      if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+      await withPublicationLock(this.lockPath, { generation: this.generation, purpose: "git recovery" }, () => this.finishInterrupted());
+    }
     // The live files are read while git resolves HEAD's blobs (one process).
     const [checked, files] = await Promise.allSettled([
       this.runner.execText(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` }),
@@ -403,6 +436,19 @@ export class GitBackend implements StoreBackend {
       }
     });
     return { pointer: { revision }, files, hashes };
+  }
+
+  /** The newest commit of the current branch that changed `path`; null when none did. One git process. */
+  async lastCommitOf(path: string): Promise<StorePointer | null> {
+    assertGitPath(path);
+    let out: string;
+    try {
+      out = (await this.runner.execText(["log", "-1", "--format=%H", "--", path])).trim();
+    } catch (error) {
+      if (error instanceof GitCommandError && /does not have any commits/i.test(error.stderr)) return null;
+      throw gitFailed(`Finding the commit that last wrote ${path}`, error);
+    }
+    return out === "" ? null : { revision: out };
   }
 
   /** Reads the member files at a past revision without touching the worktree. Two git processes, no output limit. */
@@ -482,23 +528,19 @@ export class GitBackend implements StoreBackend {
     const settings = await this.commitSettings(); // identity first: nothing is written without one
     const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "git publication" });
     let keepLock = false;
+    let journaled = false;
     const index = this.isolatedIndexPath();
     let prepared: Promise<PreparedWrites> | undefined;
     try {
+      await this.finishInterrupted();
       const { ref, revision: head } = await this.head();
       // Independent work in parallel (all of it invisible until the ref moves): the per-file
       // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
       // prepared blobs into the object database, and writing + fsyncing the live files'
       // same-directory temp copies (renamed into place only after the ref moved; `git add -A`
       // excludes them by name). A failure to prepare them publishes nothing.
-      const order = writeOrder(request.writes.keys());
-      prepared = prepareOwnedFilesAtomic(
-        this.root,
-        order.flatMap((path) => {
-          const bytes = request.writes.get(path) ?? null;
-          return bytes === null ? [] : [[path, bytes] as const];
-        }),
-      );
+      const { puts, deletions } = splitWrites(request.writes);
+      prepared = prepareOwnedFilesAtomic(this.root, puts);
       prepared.catch(() => undefined); // awaited below; never an unhandled rejection
       const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
         readMembers(this.root, members),
@@ -518,6 +560,7 @@ export class GitBackend implements StoreBackend {
       }
       if (stagedResult.status === "rejected") throw stagedResult.reason;
       if (blobsResult.status === "rejected") throw blobsResult.reason;
+      killPoint("blobs.written");
       // The reconciled base: every member is unchanged, so a head that moved through other scopes' commits is adopted.
       const changed = members.filter((p) => {
         const bytes = request.writes.has(p) ? (request.writes.get(p) ?? null) : (current.get(p) ?? null);
@@ -535,12 +578,23 @@ export class GitBackend implements StoreBackend {
         env: { GIT_INDEX_FILE: index },
         blobs: blobsResult.value,
         message: request.message ?? "state-flow: accepted cohort",
-        beforeRefUpdate: async () => void (await prepared),
+        beforeRefUpdate: async (revision) => {
+          const temps = (await prepared!).temps;
+          journaled = true; // from here on a journal may exist: a failure must remove it
+          await writeJournal(this.journalPath, {
+            version: 1,
+            pid: process.pid,
+            generation: this.generation,
+            entries: journalEntries(puts, temps, deletions, currentHashes),
+            git: { ref, base: head, revision, index },
+          });
+        },
       });
-      keepLock = true; // from here on the ref moved: a failure leaves the lock for explicit recovery
+      keepLock = true; // from here on the ref moved: a failure leaves the lock (and the journal) for recovery
       await (await prepared).commit();
-      for (const path of order) if (request.writes.get(path) == null) await removeOwnedFile(this.root, path);
+      for (const path of deletions) await removeOwnedFile(this.root, path);
       const indexSynced = await this.installIndex(index);
+      await removeJournal(this.journalPath);
       keepLock = false;
       const hashes = new Map(currentHashes);
       for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
@@ -550,19 +604,90 @@ export class GitBackend implements StoreBackend {
         throw new StoreError(
           "io-failed",
           `The cohort was committed to Git but writing the live files or the index failed: ${error.message}. ` +
-            `The publication lock ${this.lockPath} is kept. Recover with git -C ${this.root} checkout HEAD -- . ` +
-            `(after checking for unrelated edits), then remove the lock.`,
+            `The publication lock ${this.lockPath} is kept. Fix the cause (permissions, free space), then remove the lock and ` +
+            `retry: the next publication finishes this one from its journal ${this.journalPath}.`,
           { file: this.lockPath, cause: error },
         );
       }
       if (!keepLock) {
         await unlink(index).catch(() => undefined);
         if (prepared) await prepared.then((p) => p.abort(), () => undefined);
+        if (journaled) await removeJournal(this.journalPath).catch(() => undefined);
       }
       throw error;
     } finally {
       if (!keepLock) await lock.release();
     }
+  }
+
+  /**
+   * Finishes or discards the publication a killed process left behind (its journal), under the
+   * caller's lock. The ref decides: at the journal's commit, the commit is accepted and the live
+   * files and the index are brought to it; still at its base, nothing was published and the temp
+   * copies go. Git's own ref locks that publication took (created after its journal) are removed.
+   */
+  private async finishInterrupted(): Promise<void> {
+    const journal = await readJournal(this.journalPath);
+    if (journal === null) return;
+    if (!journal.git) {
+      await rollForward(this.root, this.journalPath, journal);
+    } else {
+      const since = (await stat(this.journalPath)).mtimeMs;
+      const { ref, base, revision, index } = journal.git;
+      await this.removeInterruptedRefLocks(ref, revision, since);
+      const head = await this.refValue(ref);
+      if (head === revision) {
+        await rollForward(this.root, this.journalPath, journal);
+        await this.installInterruptedIndex(index, since);
+      } else if (head === base) {
+        await discardTemps(journal);
+        await unlink(index).catch(() => undefined);
+      } else {
+        throw new StoreError(
+          "recovery-conflict",
+          `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} to ${revision}, ` +
+            `but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. Check git -C ${this.root} log ` +
+            `and git status, bring the live files to the commit you want (git checkout <commit> -- .), then delete ` +
+            `${this.journalPath} and retry.`,
+          { file: this.journalPath },
+        );
+      }
+    }
+    await removeJournal(this.journalPath);
+  }
+
+  /** Removes `<ref>.lock` and HEAD.lock when the interrupted publication created them (after its journal). */
+  private async removeInterruptedRefLocks(ref: string, revision: string, since: number): Promise<void> {
+    const ours = async (path: string, content: (text: string) => boolean) => {
+      try {
+        const st = await stat(path);
+        return st.mtimeMs >= since && content(await readFile(path, "utf8"));
+      } catch (error) {
+        if (errnoOf(error) === "ENOENT") return false;
+        throw error;
+      }
+    };
+    const refLock = join(this.info.commonDir, `${ref}.lock`);
+    if (await ours(refLock, (text) => text === "" || text === `${revision}\n`)) await unlink(refLock);
+    const headLock = join(this.info.gitDir, "HEAD.lock");
+    if (await ours(headLock, (text) => text === "")) await unlink(headLock);
+  }
+
+  /** Makes the interrupted publication's isolated index the caller's index (git's index.lock protocol, as publish does). */
+  private async installInterruptedIndex(index: string, since: number): Promise<void> {
+    const lockPath = join(this.info.gitDir, "index.lock");
+    const lockStat = await stat(lockPath).catch((error: unknown) => {
+      if (errnoOf(error) === "ENOENT") return null;
+      throw error;
+    });
+    const isolated = await lstat(index).then(() => true, () => false);
+    if (lockStat !== null && lockStat.mtimeMs >= since) {
+      // Killed inside installIndex: the lock is either still empty (the isolated index waits)
+      // or already holds the isolated index (renamed into it).
+      if (isolated) await unlink(lockPath);
+      else return void (await rename(lockPath, join(this.info.gitDir, "index")));
+    }
+    if (isolated) await this.installIndex(index);
   }
 
   private isolatedIndexPath(): string {
@@ -581,12 +706,15 @@ export class GitBackend implements StoreBackend {
       try {
         copyIndexSync(join(this.info.gitDir, "index"), index);
         seeded = true;
+        killPoint("index.copied");
       } catch (error) {
         if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
       }
       if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
     }
-    await this.git(["add", "-A", "--", ".", `:(exclude,top)${FILE_LOCK_NAME}`, `:(exclude,top,glob)${STORE_TEMP_GLOB}`], "Staging the worktree delta (git add -A)", env);
+    const exclude = [FILE_LOCK_NAME, FILE_JOURNAL_NAME, `.${FILE_JOURNAL_NAME}.*.tmp`].map((name) => `:(exclude,top,glob)${name}`);
+    await this.git(["add", "-A", "--", ".", ...exclude, `:(exclude,top,glob)${STORE_TEMP_GLOB}`], "Staging the worktree delta (git add -A)", env);
+    killPoint("index.staged");
   }
 
   /**
@@ -622,7 +750,8 @@ export class GitBackend implements StoreBackend {
     env: Record<string, string>;
     blobs: ReadonlyMap<string, string | null>;
     message: string;
-    beforeRefUpdate?: () => Promise<void>;
+    /** Runs once the commit id is known, before git's ref locks are taken (the journal is written there). */
+    beforeRefUpdate?: (revision: string) => Promise<void>;
   }): Promise<string> {
     const { ref, base, env, blobs, message } = options;
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
@@ -646,30 +775,22 @@ export class GitBackend implements StoreBackend {
       } catch (error) {
         throw gitFailed("Writing the commit object", error);
       }
-      // The ref's lock, compare-and-swap check and fsynced new value overlap the live files' fsyncs;
-      // the ref itself moves only once those are durable.
-      const [durable, refUpdate] = await Promise.allSettled([
-        options.beforeRefUpdate?.(),
-        prepareRefUpdate({
-          gitDir: this.info.gitDir,
-          commonDir: this.info.commonDir,
-          ref,
-          newId: revision,
-          oldId: base,
-          zeroId: zero,
-          committer,
-          message: REFLOG_MESSAGE,
-          logAllRefUpdates: settings.logAllRefUpdates,
-          headPointsHere: true, // `ref` was read from HEAD; re-checked under HEAD.lock
-          lockTimeoutMs: settings.lockTimeoutMs,
-        }),
-      ]);
-      if (durable.status === "rejected") {
-        if (refUpdate.status === "fulfilled") await refUpdate.value.abort();
-        throw durable.reason;
-      }
-      if (refUpdate.status === "rejected") throw refUpdate.reason;
-      await refUpdate.value.commit();
+      killPoint("commit.written");
+      await options.beforeRefUpdate?.(revision);
+      const refUpdate = await prepareRefUpdate({
+        gitDir: this.info.gitDir,
+        commonDir: this.info.commonDir,
+        ref,
+        newId: revision,
+        oldId: base,
+        zeroId: zero,
+        committer,
+        message: REFLOG_MESSAGE,
+        logAllRefUpdates: settings.logAllRefUpdates,
+        headPointsHere: true, // `ref` was read from HEAD; re-checked under HEAD.lock
+        lockTimeoutMs: settings.lockTimeoutMs,
+      });
+      await refUpdate.commit();
       remember(revision);
       return revision;
     }
@@ -680,7 +801,8 @@ export class GitBackend implements StoreBackend {
       if (looksLikeIdentityError(error)) throw identityMissing(error);
       throw gitFailed("Creating the commit (git commit-tree)", error);
     }
-    await options.beforeRefUpdate?.();
+    killPoint("commit.written");
+    await options.beforeRefUpdate?.(revision);
     try {
       await this.runner.exec(["update-ref", "-m", REFLOG_MESSAGE, ref, revision, base ?? zero]);
     } catch (error) {
@@ -742,12 +864,14 @@ export class GitBackend implements StoreBackend {
     } catch (error) {
       throw gitFailed("Writing the tree objects", error);
     }
+    killPoint("trees.written");
     try {
       writeFileSync(indexPath, serializeIndex(entries, parsed.version, build.cacheTree));
       if (staged !== null) backdateIndex(indexPath, staged[1]);
     } catch (error) {
       throw gitFailed("Writing the staged index", error);
     }
+    killPoint("index.overlaid");
     return { tree: build.root, treeIds: cacheTreeIds(build.cacheTree) };
   }
 
@@ -781,9 +905,11 @@ export class GitBackend implements StoreBackend {
       throw error;
     }
     await handle.close();
+    killPoint("index.locked");
     try {
       await rename(index, lockPath);
       await rename(lockPath, join(this.info.gitDir, "index"));
+      killPoint("index.installed");
     } catch (error) {
       await unlink(lockPath).catch(() => undefined);
       await unlink(index).catch(() => undefined);

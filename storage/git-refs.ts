@@ -21,6 +21,7 @@
 import { constants as fsConstants } from "node:fs";
 import { mkdir, open, readFile, rename, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { killPoint } from "./crash-points.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
 
 export type LogAllRefUpdates = "none" | "normal" | "always";
@@ -218,6 +219,7 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
     await handle.sync();
     await handle.close();
     handle = undefined;
+    killPoint("ref.locked");
   } catch (error) {
     await handle?.close().catch(() => undefined);
     await release();
@@ -233,13 +235,16 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
           appendReflog(join(commonDir, "logs", ref), autocreatesReflog(options.logAllRefUpdates, ref), line),
           options.headPointsHere ? appendReflog(join(gitDir, "logs", "HEAD"), autocreatesReflog(options.logAllRefUpdates, "HEAD"), line) : undefined,
         ]);
+        killPoint("reflog.appended");
         await rename(refLock, refPath);
         renamed = true;
+        killPoint("ref.moved");
       } catch (error) {
         throw refFailed(`Moving ${ref} to ${newId}`, error, refPath);
       } finally {
         await release();
       }
+      killPoint("ref.unlocked");
     },
   };
 }

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
 import { lstat, open, readFile, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
+import { killPoint } from "./crash-points.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
 
 /** File name of the lock in the store root (file-only) or the common Git directory (Git). */
@@ -80,12 +81,21 @@ function describeOwner(owner: LockOwner | { unreadable: string } | null): string
   return `pid ${owner.pid} on ${owner.host} since ${owner.acquiredAt} (generation ${owner.generation}${owner.purpose ? `, ${owner.purpose}` : ""}${liveness})`;
 }
 
+/** Whether the recorded owner is a process of this host that no longer runs (its publication was interrupted). */
+export function ownerIsGone(owner: LockOwner | { unreadable: string } | null): boolean {
+  return owner !== null && !("unreadable" in owner) && owner.host === hostname() && processAlive(owner.pid) === false;
+}
+
 export function lockHeldError(path: string, owner: LockOwner | { unreadable: string } | null): StoreError {
+  const remedy = ownerIsGone(owner)
+    ? `Its publication was interrupted. Remove ${path} and retry: the next State Flow read or publication finishes ` +
+      `or discards the interrupted cohort from what it left on disk (its journal), so the store holds exactly the old ` +
+      `or the new cohort.`
+    : `Let that publisher finish, or reconcile its interrupted work (check the store's files and, for Git, HEAD and the ` +
+      `index); if the owner is gone, remove ${path} and retry.`;
   return new StoreError(
     "lock-held",
-    `The State Flow publication lock ${path} is held by ${describeOwner(owner)}. ` +
-      `Nothing was written. Let that publisher finish, or reconcile its interrupted work ` +
-      `(check the store's files and, for Git, HEAD and the index); if the owner is gone, remove ${path} and retry. ` +
+    `The State Flow publication lock ${path} is held by ${describeOwner(owner)}. Nothing was written. ${remedy} ` +
       `The lock is never taken over automatically.`,
     { file: path },
   );
@@ -106,7 +116,7 @@ export async function acquirePublicationLock(
   };
   let handle;
   try {
-    handle = await open(path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
+    handle = await open(path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
   } catch (error) {
     const code = errnoOf(error);
     if (code === "EEXIST" || code === "ELOOP") throw lockHeldError(path, await readLockOwner(path));
@@ -128,6 +138,7 @@ export async function acquirePublicationLock(
     });
   }
   await handle.close();
+  killPoint("lock.acquired");
   let released = false;
   return {
     path,
@@ -146,6 +157,7 @@ export async function acquirePublicationLock(
       }
       await unlink(path);
       released = true;
+      killPoint("lock.released");
     },
   };
 }

@@ -12,6 +12,7 @@ export type StoreErrorCode =
   | "lock-lost" // the lock file we held was replaced or removed under us
   | "stale-basis" // a cohort file moved since the caller's basis was read
   | "rollback-conflict" // a failed publication's rollback found bytes someone else wrote and preserved them
+  | "recovery-conflict" // finishing an interrupted publication found bytes someone else wrote
   | "invalid-request" // a publish request that is not a subset of its cohort, etc.
   | "partial-pair" // one member of a checkpoint/patches pair is missing
   | "pointer-unavailable" // a file pointer no longer matches the current files

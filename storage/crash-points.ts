@@ -1,0 +1,56 @@
+// Named write steps of a publication, so the crash matrix can kill a real process at exactly one
+// of them. `STATE_FLOW_KILL_AT=<point>#<n>` makes the n-th arrival of this process at <point>
+// send itself SIGKILL (no cleanup, no exit handlers: what a crash or `kill -9` leaves behind).
+// Unset (always, outside the crash tests), every call is one string comparison.
+//
+// The points are listed in the order a publication reaches them; docs/reliability.md says what
+// is guaranteed after a kill at each one.
+
+export const KILL_POINTS = [
+  // both backends
+  "lock.acquired", // the publication lock file exists
+  "temp.written", // one live file's temp copy holds its bytes, not yet fsynced
+  "temp.synced", // one temp copy is fsynced
+  "journal.written", // the publication intent is durable; nothing live has changed yet
+  "rename", // one live file was renamed into place
+  "dirs.synced", // the renamed files' directories are fsynced
+  "journal.removed", // the intent is gone: the cohort is complete
+  "lock.released", // the publication lock is gone; the caller has not heard back yet
+  // Git backend only, in order
+  "index.copied", // the caller's index was copied to the isolated index
+  "index.staged", // git add -A staged the worktree delta into the isolated index
+  "blobs.written", // the prepared bytes are loose blob objects
+  "trees.written", // the tree objects are written
+  "index.overlaid", // the isolated index holds the prepared blobs and the cache tree
+  "commit.written", // the commit object is written
+  "ref.locked", // <ref>.lock and HEAD.lock exist, the new value is fsynced in <ref>.lock
+  "reflog.appended", // the reflog lines are appended
+  "ref.moved", // <ref>.lock was renamed over the ref: the commit is accepted
+  "ref.unlocked", // HEAD.lock is removed
+  "index.locked", // index.lock exists (installing the isolated index)
+  "index.installed", // the isolated index is the caller's index
+  // Pi adapter
+  "branch.appending", // the store published; Pi's branch does not record it yet
+  "branch.appended", // Pi's branch records it; the tool result is not returned yet
+] as const;
+
+export type KillPoint = (typeof KILL_POINTS)[number];
+
+function parseTarget(spec: string | undefined): { point: string; hit: number } | null {
+  if (!spec) return null;
+  const match = /^([a-z.]+)#([1-9]\d*)$/.exec(spec);
+  if (!match || !(KILL_POINTS as readonly string[]).includes(match[1]!)) {
+    throw new Error(`STATE_FLOW_KILL_AT=${JSON.stringify(spec)} must be <point>#<n> with a point of ${KILL_POINTS.join(", ")}`);
+  }
+  return { point: match[1]!, hit: Number(match[2]) };
+}
+
+const target = parseTarget(process.env.STATE_FLOW_KILL_AT);
+let arrivals = 0;
+
+/** Marks that this process reached `point`; kills it there when the crash matrix asked for it. */
+export function killPoint(point: KillPoint): void {
+  if (target === null || target.point !== point) return;
+  arrivals += 1;
+  if (arrivals === target.hit) process.kill(process.pid, "SIGKILL");
+}
