@@ -208,6 +208,9 @@ const RuntimeMetaSchema = v.strictObject({
   // the selected revision is pushed again (idempotent) unless the policy is off or no remote exists.
   publication: v.strictObject({ intent: v.literal("unconfirmed", 'must be "unconfirmed"') }),
   artifacts: v.record(v.string(), ProvenanceSchema),
+  // The branch pointer this cohort was built on (null at a fresh origin): a process killed after
+  // the store accepted a cohort but before Pi's branch recorded it is recognised by it on reopen.
+  predecessor: v.optional(v.nullable(Id)),
 });
 
 export type RuntimeMeta = v.InferOutput<typeof RuntimeMetaSchema>;

@@ -188,6 +188,31 @@ export class StateStore {
   }
 
   /**
+   * The cohort the store accepted on top of `revision` that the branch never recorded: the
+   * process was killed after the publication and before Pi's branch entry. It is this session's
+   * next enabled cohort (its meta names `revision` as predecessor) and no entry in `recorded`
+   * names it. null when there is none (the usual case: one read of the live session meta).
+   */
+  async unrecordedSuccessor(revision: string, recorded: ReadonlySet<string>): Promise<BranchRuntime | null> {
+    const metaPath = scopeFiles("session", this.identity).meta;
+    // Loading the live cohort first finishes a publication the kill interrupted (its journal).
+    const live = await this.loadCurrentSnapshot().catch(() => null);
+    const bytes = live?.files.get(metaPath) ?? null;
+    if (live === null || bytes === null) return null;
+    let predecessor: string | null | undefined;
+    try {
+      predecessor = parseRuntimeMeta(bytes, metaPath).predecessor;
+    } catch {
+      return null; // an unreadable live meta is not evidence of anything; the branch's own pointer decides
+    }
+    if (predecessor !== revision) return null;
+    const pointer = this.store.git ? await this.store.git.lastCommitOf(metaPath) : live.pointer;
+    if (pointer === null || recorded.has(pointer.revision)) return null;
+    const successor = await this.loadPointer(pointer).catch(() => null);
+    return successor?.config.enabled && successor.meta.predecessor === revision ? successor : null;
+  }
+
+  /**
    * Explicit or automatic start. With a selected runtime (restart after stop) only the config
    * changes. Without one, an empty session origin is established over the live shared scopes,
    * even if a later branch already wrote files for this session (those stay in Git history).
@@ -214,6 +239,7 @@ export class StateStore {
       revision: "self",
       publication: { intent: "unconfirmed" },
       artifacts: {},
+      predecessor: null,
     };
     const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };
     const writes = new Map<string, Buffer | null>();
@@ -243,7 +269,7 @@ export class StateStore {
 
   private async publishConfigOnce(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
     const { live, view } = await this.prepare(runtime);
-    const meta = { ...runtime.meta, lineage: view.lineage };
+    const meta = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
     const writes = this.sessionWrites(view, meta, live);
     writes.set(scopeFiles("session", this.identity).config!, utf8(serializeSessionConfig(config)));
     const receipt = await this.store.publish({ basis: live, writes, message });
@@ -282,6 +308,7 @@ export class StateStore {
     const staged = stageCohort(view, patches);
     const meta: RuntimeMeta = {
       ...runtime.meta,
+      predecessor: runtime.pointer.revision,
       lineage: staged.view.lineage,
       counters: {
         transitions: runtime.meta.counters.transitions + 1,

@@ -27,6 +27,7 @@ import {
 } from "../../machines/resolution.ts";
 import { selectRestore, type BranchMarker, type PointerCheck, type RestoreResult } from "../../machines/restore.ts";
 import { parsePatchSet, type PatchSet } from "../../storage/cohort.ts";
+import { killPoint } from "../../storage/crash-points.ts";
 import { StateFlowError } from "../../storage/errors.ts";
 import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../storage/layout.ts";
 import type { ScopeSelector } from "../../storage/scope-state.ts";
@@ -433,14 +434,17 @@ export class StateFlowController {
   }
 
   private async selectRestore(ctx: ExtensionContext): Promise<void> {
-    const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
     let result: RestoreResult;
     let loaded: BranchRuntime | null = null;
     try {
       const store = await this.openStateStore(false);
+      await this.recordUnrecordedSuccessor(ctx, store);
+      const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
       const runtimes = new Map<string, BranchRuntime>();
-      result = await selectRestore(markers, (revision) => this.check(store, revision, runtimes), this.identity!.sessionId);
+      const failures: string[] = [];
+      result = await selectRestore(markers, (revision) => this.check(store, revision, runtimes, failures), this.identity!.sessionId);
       if (result.kind === "revision") loaded = runtimes.get(result.revision)!;
+      if (result.kind === "revision" && result.skippedInvalid > 0) this.notifySkipped(loaded!, result.skippedInvalid, failures);
       if (result.kind === "passive") loaded = await this.frozenRuntime(markers, store).catch(() => null);
       if (loaded) await this.installPublication(loaded);
       this.unavailable = result.kind === "unproven" || result.kind === "lockBusy" ? `branch revision ${result.revision ?? "(none valid)"} is ${result.kind}` : null;
@@ -452,15 +456,51 @@ export class StateFlowController {
     this.episode.send({ type: "RESTORE_RESULT", result });
   }
 
+  /**
+   * A process killed after the store accepted a cohort but before the branch recorded it: the
+   * commit accepted that transition, so the branch records it now (and restores it) instead of
+   * restoring the cohort before it next to shared scopes that already hold its changes.
+   */
+  private async recordUnrecordedSuccessor(ctx: ExtensionContext, store: StateStore): Promise<void> {
+    const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
+    const newest = markers[markers.length - 1];
+    if (newest?.kind !== "revision") return;
+    const recorded = new Set(
+      branchMarkers(ctx.sessionManager.getEntries(), this.identity!.sessionId).flatMap((m) => (m.kind === "revision" ? [m.revision] : [])),
+    );
+    const successor = await store.unrecordedSuccessor(newest.revision, recorded).catch(() => null);
+    if (!successor) return;
+    this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: successor.pointer.revision });
+    this.notify(
+      `State Flow restored step ${headBoundary(successor.view.lineage).step} (${successor.pointer.revision.slice(0, 17)}): the store had ` +
+        "accepted it, but the session ended before this branch recorded it. The branch records it now.",
+      "info",
+    );
+  }
+
+  /** Names what a restore skipped: newer checkpoints of the branch that could not be loaded. */
+  private notifySkipped(runtime: BranchRuntime, skipped: number, failures: readonly string[]): void {
+    this.notify(
+      `State Flow restored step ${headBoundary(runtime.view.lineage).step} (${runtime.pointer.revision.slice(0, 17)}), not the newest ` +
+        `checkpoint of this branch: ${skipped} newer checkpoint entr${skipped === 1 ? "y" : "ies"} could not be loaded` +
+        `${failures.length > 0 ? ` (${failures.join("; ")})` : " (malformed)"}. Use /tree to select another point.`,
+      "warning",
+    );
+  }
+
   /** A runtime revision this session stopped restores the frozen boundary (passive), never plain off. */
-  private async check(store: StateStore, revision: string, runtimes: Map<string, BranchRuntime>): Promise<PointerCheck> {
+  private async check(store: StateStore, revision: string, runtimes: Map<string, BranchRuntime>, failures: string[]): Promise<PointerCheck> {
     try {
       const runtime = await store.loadPointer({ revision });
       runtimes.set(revision, runtime);
       return runtime.config.enabled ? "valid" : "stopped";
     } catch (error) {
-      if (isStoreError(error, "lock-held")) return "lockBusy";
+      if (isStoreError(error, "lock-held")) {
+        this.notify(errorMessage(error), "warning");
+        return "lockBusy";
+      }
       if (isStoreError(error, "pointer-unavailable")) return "unavailable";
+      failures.push(`${revision.slice(0, 17)}: ${errorMessage(error)}`);
       return "invalid";
     }
   }
@@ -512,7 +552,9 @@ export class StateFlowController {
     const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
     this.runtime = runtime;
     if (changed) {
+      killPoint("branch.appending");
       this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: runtime.pointer.revision });
+      killPoint("branch.appended");
       await this.publish(runtime.pointer.revision);
     }
     if (this.ui) this.updateStatus(this.ui);

@@ -111,6 +111,26 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     expect(readTemporalState((await b.loadCurrent())!.view, 0, "global").state.working).toEqual({ shared: "from B" });
   });
 
+  it("finds the cohort accepted on top of the branch's pointer that the branch never recorded, and only that", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    const started = await store.start(null, "off");
+    expect(started.meta.predecessor).toBeNull();
+    const first = (await store.commit(started, { session: { working: { n: 1 } } }, "t1")).runtime;
+    expect(first.meta.predecessor).toBe(started.pointer.revision);
+    const second = (await store.commit(first, { global: { working: { n: 2 } }, session: { working: { n: 2 } } }, "t2")).runtime;
+    const found = await store.unrecordedSuccessor(first.pointer.revision, new Set([started.pointer.revision, first.pointer.revision]));
+    expect(found?.pointer).toEqual(second.pointer);
+    expect(found?.view).toEqual(second.view);
+    // Recorded on some branch already (e.g. the user went back with /tree): not a lost cohort.
+    expect(await store.unrecordedSuccessor(first.pointer.revision, new Set([second.pointer.revision]))).toBeNull();
+    // Not the pointer the live cohort was built on.
+    expect(await store.unrecordedSuccessor(started.pointer.revision, new Set())).toBeNull();
+    // A stop (config only) is no accepted transition to restore.
+    await store.publishConfig(second, { ...second.config, enabled: false }, "stop");
+    expect(await store.unrecordedSuccessor(second.pointer.revision, new Set())).toBeNull();
+  });
+
   it("refuses a session key owned by another session and a cwd key owned by another directory", async () => {
     const root = temp.make();
     const owner = await open(kind, root, identity("A"));
