@@ -2,8 +2,10 @@
 // and the recursive patch rule every scope transition uses.
 //
 // Why hand-written: the rules are exact and few (objects merge, arrays and primitives replace,
-// a nested null deletes a key, no null may remain in materialized state), and they must treat
-// `__proto__` / `constructor` as plain data, which naive `obj[key] = value` code does not.
+// a null member of a merging object deletes its key, no null may remain in materialized state),
+// and they must treat `__proto__` / `constructor` as plain data, which naive `obj[key] = value`
+// code does not. Patch and state share one walker, so what a patch may store is by construction
+// what materialized state (and the codec reading it back) accepts.
 
 import { createHash } from "node:crypto";
 import { StateFlowError, childPath } from "./errors.ts";
@@ -45,35 +47,80 @@ function hasOwn(target: object, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(target, key);
 }
 
+/**
+ * Objects and arrays nested deeper than this are refused, so every recursive walk over state
+ * (merge, diff, hash, serialization, the next runtime's parse) stays far from the stack limit.
+ */
+export const MAX_JSON_DEPTH = 128;
+
 export interface JsonCheckOptions {
-  /** Whether `null` may appear (patches use it to delete keys; materialized state never holds it). */
-  allowNull: "never" | "object-members";
+  /**
+   * Where `null` may appear. Materialized state never holds it. A patch may hold it only as a
+   * member of an object in merge position (reached from the patch root through objects only),
+   * where it deletes that key. Everything inside an array is a replacement value, stored as is,
+   * so it is checked exactly like materialized state.
+   */
+  allowNull: "never" | "merge-members";
+}
+
+/** What a value is at its place in the walk; it decides whether `null` may stand there. */
+type Position = "materialized" | "patch-root" | "merge-member" | "replacement";
+
+interface Walk {
+  /** Build a detached copy (untrusted input), or only check and return the value itself. */
+  copy: boolean;
+  ancestors: Set<object>;
 }
 
 /**
- * Validates that `value` is finite, acyclic, plain JSON and returns a detached deep copy.
- * Throws `invalid-json` naming the path and what was found there.
+ * Validates that `value` is finite, acyclic, plain JSON no deeper than `MAX_JSON_DEPTH` and returns a
+ * detached deep copy (`-0` becomes `0`). Throws `invalid-json` naming the path and what was wrong there.
  */
 export function toJson(value: unknown, path: string, options: JsonCheckOptions): JsonValue {
-  return copyChecked(value, path, options, new Set(), false);
+  return walk(value, undefined, path, rootPosition(options), 1, { copy: true, ancestors: new Set() });
 }
 
-function copyChecked(
+/**
+ * The same rule as `toJson` without copying. Subtrees that are `known` at the same path (by
+ * reference) are skipped: `known` must itself have passed this check, so a freshly patched state
+ * costs only its changed paths.
+ */
+export function assertJson(value: JsonValue, path: string, options: JsonCheckOptions, known?: JsonValue): void {
+  walk(value, known, path, rootPosition(options), 1, { copy: false, ancestors: new Set() });
+}
+
+function rootPosition(options: JsonCheckOptions): Position {
+  return options.allowNull === "never" ? "materialized" : "patch-root";
+}
+
+function memberPosition(parent: Position): Position {
+  return parent === "materialized" || parent === "replacement" ? parent : "merge-member";
+}
+
+function itemPosition(parent: Position): Position {
+  return parent === "materialized" ? parent : "replacement";
+}
+
+const NULL_REFUSALS: Record<Exclude<Position, "merge-member">, string> = {
+  materialized: "null is not allowed in materialized state",
+  "patch-root": "a patch is an object; null only deletes a key as one of its members",
+  replacement:
+    "null inside an array is stored as is (arrays replace whole, nothing merges there), and materialized state " +
+    "cannot hold null; remove it or use another value",
+};
+
+function walk(
   value: unknown,
+  known: JsonValue | undefined,
   path: string,
-  options: JsonCheckOptions,
-  ancestors: Set<object>,
-  insideObjectMember: boolean,
+  position: Position,
+  depth: number,
+  state: Walk,
 ): JsonValue {
+  const where = path || "(root)";
   if (value === null) {
-    if (options.allowNull === "object-members" && insideObjectMember) return null;
-    throw new StateFlowError(
-      "invalid-json",
-      options.allowNull === "never"
-        ? "null is not allowed in materialized state"
-        : "null is only allowed as an object member (it deletes that key); arrays and the top level cannot hold null",
-      path || "(root)",
-    );
+    if (position === "merge-member") return null;
+    throw new StateFlowError("invalid-json", NULL_REFUSALS[position], where);
   }
   switch (typeof value) {
     case "string":
@@ -81,46 +128,74 @@ function copyChecked(
       return value;
     case "number":
       if (!Number.isFinite(value)) {
-        throw new StateFlowError("invalid-json", `${describe(value)} is not a finite JSON number`, path || "(root)");
+        throw new StateFlowError("invalid-json", `${describe(value)} is not a finite JSON number`, where);
       }
-      return Object.is(value, -0) ? 0 : value;
+      return state.copy && Object.is(value, -0) ? 0 : value;
     case "object":
       break;
     default:
-      throw new StateFlowError("invalid-json", `${describe(value)} is not a JSON value`, path || "(root)");
+      throw new StateFlowError("invalid-json", `${describe(value)} is not a JSON value`, where);
   }
   const obj = value as object;
-  if (ancestors.has(obj)) throw new StateFlowError("invalid-json", "cyclic reference", path || "(root)");
-  ancestors.add(obj);
-  try {
-    if (Array.isArray(obj)) {
-      const out: JsonValue[] = [];
-      for (let i = 0; i < obj.length; i++) {
-        if (!hasOwn(obj, String(i))) {
-          throw new StateFlowError("invalid-json", "sparse array hole is not a JSON value", childPath(path, i));
-        }
-        out.push(copyChecked(obj[i], childPath(path, i), options, ancestors, false));
-      }
-      return out;
-    }
-    if (!isPlainObject(obj)) {
-      throw new StateFlowError("invalid-json", `${describe(obj)} is not a plain JSON object`, path || "(root)");
-    }
-    if (Object.getOwnPropertySymbols(obj).length > 0) {
-      throw new StateFlowError("invalid-json", "symbol keys are not JSON", path || "(root)");
-    }
-    const out: JsonObject = {};
-    for (const key of Object.keys(obj)) {
-      const descriptor = Object.getOwnPropertyDescriptor(obj, key)!;
-      if (!("value" in descriptor)) {
-        throw new StateFlowError("invalid-json", "accessor properties are not JSON", childPath(path, key));
-      }
-      setOwn(out, key, copyChecked(descriptor.value, childPath(path, key), options, ancestors, true));
-    }
-    return out;
-  } finally {
-    ancestors.delete(obj);
+  if (state.ancestors.has(obj)) throw new StateFlowError("invalid-json", "cyclic reference", where);
+  if (depth > MAX_JSON_DEPTH) {
+    throw new StateFlowError(
+      "invalid-json",
+      `objects and arrays nest more than ${MAX_JSON_DEPTH} levels deep here; flatten the structure`,
+      where,
+    );
   }
+  state.ancestors.add(obj);
+  try {
+    return Array.isArray(obj)
+      ? walkArray(obj, path, itemPosition(position), depth, state)
+      : walkObject(obj, known, path, memberPosition(position), depth, state);
+  } finally {
+    state.ancestors.delete(obj);
+  }
+}
+
+function walkArray(items: unknown[], path: string, position: Position, depth: number, state: Walk): JsonValue {
+  const out: JsonValue[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (!hasOwn(items, String(i))) {
+      throw new StateFlowError("invalid-json", "sparse array hole is not a JSON value", childPath(path, i));
+    }
+    const item = walk(items[i], undefined, childPath(path, i), position, depth + 1, state);
+    if (state.copy) out.push(item);
+  }
+  return state.copy ? out : (items as JsonValue[]);
+}
+
+function walkObject(
+  obj: object,
+  known: JsonValue | undefined,
+  path: string,
+  position: Position,
+  depth: number,
+  state: Walk,
+): JsonValue {
+  if (!isPlainObject(obj)) {
+    throw new StateFlowError("invalid-json", `${describe(obj)} is not a plain JSON object`, path || "(root)");
+  }
+  if (Object.getOwnPropertySymbols(obj).length > 0) {
+    throw new StateFlowError("invalid-json", "symbol keys are not JSON", path || "(root)");
+  }
+  const prior = isJsonObject(known) ? known : undefined;
+  const out: JsonObject = {};
+  for (const key of Object.keys(obj)) {
+    const before = prior && hasOwn(prior, key) ? prior[key] : undefined;
+    // Identity first: a member shared with `known` was checked with it, and most members of a
+    // patched object are shared, so they cost no descriptor.
+    if (before !== undefined && before === (obj as JsonObject)[key]) continue;
+    const descriptor = Object.getOwnPropertyDescriptor(obj, key)!;
+    if (!("value" in descriptor)) {
+      throw new StateFlowError("invalid-json", "accessor properties are not JSON", childPath(path, key));
+    }
+    const checked = walk(descriptor.value, before, childPath(path, key), position, depth + 1, state);
+    if (state.copy) setOwn(out, key, checked);
+  }
+  return state.copy ? out : (obj as JsonObject);
 }
 
 export function isJsonObject(value: JsonValue | undefined): value is JsonObject {

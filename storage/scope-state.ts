@@ -6,10 +6,12 @@ import * as v from "valibot";
 import { StateFlowError, childPath } from "./errors.ts";
 import {
   applyJsonPatch,
+  assertJson,
   isJsonObject,
   overlayJson,
   toJson,
   type JsonObject,
+  type JsonValue,
 } from "./json.ts";
 
 export const SCOPES = ["global", "cwd", "session"] as const;
@@ -84,15 +86,43 @@ function firstIssue(base: string, issues: readonly v.BaseIssue<unknown>[]): Stat
   return new StateFlowError("invalid-state", issue.message, issuePath(base, issue) || base);
 }
 
+// valibot's record skips these keys (a prototype-pollution guard); here they are plain artifact
+// paths, so they must meet the same shape as any other.
+const RECORD_SKIPPED_KEYS = ["__proto__", "constructor", "prototype"] as const;
+
+function checkSkippedArtifacts(artifacts: JsonObject, path: string): void {
+  for (const key of RECORD_SKIPPED_KEYS) {
+    if (!Object.prototype.hasOwnProperty.call(artifacts, key)) continue;
+    const result = v.safeParse(ArtifactSchema, artifacts[key]);
+    if (!result.success) throw firstIssue(childPath(childPath(path, "artifacts"), key), result.issues);
+  }
+}
+
+const MATERIALIZED = { allowNull: "never" } as const;
+
 /**
- * Validates a materialized scope state (no nulls anywhere, exact four fields, artifacts shaped)
- * and returns a detached copy. `path` prefixes error messages, e.g. `session`.
+ * The one rule for materialized scope state, used when a patch is applied and when the codec
+ * reads a checkpoint back: plain finite JSON without null (json.ts), exactly the four fields,
+ * artifacts shaped. Untrusted input is copied; a freshly patched state is only checked, skipping
+ * the subtrees it shares with `known`, a state that already passed this rule.
  */
-export function parseScopeState(value: unknown, path: string): ScopeState {
-  const json = toJson(value, path, { allowNull: "never" });
+function checkScopeState(value: unknown, path: string, known?: ScopeState): ScopeState {
+  let json: JsonValue;
+  if (known === undefined) {
+    json = toJson(value, path, MATERIALIZED);
+  } else {
+    json = value as JsonValue;
+    assertJson(json, path, MATERIALIZED, known as unknown as JsonObject);
+  }
   const result = v.safeParse(ScopeStateSchema, json);
   if (!result.success) throw firstIssue(path, result.issues);
+  checkSkippedArtifacts((json as JsonObject).artifacts as JsonObject, path);
   return json as unknown as ScopeState;
+}
+
+/** Validates a materialized scope state and returns a detached copy. `path` prefixes messages, e.g. `session`. */
+export function parseScopeState(value: unknown, path: string): ScopeState {
+  return checkScopeState(value, path);
 }
 
 export interface ScopePatchOptions {
@@ -104,12 +134,15 @@ export type ScopePatch = Partial<Record<"artifacts" | "contract" | "working", Js
   response?: string;
 };
 
-/** Validates one scope's patch and returns a detached copy. */
+/**
+ * Validates one scope's patch and returns a detached copy. `null` may only delete a key of an
+ * object in merge position; array contents must already be valid materialized state (json.ts).
+ */
 export function parseScopePatch(value: unknown, path: string, options: ScopePatchOptions): ScopePatch {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new StateFlowError("invalid-patch", "a scope patch must be an object such as {\"working\":{…}}", path);
   }
-  const json = toJson(value, path, { allowNull: "object-members" }) as JsonObject;
+  const json = toJson(value, path, { allowNull: "merge-members" }) as JsonObject;
   const keys = Object.keys(json);
   if (keys.length === 0) {
     throw new StateFlowError(
@@ -153,12 +186,14 @@ export function parseScopePatch(value: unknown, path: string, options: ScopePatc
   return json as ScopePatch;
 }
 
-/** Applies a validated scope patch; validates and returns the new materialized state. */
+/**
+ * Applies a validated scope patch to a valid state and returns the new state, checked by the same
+ * rule the codec applies when it reads state back, so an accepted patch can never make a store
+ * unreadable.
+ */
 export function applyScopePatch(state: ScopeState, patch: ScopePatch, path: string): ScopeState {
   const next = applyJsonPatch(state as unknown as JsonObject, patch as unknown as JsonObject);
-  const result = v.safeParse(ScopeStateSchema, next);
-  if (!result.success) throw firstIssue(path, result.issues);
-  return next as unknown as ScopeState;
+  return checkScopeState(next, path, state);
 }
 
 /**

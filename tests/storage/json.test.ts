@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { rejection } from "../support/rejection.ts";
 import {
+  MAX_JSON_DEPTH,
   applyJsonPatch,
+  assertJson,
   canonicalJson,
   cloneJson,
   diffJson,
@@ -13,7 +15,7 @@ import {
 } from "../../storage/json.ts";
 
 const never = { allowNull: "never" } as const;
-const members = { allowNull: "object-members" } as const;
+const members = { allowNull: "merge-members" } as const;
 
 
 describe("toJson", () => {
@@ -23,9 +25,49 @@ describe("toJson", () => {
     expect(error.code).toBe("invalid-json");
   });
 
-  it("allows null only as an object member in patches", () => {
-    expect(toJson({ a: null }, "p", members)).toEqual({ a: null });
-    expect(rejection(() => toJson({ a: [null] }, "p", members)).message).toMatch(/^p\.a\[0\]: null is only allowed as an object member/);
+  it("allows null only as a member of an object in merge position in patches", () => {
+    expect(toJson({ a: null, b: { c: { d: null } } }, "p", members)).toEqual({ a: null, b: { c: { d: null } } });
+    expect(rejection(() => toJson({ a: [null] }, "p", members)).message).toMatch(/^p\.a\[0\]: null inside an array/);
+    expect(rejection(() => toJson(null, "p", members)).message).toBe(
+      "p: a patch is an object; null only deletes a key as one of its members",
+    );
+  });
+
+  it("refuses null inside an object inside an array, naming the exact path and what to do", () => {
+    const error = rejection(() => toJson({ contract: { deep: [{ a: null }] } }, "session", members));
+    expect(error.code).toBe("invalid-json");
+    expect(error.path).toBe("session.contract.deep[0].a");
+    expect(error.message).toBe(
+      "session.contract.deep[0].a: null inside an array is stored as is " +
+        "(arrays replace whole, nothing merges there), " +
+        "and materialized state cannot hold null; remove it or use another value",
+    );
+  });
+
+  it.each([
+    [{ l: [[null]] }, "p.l[0][0]"],
+    [{ l: [{ a: { b: [1, { c: null }] } }] }, "p.l[0].a.b[1].c"],
+    [{ o: { l: [[{ x: [{ y: null }] }]] } }, "p.o.l[0][0].x[0].y"],
+  ])("refuses null at any depth below an array (%j)", (value, path) => {
+    const error = rejection(() => toJson(value, "p", members));
+    expect(error.path).toBe(path);
+    expect(error.message).toMatch(/null inside an array is stored as is/);
+  });
+
+  it(`refuses objects and arrays nested more than ${MAX_JSON_DEPTH} levels, in patches and in state`, () => {
+    const nest = (levels: number): unknown => {
+      let value: unknown = "leaf";
+      for (let i = 1; i < levels; i++) value = i % 2 ? { k: value } : [value];
+      return levels % 2 ? { k: value } : [value];
+    };
+    expect(() => toJson(nest(MAX_JSON_DEPTH), "p", members)).not.toThrow();
+    for (const options of [members, never]) {
+      const error = rejection(() => toJson(nest(MAX_JSON_DEPTH + 1), "p", options));
+      expect(error.code).toBe("invalid-json");
+      const refusal = `nest more than ${MAX_JSON_DEPTH} levels deep here; flatten the structure`;
+      expect(error.message.endsWith(refusal)).toBe(true);
+    }
+    expect(rejection(() => toJson(nest(10_000), "p", members)).code).toBe("invalid-json");
   });
 
   it.each([
@@ -65,8 +107,38 @@ describe("toJson", () => {
     expect(canonicalJson(copy as JsonValue)).toBe('{"__proto__":{"polluted":true},"constructor":{"name":"x"}}');
   });
 
-  it("normalizes -0 to 0", () => {
-    expect(canonicalJson(toJson({ z: -0 }, "x", never))).toBe('{"z":0}');
+  it("normalizes -0 to 0, also inside arrays", () => {
+    expect(canonicalJson(toJson({ z: -0, l: [-0] }, "x", members))).toBe('{"l":[0],"z":0}');
+    expect(Object.is((toJson({ l: [-0] }, "x", members) as { l: number[] }).l[0], 0)).toBe(true);
+  });
+
+  it("keeps lone surrogates, which canonical JSON escapes so the bytes stay valid UTF-8", () => {
+    const value = toJson({ "\ud800": "a\udfffb" }, "x", never);
+    expect(canonicalJson(value)).toBe('{"\\ud800":"a\\udfffb"}');
+    expect(JSON.parse(canonicalJson(value))).toEqual(value);
+  });
+});
+
+describe("assertJson", () => {
+  it("applies the toJson rule without copying", () => {
+    expect(() => assertJson({ a: [1, { b: "x" }] }, "s", never)).not.toThrow();
+    const withNull = { a: [{ b: null }] } as JsonValue;
+    expect(rejection(() => assertJson(withNull, "s", never)).message).toBe(
+      "s.a[0].b: null is not allowed in materialized state",
+    );
+    const nan = rejection(() => assertJson({ n: Number.NaN }, "s", never));
+    expect(nan.message).toBe("s.n: NaN is not a finite JSON number");
+  });
+
+  it("skips subtrees shared with an already checked value and checks the rest", () => {
+    // `known` is trusted: its subtrees were checked when it was, so sharing them costs nothing.
+    const shared = { list: [null] } as unknown as JsonValue;
+    const known = { keep: shared } as JsonValue;
+    expect(() => assertJson({ keep: shared, fresh: [1] }, "s", never, known)).not.toThrow();
+    const fresh = { keep: shared, fresh: [null] } as unknown as JsonValue;
+    expect(rejection(() => assertJson(fresh, "s", never, known)).path).toBe("s.fresh[0]");
+    const copied = { keep: { list: [null] } } as unknown as JsonValue;
+    expect(rejection(() => assertJson(copied, "s", never, known)).path).toBe("s.keep.list[0]");
   });
 });
 

@@ -34,6 +34,21 @@ describe("parseScopeState", () => {
 
   it("rejects nulls anywhere in materialized state", () => {
     expect(rejection(() => parseScopeState(state({ working: { list: [null] } as never }), "session")).message).toBe("session.working.list[0]: null is not allowed in materialized state");
+    const deep = state({ contract: { deep: [{ a: null }] } as never });
+    expect(rejection(() => parseScopeState(deep, "session")).path).toBe("session.contract.deep[0].a");
+  });
+
+  it.each(["__proto__", "constructor", "prototype"])("holds an artifact keyed %s to the shape of any other", (key) => {
+    const refusal = (artifacts: string) =>
+      rejection(() => parseScopeState(state({ artifacts: JSON.parse(artifacts) }), "global"));
+    const error = refusal(`{"${key}":{"kind":"doc"}}`);
+    expect(error.code).toBe("invalid-state");
+    expect(error.path).toBe(`global.artifacts.${key}.description`);
+    const ordinary = refusal('{"k":{"kind":"doc"}}');
+    expect(error.message.slice(error.path!.length)).toBe(ordinary.message.slice(ordinary.path!.length));
+    expect(refusal(`{"${key}":5}`).path).toBe(`global.artifacts.${key}`);
+    const good = JSON.parse(`{"${key}":{"description":"d"}}`);
+    expect(Object.keys(parseScopeState(state({ artifacts: good }), "global").artifacts)).toEqual([key]);
   });
 });
 
@@ -51,6 +66,25 @@ describe("parseScopePatch", () => {
     expect(rejection(() => parseScopePatch("x", "cwd", { allowResponse: false })).message).toMatch(/^cwd: a scope patch must be an object/);
   });
 
+  it("refuses a null inside an object inside an array (arrays replace, so it would be stored)", () => {
+    const model = { allowResponse: false };
+    const error = rejection(() => parseScopePatch({ contract: { deep: [{ a: null }] } }, "session", model));
+    expect(error.code).toBe("invalid-json");
+    expect(error.path).toBe("session.contract.deep[0].a");
+    expect(error.message).toBe(
+      "session.contract.deep[0].a: null inside an array is stored as is " +
+        "(arrays replace whole, nothing merges there), " +
+        "and materialized state cannot hold null; remove it or use another value",
+    );
+    const tags = { artifacts: { "/a.md": { description: "d", tags: ["x", null] } } };
+    expect(rejection(() => parseScopePatch(tags, "cwd", model)).path).toBe('cwd.artifacts["/a.md"].tags[1]');
+  });
+
+  it("still lets null delete keys at any depth of merging objects", () => {
+    const patch = { working: { a: { b: { c: null } }, d: null } };
+    expect(parseScopePatch(patch, "session", { allowResponse: false })).toEqual(patch);
+  });
+
   it("leaves the input untouched and returns a detached copy", () => {
     const input = { working: { a: { b: 1 } } };
     const parsed = parseScopePatch(input, "session", { allowResponse: false });
@@ -64,6 +98,21 @@ describe("applyScopePatch", () => {
     const base = state({ artifacts: { "/a.md": { description: "d" } } });
     expect(rejection(() => applyScopePatch(base, { artifacts: { "/a.md": { description: null } } } as never, "global")).message).toMatch(/^global\.artifacts\["\/a\.md"\]\.description/);
     expect(applyScopePatch(base, { artifacts: { "/a.md": null } } as never, "global").artifacts).toEqual({});
+  });
+
+  it("accepts exactly what parseScopeState accepts when the result is read back", () => {
+    const input = { contract: { deep: [{ a: 1, b: [{ c: "x" }] }], gone: null } };
+    const patch = parseScopePatch(input, "session", { allowResponse: false });
+    const next = applyScopePatch(state({ contract: { gone: 1 } }), patch, "session");
+    expect(parseScopeState(JSON.parse(JSON.stringify(next)), "session")).toEqual(next);
+    expect(next.contract).toEqual({ deep: [{ a: 1, b: [{ c: "x" }] }] });
+  });
+
+  it("refuses an artifact keyed __proto__ without a description, as for any other key", () => {
+    const input = JSON.parse('{"artifacts":{"__proto__":{"kind":"doc"}}}');
+    const patch = parseScopePatch(input, "global", { allowResponse: false });
+    const error = rejection(() => applyScopePatch(emptyScopeState(), patch, "global"));
+    expect(error.path).toBe("global.artifacts.__proto__.description");
   });
 });
 

@@ -284,7 +284,7 @@ describe("status, diagnostics and configuration", () => {
     const records = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(records.map((r) => r.kind)).toEqual(["rejected-patch", "unresolved-draft"]);
     expect(records[0].arguments).toEqual({ session: { working: { list: [null] } } });
-    expect(records[0].error).toMatch(/session\.working\.list\[0\]: null is only allowed as an object member/);
+    expect(records[0].error).toMatch(/session\.working\.list\[0\]: null inside an array is stored as is/);
     expect(existsSync(join(h.storeRoot, "tmp"))).toBe(false);
   });
 

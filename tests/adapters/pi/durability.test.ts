@@ -1,0 +1,108 @@
+// Durability through a real Pi session (faux model, real files, real git): a poison patch is a
+// named error that changes nothing; a cohort the store accepted but the branch never recorded
+// (the process died in between) is restored whole, never next to an older session layer; a
+// restore that has to skip newer checkpoints says so.
+
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
+import { StateStore } from "../../../storage/state-store.ts";
+import { openStore } from "../../../storage/store.ts";
+import { PiHarness, call, say } from "../../support/pi-harness.ts";
+
+const open: PiHarness[] = [];
+async function harness(options: Parameters<typeof PiHarness.create>[0] = {}): Promise<PiHarness> {
+  const h = await PiHarness.create(options);
+  open.push(h);
+  return h;
+}
+afterEach(async () => {
+  for (const h of open.splice(0).reverse()) await h.dispose();
+});
+
+/** Every store file's bytes (outside .git), to prove a refusal changed nothing. */
+function storeBytes(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const path of readdirSync(root, { recursive: true, encoding: "utf8" })) {
+    if (path.startsWith(".git") || !statSync(join(root, path)).isFile()) continue;
+    out[path] = readFileSync(join(root, path), "utf8");
+  }
+  return out;
+}
+
+function toolResults(h: PiHarness): string[] {
+  return h.session.messages
+    .filter((m) => m.role === "toolResult")
+    .map((m) => ((m as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? "").join(""));
+}
+
+const all = (n: number) => ({ global: { working: { n } }, cwd: { working: { n } }, session: { working: { n } } });
+
+/** The StateStore of the harness's own session, as a second writer of its cohorts. */
+async function sameSessionStore(h: PiHarness): Promise<StateStore> {
+  const file = h.session.sessionManager.getSessionFile()!;
+  const identity = { cwd: h.cwd, cwdKey: cwdKey(h.cwd), sessionId: h.session.sessionManager.getSessionId(), sessionKey: sessionKeyFromFile(file) };
+  return new StateStore(await openStore({ root: h.storeRoot, env: h.env }), identity);
+}
+
+describe.each([true, false])("durability in a real Pi session (git: %s)", (gitMode) => {
+  it("a null inside an array inside a patch is a named error; nothing changes and the branch reopens", async () => {
+    const h = await harness({ sessionKind: "file", git: gitMode });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+    await h.prompt("first");
+    const before = storeBytes(h.storeRoot);
+    let afterRefusal: Record<string, string> = {};
+    const finalOnly = call("patch_state", { final: true });
+    h.script(call("patch_state", { session: { contract: { deep: [{ a: null }] } } }), () => {
+      afterRefusal = storeBytes(h.storeRoot);
+      return finalOnly();
+    }, say("two"));
+    await h.prompt("poison");
+    expect(toolResults(h).at(-2)).toMatch(/session\.contract\.deep\[0\]\.a: null inside an array/);
+    expect(afterRefusal).toEqual(before);
+    h.script(call("patch_state", { ...all(2), final: true }), say("three"));
+    await h.prompt("after");
+    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    expect(reopened.accessor.read(0, "session").state.working).toEqual({ n: 2 });
+    expect(reopened.notices.filter((n) => n.level !== "info")).toEqual([]);
+  });
+
+  it("a cohort the store accepted but the branch never recorded is restored whole, and every scope patches again", async () => {
+    const h = await harness({ sessionKind: "file", git: gitMode });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+    await h.prompt("first");
+    // What a kill between the store's publication and Pi's branch entry leaves behind.
+    const store = await sameSessionStore(h);
+    const runtime = (await store.loadCurrent())!;
+    await store.commit(runtime, all(2), "accepted, never recorded on the branch");
+    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(/restored step \d+ .*the session ended before this branch recorded it/);
+    for (const scope of ["global", "cwd", "session"] as const) expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
+    reopened.script(call("patch_state", { ...all(3), final: true }), say("three"));
+    await reopened.prompt("again");
+    expect(toolResults(reopened).at(-1)).toMatch(/^Accepted transition/);
+    for (const scope of ["global", "cwd", "session"] as const) expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 3 });
+    // Reopening again finds the branch up to date: no second catch-up.
+    const again = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    expect(again.notices.map((n) => n.message).join("\n")).not.toMatch(/never recorded|before this branch recorded/);
+    expect(again.accessor.read(0, "session").state.working).toEqual({ n: 3 });
+  });
+});
+
+describe("restore that skips newer checkpoints", () => {
+  it("names what it skipped and why", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+    await h.prompt("first");
+    h.session.sessionManager.appendCustomEntry("state-flow", { revision: "0".repeat(40) });
+    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()! });
+    expect(reopened.accessor.read(0, "session").state.working).toEqual({ n: 1 });
+    const warning = reopened.notices.find((n) => n.level === "warning")?.message ?? "";
+    expect(warning).toMatch(/restored step \d+ .*not the newest checkpoint of this branch: 1 newer checkpoint entry could not be loaded/);
+    expect(warning).toContain("0000000000000000");
+  });
+});
