@@ -190,8 +190,9 @@ export class StateStore {
   /**
    * The cohort the store accepted on top of `revision` that the branch never recorded: the
    * process was killed after the publication and before Pi's branch entry. It is this session's
-   * next enabled cohort (its meta names `revision` as predecessor) and no entry in `recorded`
-   * names it. null when there is none (the usual case: one read of the live session meta).
+   * next cohort (its meta names `revision` as predecessor: a transition, or a stop when its
+   * config is disabled) and no entry in `recorded` names it. null when there is none (the usual
+   * case: one read of the live session meta).
    */
   async unrecordedSuccessor(revision: string, recorded: ReadonlySet<string>): Promise<BranchRuntime | null> {
     const metaPath = scopeFiles("session", this.identity).meta;
@@ -209,7 +210,7 @@ export class StateStore {
     const pointer = this.store.git ? await this.store.git.lastCommitOf(metaPath) : live.pointer;
     if (pointer === null || recorded.has(pointer.revision)) return null;
     const successor = await this.loadPointer(pointer).catch(() => null);
-    return successor?.config.enabled && successor.meta.predecessor === revision ? successor : null;
+    return successor?.meta.predecessor === revision ? successor : null;
   }
 
   /**

@@ -470,10 +470,18 @@ export class StateFlowController {
     );
     const successor = await store.unrecordedSuccessor(newest.revision, recorded).catch(() => null);
     if (!successor) return;
+    const where = `step ${headBoundary(successor.view.lineage).step} (${successor.pointer.revision.slice(0, 17)})`;
+    if (!successor.config.enabled) {
+      // A durable stop whose branch markers were never written: the stop completes now.
+      this.runtime = successor;
+      this.freezeHandoff();
+      this.notify(`State Flow: the stop at ${where} was durable but the session ended before this branch recorded it; it is recorded now.`, "info");
+      return;
+    }
     this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: successor.pointer.revision });
     this.notify(
-      `State Flow restored step ${headBoundary(successor.view.lineage).step} (${successor.pointer.revision.slice(0, 17)}): the store had ` +
-        "accepted it, but the session ended before this branch recorded it. The branch records it now.",
+      `State Flow restored ${where}: the store had accepted it, but the session ended before this branch recorded it. ` +
+        "The branch records it now.",
       "info",
     );
   }

@@ -126,9 +126,9 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     expect(await store.unrecordedSuccessor(first.pointer.revision, new Set([second.pointer.revision]))).toBeNull();
     // Not the pointer the live cohort was built on.
     expect(await store.unrecordedSuccessor(started.pointer.revision, new Set())).toBeNull();
-    // A stop (config only) is no accepted transition to restore.
-    await store.publishConfig(second, { ...second.config, enabled: false }, "stop");
-    expect(await store.unrecordedSuccessor(second.pointer.revision, new Set())).toBeNull();
+    // A durable stop is found too (its config says so): the branch then records the stop.
+    const stopped = await store.publishConfig(second, { ...second.config, enabled: false }, "stop");
+    expect((await store.unrecordedSuccessor(second.pointer.revision, new Set()))?.pointer).toEqual(stopped.pointer);
   });
 
   it("refuses a session key owned by another session and a cwd key owned by another directory", async () => {

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { StateStore } from "../../../storage/state-store.ts";
 import { openStore } from "../../../storage/store.ts";
-import { PiHarness, call, say } from "../../support/pi-harness.ts";
+import { PiHarness, call, contextText, say } from "../../support/pi-harness.ts";
 
 const open: PiHarness[] = [];
 async function harness(options: Parameters<typeof PiHarness.create>[0] = {}): Promise<PiHarness> {
@@ -89,6 +89,28 @@ describe.each([true, false])("durability in a real Pi session (git: %s)", (gitMo
     const again = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
     expect(again.notices.map((n) => n.message).join("\n")).not.toMatch(/never recorded|before this branch recorded/);
     expect(again.accessor.read(0, "session").state.working).toEqual({ n: 3 });
+  });
+});
+
+describe.each([true, false])("a durable stop the branch never recorded (git: %s)", (gitMode) => {
+  it("is recorded on reopen: passive with the frozen handoff, and a restart continues from it", async () => {
+    const h = await harness({ sessionKind: "file", git: gitMode });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+    await h.prompt("PRE-STOP REQUEST");
+    const store = await sameSessionStore(h);
+    const runtime = (await store.loadCurrent())!;
+    await store.publishConfig(runtime, { ...runtime.config, enabled: false }, "stop, never recorded on the branch");
+    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(/the stop at step \d+ .* it is recorded now/);
+    expect(reopened.accessor.episode()).toBe("passive");
+    reopened.script(say("passive answer"));
+    await reopened.prompt("after");
+    const text = contextText(reopened.contexts[0]!);
+    expect(text).toContain("frozen exit handoff");
+    expect(text).not.toContain("PRE-STOP REQUEST");
+    await reopened.command("/state-flow-start");
+    expect(reopened.accessor.read(0, "session").state.working).toEqual({ n: 1 });
   });
 });
 
