@@ -19,6 +19,7 @@ import {
   type AgentSession,
   type ExtensionFactory,
 } from "@earendil-works/pi-coding-agent";
+import { afterEach } from "vitest";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
 import { createOfflineSession, scriptedSteps } from "../../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
@@ -207,6 +208,19 @@ export class PiHarness {
     await this.session.dispose?.();
     if (this.owned) rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+/** `PiHarness.create` for one test file: every harness it made is disposed after each test, newest first. */
+export function harnessFactory(): (options?: HarnessOptions) => Promise<PiHarness> {
+  const open: PiHarness[] = [];
+  afterEach(async () => {
+    for (const h of open.splice(0).reverse()) await h.dispose();
+  });
+  return async (options = {}) => {
+    const h = await PiHarness.create(options);
+    open.push(h);
+    return h;
+  };
 }
 
 /** Scripted model steps. */

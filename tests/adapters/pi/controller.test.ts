@@ -1,19 +1,11 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
-import { PiHarness, call, contextText, say } from "../../support/pi-harness.ts";
+import { PiHarness, call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
-const open: PiHarness[] = [];
-async function harness(options: Parameters<typeof PiHarness.create>[0] = {}): Promise<PiHarness> {
-  const h = await PiHarness.create(options);
-  open.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of open.splice(0).reverse()) await h.dispose();
-});
+const harness = harnessFactory();
 
 function agentStarts(h: PiHarness): number {
   return h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-run").length;

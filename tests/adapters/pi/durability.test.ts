@@ -5,21 +5,13 @@
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { StateStore } from "../../../storage/state-store.ts";
 import { openStore } from "../../../storage/store.ts";
-import { PiHarness, call, contextText, say } from "../../support/pi-harness.ts";
+import { PiHarness, call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
-const open: PiHarness[] = [];
-async function harness(options: Parameters<typeof PiHarness.create>[0] = {}): Promise<PiHarness> {
-  const h = await PiHarness.create(options);
-  open.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of open.splice(0).reverse()) await h.dispose();
-});
+const harness = harnessFactory();
 
 /** Every store file's bytes (outside .git), to prove a refusal changed nothing. */
 function storeBytes(root: string): Record<string, string> {
