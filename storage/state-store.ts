@@ -26,6 +26,7 @@ import { stageCohort, type StagedCohort } from "./cohort.ts";
 import { StateFlowError } from "./errors.ts";
 import { SCOPES, type ScopeName, type ScopePatch } from "./scope-state.ts";
 import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
+import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./store.ts";
 import {
@@ -188,6 +189,16 @@ export class StateStore {
   }
 
   /**
+   * Throws the named lock-held error when a publisher of this host died holding the store's
+   * lock: until that one documented step is taken, no restore can tell which cohort it left.
+   */
+  async assertNoInterruptedPublication(): Promise<void> {
+    if (!(await lockExists(this.store.lockPath))) return;
+    const owner = await readLockOwner(this.store.lockPath);
+    if (ownerIsGone(owner)) throw lockHeldError(this.store.lockPath, owner);
+  }
+
+  /**
    * The cohort the store accepted on top of `revision` that the branch never recorded: the
    * process was killed after the publication and before Pi's branch entry. It is this session's
    * next cohort (its meta names `revision` as predecessor: a transition, or a stop when its
@@ -197,7 +208,10 @@ export class StateStore {
   async unrecordedSuccessor(revision: string, recorded: ReadonlySet<string>): Promise<BranchRuntime | null> {
     const metaPath = scopeFiles("session", this.identity).meta;
     // Loading the live cohort first finishes a publication the kill interrupted (its journal).
-    const live = await this.loadCurrentSnapshot().catch(() => null);
+    const live = await retryTransient(() => this.loadCurrentSnapshot(), 8).catch((error: unknown) => {
+      if (isStoreError(error, "lock-held")) throw error;
+      return null;
+    });
     const bytes = live?.files.get(metaPath) ?? null;
     if (live === null || bytes === null) return null;
     let predecessor: string | null | undefined;

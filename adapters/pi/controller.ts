@@ -438,7 +438,13 @@ export class StateFlowController {
     let loaded: BranchRuntime | null = null;
     try {
       const store = await this.openStateStore(false);
-      await this.recordUnrecordedSuccessor(ctx, store);
+      const interrupted = await this.interruptedPublication(ctx, store);
+      if (interrupted) {
+        this.unavailable = `branch revision ${interrupted.revision} is lockBusy`;
+        this.runtime = null;
+        this.episode.send({ type: "RESTORE_RESULT", result: interrupted });
+        return;
+      }
       const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
       const runtimes = new Map<string, BranchRuntime>();
       const failures: string[] = [];
@@ -457,6 +463,26 @@ export class StateFlowController {
   }
 
   /**
+   * Before a restore: a publisher that died holding the lock is reported with its remedy (the
+   * restore retries on /state-flow-start); then a cohort it published but never recorded on
+   * this branch is recorded. null = go on restoring.
+   */
+  private async interruptedPublication(ctx: ExtensionContext, store: StateStore): Promise<{ kind: "lockBusy"; revision: string } | null> {
+    const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
+    const newest = [...markers].reverse().find((m) => m.kind === "revision");
+    if (newest?.kind !== "revision") return null; // nothing to restore: no cohort to tell apart
+    try {
+      await store.assertNoInterruptedPublication();
+      await this.recordUnrecordedSuccessor(ctx, store);
+    } catch (error) {
+      if (!isStoreError(error, "lock-held")) return null; // the branch's own pointer still decides
+      this.notify(errorMessage(error), "warning");
+      return { kind: "lockBusy", revision: newest.revision };
+    }
+    return null;
+  }
+
+  /**
    * A process killed after the store accepted a cohort but before the branch recorded it: the
    * commit accepted that transition, so the branch records it now (and restores it) instead of
    * restoring the cohort before it next to shared scopes that already hold its changes.
@@ -468,7 +494,7 @@ export class StateFlowController {
     const recorded = new Set(
       branchMarkers(ctx.sessionManager.getEntries(), this.identity!.sessionId).flatMap((m) => (m.kind === "revision" ? [m.revision] : [])),
     );
-    const successor = await store.unrecordedSuccessor(newest.revision, recorded).catch(() => null);
+    const successor = await store.unrecordedSuccessor(newest.revision, recorded);
     if (!successor) return;
     const where = `step ${headBoundary(successor.view.lineage).step} (${successor.pointer.revision.slice(0, 17)})`;
     if (!successor.config.enabled) {

@@ -3,7 +3,9 @@
 // (the process died in between) is restored whole, never next to an older session layer; a
 // restore that has to skip newer checkpoints says so.
 
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
@@ -103,6 +105,28 @@ describe.each([true, false])("a durable stop the branch never recorded (git: %s)
     expect(text).not.toContain("PRE-STOP REQUEST");
     await reopened.command("/state-flow-start");
     expect(reopened.accessor.read(0, "session").state.working).toEqual({ n: 1 });
+  });
+});
+
+describe.each([true, false])("a publisher that died holding the lock (git: %s)", (gitMode) => {
+  it("is named at reopen with its one remedy, and doing exactly that restores and patches again", async () => {
+    const h = await harness({ sessionKind: "file", git: gitMode });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+    await h.prompt("first");
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
+    const lock = join(h.storeRoot, gitMode ? ".git/state-flow-publication.lock" : ".state-flow-publication.lock");
+    writeFileSync(lock, JSON.stringify({ pid: dead, host: hostname(), acquiredAt: new Date().toISOString(), generation: "g", token: "t" }));
+    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    const warning = reopened.notices.find((n) => /no longer running/.test(n.message))?.message ?? "";
+    expect(warning).toContain(`Remove ${lock} and retry`);
+    expect(reopened.accessor.episode()).toBe("failedClosed.lockBusy");
+    rmSync(lock);
+    await reopened.command("/state-flow-start");
+    expect(reopened.accessor.episode()).toMatch(/^active/);
+    reopened.script(call("patch_state", { ...all(2), final: true }), say("two"));
+    await reopened.prompt("again");
+    for (const scope of ["global", "cwd", "session"] as const) expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
   });
 });
 
