@@ -40,7 +40,9 @@ function parseTarget(spec: string | undefined): { point: string; hit: number } |
   if (!spec) return null;
   const match = /^([a-z.]+)#([1-9]\d*)$/.exec(spec);
   if (!match || !(KILL_POINTS as readonly string[]).includes(match[1]!)) {
-    throw new Error(`STATE_FLOW_KILL_AT=${JSON.stringify(spec)} must be <point>#<n> with a point of ${KILL_POINTS.join(", ")}`);
+    throw new Error(
+      `STATE_FLOW_KILL_AT=${JSON.stringify(spec)} must be <point>#<n> with a point of ${KILL_POINTS.join(", ")}`,
+    );
   }
   return { point: match[1]!, hit: Number(match[2]) };
 }

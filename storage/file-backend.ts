@@ -23,9 +23,24 @@ import {
   sha256Hex,
   writeOwnedFileAtomic,
 } from "./fs-safe.ts";
-import { JOURNAL_FILE_NAME, journalExists, readJournal, removeJournal, rollForward, writeJournal, type JournalEntry } from "./journal.ts";
+import {
+  JOURNAL_FILE_NAME,
+  journalExists,
+  readJournal,
+  removeJournal,
+  rollForward,
+  writeJournal,
+  type JournalEntry,
+} from "./journal.ts";
 import { comparePaths, scopeOfPath } from "./layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner, withPublicationLock } from "./lock.ts";
+import {
+  LOCK_FILE_NAME,
+  acquirePublicationLock,
+  lockExists,
+  lockHeldError,
+  readLockOwner,
+  withPublicationLock,
+} from "./lock.ts";
 import { StoreError } from "./store-error.ts";
 import type { CohortBasis, CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
 
@@ -121,13 +136,20 @@ export function journalEntries(
   basis: ReadonlyMap<string, string | null>,
 ): JournalEntry[] {
   return [
-    ...puts.map(([path, bytes], i) => ({ path, temp: temps[i]!, before: basis.get(path) ?? null, after: sha256Hex(bytes) })),
+    ...puts.map(([path, bytes], i) => ({
+      path,
+      temp: temps[i]!,
+      before: basis.get(path) ?? null,
+      after: sha256Hex(bytes),
+    })),
     ...deletions.map((path) => ({ path, temp: null, before: basis.get(path) ?? null, after: null })),
   ];
 }
 
 /** The members a publication writes (in write order) and the ones it deletes. */
-export function splitWrites(writes: ReadonlyMap<string, Buffer | null>): { puts: [string, Buffer][]; deletions: string[] } {
+export function splitWrites(
+  writes: ReadonlyMap<string, Buffer | null>,
+): { puts: [string, Buffer][]; deletions: string[] } {
   const order = writeOrder(writes.keys());
   return {
     puts: order.flatMap((path) => {
@@ -185,7 +207,11 @@ export class FileBackend implements StoreBackend {
   async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
     if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
     if (await journalExists(this.journalPath)) {
-      await withPublicationLock(this.lockPath, { generation: this.generation, purpose: "file-only recovery" }, () => this.finishInterrupted());
+      await withPublicationLock(
+        this.lockPath,
+        { generation: this.generation, purpose: "file-only recovery" },
+        () => this.finishInterrupted(),
+      );
     }
     const files = await readCohort(this.root, paths);
     const hashes = hashFiles(files);
@@ -282,9 +308,9 @@ export class FileBackend implements StoreBackend {
       await removeJournal(this.journalPath).catch(() => undefined);
       throw new StoreError(
         "io-failed",
-        `File-only publication failed (${String(error)}) and rolling back ${written.join(", ")} failed too (${String(rollbackError)}). ` +
-          `The publication lock ${this.lockPath} is kept so nothing else builds on a partial cohort; ` +
-          `restore those files from the previous cohort, then remove the lock.`,
+        `File-only publication failed (${String(error)}) and rolling back ${written.join(", ")} failed too ` +
+          `(${String(rollbackError)}). The publication lock ${this.lockPath} is kept so nothing else builds on a ` +
+          `partial cohort; restore those files from the previous cohort, then remove the lock.`,
         { file: written[0] ?? this.lockPath, cause: error },
       );
     }
@@ -292,10 +318,11 @@ export class FileBackend implements StoreBackend {
     if (preserved.length > 0) {
       throw new StoreError(
         "rollback-conflict",
-        `File-only publication failed (${String(error)}); its other files were restored, but ${preserved.join(", ")} changed after this ` +
-          `publication wrote ${preserved.length === 1 ? "it" : "them"} (someone else wrote there), so the rollback preserved those bytes instead of replacing them. ` +
-          `The publication lock ${this.lockPath} is kept so nothing builds on a mixed cohort: decide which bytes ${preserved.length === 1 ? "that file" : "those files"} ` +
-          `should hold, then remove the lock.`,
+        `File-only publication failed (${String(error)}); its other files were restored, but ` +
+          `${preserved.join(", ")} changed after this publication wrote ${preserved.length === 1 ? "it" : "them"} ` +
+          `(someone else wrote there), so the rollback preserved those bytes instead of replacing them. ` +
+          `The publication lock ${this.lockPath} is kept so nothing builds on a mixed cohort: decide which bytes ` +
+          `${preserved.length === 1 ? "that file" : "those files"} should hold, then remove the lock.`,
         { file: preserved[0], cause: error },
       );
     }

@@ -218,7 +218,11 @@ export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArr
       if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
       if (existing && !existing.isFile()) throw notRegular(abs, "file");
       const temp = join(dirname(abs), `.${basename(abs)}.sf-${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
-      const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, PRIVATE_FILE_MODE).catch((error: unknown) => {
+      const handle = await open(
+        temp,
+        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+        PRIVATE_FILE_MODE,
+      ).catch((error: unknown) => {
         throw ioError(temp, "create temporary file", error);
       });
       prepared[index] = { abs, temp };

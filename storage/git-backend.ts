@@ -57,7 +57,15 @@ import {
   validateRequest,
   verifyBasis,
 } from "./file-backend.ts";
-import { PRIVATE_DIR_MODE, STORE_TEMP_GLOB, prepareOwnedFilesAtomic, readOwnedFile, removeOwnedFile, sha256Hex, type PreparedWrites } from "./fs-safe.ts";
+import {
+  PRIVATE_DIR_MODE,
+  STORE_TEMP_GLOB,
+  prepareOwnedFilesAtomic,
+  readOwnedFile,
+  removeOwnedFile,
+  sha256Hex,
+  type PreparedWrites,
+} from "./fs-safe.ts";
 import {
   JOURNAL_FILE_NAME,
   discardTemps,
@@ -69,7 +77,14 @@ import {
   type Journal,
 } from "./journal.ts";
 import { comparePaths } from "./layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner, withPublicationLock } from "./lock.ts";
+import {
+  LOCK_FILE_NAME,
+  acquirePublicationLock,
+  lockExists,
+  lockHeldError,
+  readLockOwner,
+  withPublicationLock,
+} from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./git-tree.ts";
@@ -382,7 +397,11 @@ export class GitBackend implements StoreBackend {
     for (const path of members) assertGitPath(path);
     if (await journalExists(this.journalPath)) {
       if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
-      await withPublicationLock(this.lockPath, { generation: this.generation, purpose: "git recovery" }, () => this.finishInterrupted());
+      await withPublicationLock(
+        this.lockPath,
+        { generation: this.generation, purpose: "git recovery" },
+        () => this.finishInterrupted(),
+      );
     }
     // The live files are read while git resolves HEAD's blobs (one process).
     const [checked, files] = await Promise.allSettled([
@@ -604,8 +623,8 @@ export class GitBackend implements StoreBackend {
         throw new StoreError(
           "io-failed",
           `The cohort was committed to Git but writing the live files or the index failed: ${error.message}. ` +
-            `The publication lock ${this.lockPath} is kept. Fix the cause (permissions, free space), then remove the lock and ` +
-            `retry: the next publication finishes this one from its journal ${this.journalPath}.`,
+            `The publication lock ${this.lockPath} is kept. Fix the cause (permissions, free space), then remove ` +
+            `the lock and retry: the next publication finishes this one from its journal ${this.journalPath}.`,
           { file: this.lockPath, cause: error },
         );
       }
@@ -645,10 +664,10 @@ export class GitBackend implements StoreBackend {
       } else {
         throw new StoreError(
           "recovery-conflict",
-          `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} to ${revision}, ` +
-            `but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. Check git -C ${this.root} log ` +
-            `and git status, bring the live files to the commit you want (git checkout <commit> -- .), then delete ` +
-            `${this.journalPath} and retry.`,
+          `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} ` +
+            `to ${revision}, but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. ` +
+            `Check git -C ${this.root} log and git status, bring the live files to the commit you want ` +
+            `(git checkout <commit> -- .), then delete ${this.journalPath} and retry.`,
           { file: this.journalPath },
         );
       }
@@ -673,7 +692,10 @@ export class GitBackend implements StoreBackend {
     if (await ours(headLock, (text) => text === "")) await unlink(headLock);
   }
 
-  /** Makes the interrupted publication's isolated index the caller's index (git's index.lock protocol, as publish does). */
+  /**
+   * Makes the interrupted publication's isolated index the caller's index (git's index.lock
+   * protocol, as publish does).
+   */
   private async installInterruptedIndex(index: string, since: number): Promise<void> {
     const lockPath = join(this.info.gitDir, "index.lock");
     const lockStat = await stat(lockPath).catch((error: unknown) => {
@@ -712,8 +734,14 @@ export class GitBackend implements StoreBackend {
       }
       if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
     }
-    const exclude = [FILE_LOCK_NAME, FILE_JOURNAL_NAME, `.${FILE_JOURNAL_NAME}.*.tmp`].map((name) => `:(exclude,top,glob)${name}`);
-    await this.git(["add", "-A", "--", ".", ...exclude, `:(exclude,top,glob)${STORE_TEMP_GLOB}`], "Staging the worktree delta (git add -A)", env);
+    const exclude = [FILE_LOCK_NAME, FILE_JOURNAL_NAME, `.${FILE_JOURNAL_NAME}.*.tmp`].map(
+      (name) => `:(exclude,top,glob)${name}`,
+    );
+    await this.git(
+      ["add", "-A", "--", ".", ...exclude, `:(exclude,top,glob)${STORE_TEMP_GLOB}`],
+      "Staging the worktree delta (git add -A)",
+      env,
+    );
     killPoint("index.staged");
   }
 

@@ -60,10 +60,11 @@ export async function writeJournal(path: string, journal: Journal): Promise<void
     await fsyncDirectory(dirname(path));
   } catch (error) {
     await unlink(temp).catch(() => undefined);
-    throw new StoreError("io-failed", `Cannot write the publication journal ${path}: ${String(error)}. Nothing live was changed.`, {
-      file: path,
-      cause: error,
-    });
+    throw new StoreError(
+      "io-failed",
+      `Cannot write the publication journal ${path}: ${String(error)}. Nothing live was changed.`,
+      { file: path, cause: error },
+    );
   }
   killPoint("journal.written");
 }
@@ -82,15 +83,19 @@ export async function journalExists(path: string): Promise<boolean> {
     return true;
   } catch (error) {
     if (errnoOf(error) === "ENOENT") return false;
-    throw new StoreError("io-failed", `Cannot inspect the publication journal ${path}: ${String(error)}.`, { file: path, cause: error });
+    throw new StoreError("io-failed", `Cannot inspect the publication journal ${path}: ${String(error)}.`, {
+      file: path,
+      cause: error,
+    });
   }
 }
 
 function unreadable(path: string, detail: string): StoreError {
   return new StoreError(
     "recovery-conflict",
-    `The publication journal ${path} is unreadable (${detail}); State Flow only ever writes it whole, so something else ` +
-      `changed it. Nothing was changed. Inspect the store's files (and, for Git, git status), then delete ${path} and retry.`,
+    `The publication journal ${path} is unreadable (${detail}); State Flow only ever writes it whole, so ` +
+      `something else changed it. Nothing was changed. Inspect the store's files (and, for Git, git status), ` +
+      `then delete ${path} and retry.`,
     { file: path },
   );
 }
@@ -111,9 +116,14 @@ export async function readJournal(path: string): Promise<Journal | null> {
     throw unreadable(path, (error as Error).message);
   }
   const entryOk = (e: JournalEntry) =>
-    typeof e?.path === "string" && (e.temp === null || typeof e.temp === "string") && (e.before === null || typeof e.before === "string") &&
-    (e.after === null || typeof e.after === "string") && (e.temp === null) === (e.after === null);
-  if (value?.version !== 1 || !Array.isArray(value.entries) || !value.entries.every(entryOk)) throw unreadable(path, "unexpected content");
+    typeof e?.path === "string" &&
+    (e.temp === null || typeof e.temp === "string") &&
+    (e.before === null || typeof e.before === "string") &&
+    (e.after === null || typeof e.after === "string") &&
+    (e.temp === null) === (e.after === null);
+  if (value?.version !== 1 || !Array.isArray(value.entries) || !value.entries.every(entryOk)) {
+    throw unreadable(path, "unexpected content");
+  }
   return value;
 }
 
@@ -171,5 +181,7 @@ export async function rollForward(root: string, journalPath: string, journal: Jo
 
 /** Removes the temp copies of a publication that never switched (its ref did not move). */
 export async function discardTemps(journal: Journal): Promise<void> {
-  await Promise.all(journal.entries.map((entry) => (entry.temp ? unlink(entry.temp).catch(() => undefined) : undefined)));
+  await Promise.all(
+    journal.entries.map((entry) => (entry.temp ? unlink(entry.temp).catch(() => undefined) : undefined)),
+  );
 }

@@ -89,10 +89,10 @@ export function ownerIsGone(owner: LockOwner | { unreadable: string } | null): b
 export function lockHeldError(path: string, owner: LockOwner | { unreadable: string } | null): StoreError {
   const remedy = ownerIsGone(owner)
     ? `Its publication was interrupted. Remove ${path} and retry: the next State Flow read or publication finishes ` +
-      `or discards the interrupted cohort from what it left on disk (its journal), so the store holds exactly the old ` +
-      `or the new cohort.`
-    : `Let that publisher finish, or reconcile its interrupted work (check the store's files and, for Git, HEAD and the ` +
-      `index); if the owner is gone, remove ${path} and retry.`;
+      `or discards the interrupted cohort from what it left on disk (its journal), so the store holds exactly ` +
+      `the old or the new cohort.`
+    : `Let that publisher finish, or reconcile its interrupted work (check the store's files and, for Git, HEAD ` +
+      `and the index); if the owner is gone, remove ${path} and retry.`;
   return new StoreError(
     "lock-held",
     `The State Flow publication lock ${path} is held by ${describeOwner(owner)}. Nothing was written. ${remedy} ` +
@@ -116,7 +116,11 @@ export async function acquirePublicationLock(
   };
   let handle;
   try {
-    handle = await open(path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+    handle = await open(
+      path,
+      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+      0o600,
+    );
   } catch (error) {
     const code = errnoOf(error);
     if (code === "EEXIST" || code === "ELOOP") throw lockHeldError(path, await readLockOwner(path));

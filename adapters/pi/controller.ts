@@ -448,9 +448,15 @@ export class StateFlowController {
       const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
       const runtimes = new Map<string, BranchRuntime>();
       const failures: string[] = [];
-      result = await selectRestore(markers, (revision) => this.check(store, revision, runtimes, failures), this.identity!.sessionId);
+      result = await selectRestore(
+        markers,
+        (revision) => this.check(store, revision, runtimes, failures),
+        this.identity!.sessionId,
+      );
       if (result.kind === "revision") loaded = runtimes.get(result.revision)!;
-      if (result.kind === "revision" && result.skippedInvalid > 0) this.notifySkipped(loaded!, result.skippedInvalid, failures);
+      if (result.kind === "revision" && result.skippedInvalid > 0) {
+        this.notifySkipped(loaded!, result.skippedInvalid, failures);
+      }
       if (result.kind === "passive") loaded = await this.frozenRuntime(markers, store).catch(() => null);
       if (loaded) await this.installPublication(loaded);
       this.unavailable = result.kind === "unproven" || result.kind === "lockBusy" ? `branch revision ${result.revision ?? "(none valid)"} is ${result.kind}` : null;
@@ -467,7 +473,10 @@ export class StateFlowController {
    * restore retries on /state-flow-start); then a cohort it published but never recorded on
    * this branch is recorded. null = go on restoring.
    */
-  private async interruptedPublication(ctx: ExtensionContext, store: StateStore): Promise<{ kind: "lockBusy"; revision: string } | null> {
+  private async interruptedPublication(
+    ctx: ExtensionContext,
+    store: StateStore,
+  ): Promise<{ kind: "lockBusy"; revision: string } | null> {
     const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
     const newest = [...markers].reverse().find((m) => m.kind === "revision");
     if (newest?.kind !== "revision") return null; // nothing to restore: no cohort to tell apart
@@ -492,7 +501,8 @@ export class StateFlowController {
     const newest = markers[markers.length - 1];
     if (newest?.kind !== "revision") return;
     const recorded = new Set(
-      branchMarkers(ctx.sessionManager.getEntries(), this.identity!.sessionId).flatMap((m) => (m.kind === "revision" ? [m.revision] : [])),
+      branchMarkers(ctx.sessionManager.getEntries(), this.identity!.sessionId)
+        .flatMap((m) => (m.kind === "revision" ? [m.revision] : [])),
     );
     const successor = await store.unrecordedSuccessor(newest.revision, recorded);
     if (!successor) return;
@@ -501,13 +511,17 @@ export class StateFlowController {
       // A durable stop whose branch markers were never written: the stop completes now.
       this.runtime = successor;
       this.freezeHandoff();
-      this.notify(`State Flow: the stop at ${where} was durable but the session ended before this branch recorded it; it is recorded now.`, "info");
+      this.notify(
+        `State Flow: the stop at ${where} was durable but the session ended before this branch recorded it; ` +
+          "it is recorded now.",
+        "info",
+      );
       return;
     }
     this.pi.appendEntry(CHECKPOINT_ENTRY, { revision: successor.pointer.revision });
     this.notify(
-      `State Flow restored ${where}: the store had accepted it, but the session ended before this branch recorded it. ` +
-        "The branch records it now.",
+      `State Flow restored ${where}: the store had accepted it, but the session ended before this branch ` +
+        "recorded it. The branch records it now.",
       "info",
     );
   }
@@ -515,15 +529,21 @@ export class StateFlowController {
   /** Names what a restore skipped: newer checkpoints of the branch that could not be loaded. */
   private notifySkipped(runtime: BranchRuntime, skipped: number, failures: readonly string[]): void {
     this.notify(
-      `State Flow restored step ${headBoundary(runtime.view.lineage).step} (${runtime.pointer.revision.slice(0, 17)}), not the newest ` +
-        `checkpoint of this branch: ${skipped} newer checkpoint entr${skipped === 1 ? "y" : "ies"} could not be loaded` +
+      `State Flow restored step ${headBoundary(runtime.view.lineage).step} ` +
+        `(${runtime.pointer.revision.slice(0, 17)}), not the newest checkpoint of this branch: ${skipped} newer ` +
+        `checkpoint entr${skipped === 1 ? "y" : "ies"} could not be loaded` +
         `${failures.length > 0 ? ` (${failures.join("; ")})` : " (malformed)"}. Use /tree to select another point.`,
       "warning",
     );
   }
 
   /** A runtime revision this session stopped restores the frozen boundary (passive), never plain off. */
-  private async check(store: StateStore, revision: string, runtimes: Map<string, BranchRuntime>, failures: string[]): Promise<PointerCheck> {
+  private async check(
+    store: StateStore,
+    revision: string,
+    runtimes: Map<string, BranchRuntime>,
+    failures: string[],
+  ): Promise<PointerCheck> {
     try {
       const runtime = await store.loadPointer({ revision });
       runtimes.set(revision, runtime);

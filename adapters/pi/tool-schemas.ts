@@ -10,7 +10,12 @@ import { StateFlowError } from "../../storage/errors.ts";
 import { HOT_OFFSETS } from "../../storage/temporal.ts";
 
 const FieldPatch = (what: string) =>
-  v.pipe(v.looseObject({}), v.description(`${what}. Objects merge recursively, arrays and values replace, null deletes a key (never inside an array).`));
+  v.pipe(
+    v.looseObject({}),
+    v.description(
+      `${what}. Objects merge recursively, arrays and values replace, null deletes a key (never inside an array).`,
+    ),
+  );
 
 const ScopePatch = (scope: string) =>
   v.pipe(

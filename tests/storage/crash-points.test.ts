@@ -10,10 +10,14 @@ const module = resolve(dirname(fileURLToPath(import.meta.url)), "../../storage/c
 function arrive(spec: string | undefined, point: string) {
   const script = `const { killPoint } = await import(${JSON.stringify(module)}); ` +
     `for (let i = 1; i <= 3; i++) { killPoint(${JSON.stringify(point)}); console.log("survived " + i); }`;
-  return spawnSync(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", "--input-type=module", "-e", script], {
-    env: { ...process.env, ...(spec ? { STATE_FLOW_KILL_AT: spec } : { STATE_FLOW_KILL_AT: "" }) },
-    encoding: "utf8",
-  });
+  return spawnSync(
+    process.execPath,
+    ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", "--input-type=module", "-e", script],
+    {
+      env: { ...process.env, ...(spec ? { STATE_FLOW_KILL_AT: spec } : { STATE_FLOW_KILL_AT: "" }) },
+      encoding: "utf8",
+    },
+  );
 }
 
 describe("crash points", () => {

@@ -65,7 +65,8 @@ function tempFiles(dir: string): string[] {
 }
 
 describe("a publisher killed mid-publication", () => {
-  it("file-only: a kill during a fold (cwd checkpoint replaced, its tail still a temp copy) finishes the new cohort", async () => {
+  it("file-only: a kill during a fold (cwd checkpoint replaced, its tail still a temp copy) " +
+    "finishes the new cohort", async () => {
     const root = temp.make();
     const env = environment("file");
     expect(publish(root, env, "file", 7).accepted).toEqual([1, 2, 3, 4, 5, 6, 7]);
@@ -126,7 +127,8 @@ describe("a publisher killed mid-publication", () => {
     git(root, env, "fsck", "--no-dangling", "--no-progress");
   });
 
-  it.each(["rename#2", "index.locked#1", "index.installed#1"])("git: a kill at %s after the commit finishes it: files, index and status", async (point) => {
+  it.each(["rename#2", "index.locked#1", "index.installed#1"])("git: a kill at %s after the commit finishes it: " +
+    "files, index and status", async (point) => {
     const root = temp.make();
     const env = environment("git");
     publish(root, env, "git", 2);
@@ -138,7 +140,8 @@ describe("a publisher killed mid-publication", () => {
     expect(publish(root, env, "git", 1).accepted).toEqual([4]);
   });
 
-  it.each(["file", "git"] as const)("%s: what State Flow creates is owner-only (directories 0700, files 0600)", async (mode) => {
+  it.each(["file", "git"] as const)("%s: what State Flow creates is owner-only " +
+    "(directories 0700, files 0600)", async (mode) => {
     const root = join(temp.make(), "store");
     const env = environment(mode);
     const previous = process.umask(0o022);

@@ -2,7 +2,14 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { prepareOwnedFilesAtomic, sha256Hex } from "../../storage/fs-safe.ts";
-import { discardTemps, readJournal, removeJournal, rollForward, writeJournal, type Journal } from "../../storage/journal.ts";
+import {
+  discardTemps,
+  readJournal,
+  removeJournal,
+  rollForward,
+  writeJournal,
+  type Journal,
+} from "../../storage/journal.ts";
 import { TempDirs } from "./helpers.ts";
 
 const temp = new TempDirs();
@@ -60,7 +67,9 @@ describe("publication journal", () => {
     writeFileSync(join(root, "b/c"), "someone else");
     await expect(rollForward(root, path, journal)).rejects.toMatchObject({
       code: "recovery-conflict",
-      message: expect.stringMatching(/stopped at b\/c: it holds .*someone else wrote there.*delete .*\.journal and retry/s),
+      message: expect.stringMatching(
+        /stopped at b\/c: it holds .*someone else wrote there.*delete .*\.journal and retry/s,
+      ),
     });
     expect(readFileSync(join(root, "b/c"), "utf8")).toBe("someone else");
     expect(existsSync(join(root, "gone"))).toBe(true);
@@ -76,8 +85,14 @@ describe("publication journal", () => {
   it("refuses a journal it did not write, by name", async () => {
     const root = temp.make();
     writeFileSync(join(root, ".journal"), "{not json");
-    await expect(readJournal(join(root, ".journal"))).rejects.toMatchObject({ code: "recovery-conflict", message: expect.stringMatching(/unreadable/) });
-    writeFileSync(join(root, ".journal"), JSON.stringify({ version: 1, entries: [{ path: "a", temp: null, before: null, after: "x" }] }));
+    await expect(readJournal(join(root, ".journal"))).rejects.toMatchObject({
+      code: "recovery-conflict",
+      message: expect.stringMatching(/unreadable/),
+    });
+    writeFileSync(
+      join(root, ".journal"),
+      JSON.stringify({ version: 1, entries: [{ path: "a", temp: null, before: null, after: "x" }] }),
+    );
     await expect(readJournal(join(root, ".journal"))).rejects.toMatchObject({ code: "recovery-conflict" });
   });
 });

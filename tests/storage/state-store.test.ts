@@ -111,15 +111,21 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     expect(readTemporalState((await b.loadCurrent())!.view, 0, "global").state.working).toEqual({ shared: "from B" });
   });
 
-  it("finds the cohort accepted on top of the branch's pointer that the branch never recorded, and only that", async () => {
+  it("finds the cohort accepted on top of the branch's pointer that the branch never recorded, " +
+    "and only that", async () => {
     const root = temp.make();
     const store = await open(kind, root, identity("s1"));
     const started = await store.start(null, "off");
     expect(started.meta.predecessor).toBeNull();
     const first = (await store.commit(started, { session: { working: { n: 1 } } }, "t1")).runtime;
     expect(first.meta.predecessor).toBe(started.pointer.revision);
-    const second = (await store.commit(first, { global: { working: { n: 2 } }, session: { working: { n: 2 } } }, "t2")).runtime;
-    const found = await store.unrecordedSuccessor(first.pointer.revision, new Set([started.pointer.revision, first.pointer.revision]));
+    const second = (
+      await store.commit(first, { global: { working: { n: 2 } }, session: { working: { n: 2 } } }, "t2")
+    ).runtime;
+    const found = await store.unrecordedSuccessor(
+      first.pointer.revision,
+      new Set([started.pointer.revision, first.pointer.revision]),
+    );
     expect(found?.pointer).toEqual(second.pointer);
     expect(found?.view).toEqual(second.view);
     // Recorded on some branch already (e.g. the user went back with /tree): not a lost cohort.

@@ -36,7 +36,12 @@ const all = (n: number) => ({ global: { working: { n } }, cwd: { working: { n } 
 /** The StateStore of the harness's own session, as a second writer of its cohorts. */
 async function sameSessionStore(h: PiHarness): Promise<StateStore> {
   const file = h.session.sessionManager.getSessionFile()!;
-  const identity = { cwd: h.cwd, cwdKey: cwdKey(h.cwd), sessionId: h.session.sessionManager.getSessionId(), sessionKey: sessionKeyFromFile(file) };
+  const identity = {
+    cwd: h.cwd,
+    cwdKey: cwdKey(h.cwd),
+    sessionId: h.session.sessionManager.getSessionId(),
+    sessionKey: sessionKeyFromFile(file),
+  };
   return new StateStore(await openStore({ root: h.storeRoot, env: h.env }), identity);
 }
 
@@ -58,12 +63,17 @@ describe.each([true, false])("durability in a real Pi session (git: %s)", (gitMo
     expect(afterRefusal).toEqual(before);
     h.script(call("patch_state", { ...all(2), final: true }), say("three"));
     await h.prompt("after");
-    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    const reopened = await harness({
+      shareWith: h,
+      openFile: h.session.sessionManager.getSessionFile()!,
+      git: gitMode,
+    });
     expect(reopened.accessor.read(0, "session").state.working).toEqual({ n: 2 });
     expect(reopened.notices.filter((n) => n.level !== "info")).toEqual([]);
   });
 
-  it("a cohort the store accepted but the branch never recorded is restored whole, and every scope patches again", async () => {
+  it("a cohort the store accepted but the branch never recorded is restored whole, " +
+    "and every scope patches again", async () => {
     const h = await harness({ sessionKind: "file", git: gitMode });
     await h.command("/state-flow-start");
     h.script(call("patch_state", { ...all(1), final: true }), say("one"));
@@ -72,17 +82,49 @@ describe.each([true, false])("durability in a real Pi session (git: %s)", (gitMo
     const store = await sameSessionStore(h);
     const runtime = (await store.loadCurrent())!;
     await store.commit(runtime, all(2), "accepted, never recorded on the branch");
-    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
-    expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(/restored step \d+ .*the session ended before this branch recorded it/);
-    for (const scope of ["global", "cwd", "session"] as const) expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
+    const reopened = await harness({
+      shareWith: h,
+      openFile: h.session.sessionManager.getSessionFile()!,
+      git: gitMode,
+    });
+    expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(
+      /restored step \d+ .*the session ended before this branch recorded it/,
+    );
+    for (const scope of ["global", "cwd", "session"] as const) {
+      expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
+    }
     reopened.script(call("patch_state", { ...all(3), final: true }), say("three"));
     await reopened.prompt("again");
     expect(toolResults(reopened).at(-1)).toMatch(/^Accepted transition/);
-    for (const scope of ["global", "cwd", "session"] as const) expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 3 });
+    for (const scope of ["global", "cwd", "session"] as const) {
+      expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 3 });
+    }
     // Reopening again finds the branch up to date: no second catch-up.
     const again = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
     expect(again.notices.map((n) => n.message).join("\n")).not.toMatch(/never recorded|before this branch recorded/);
     expect(again.accessor.read(0, "session").state.working).toEqual({ n: 3 });
+  });
+});
+
+describe.each([true, false])("what a real Pi session's store holds (git: %s)", (gitMode) => {
+  it("is owner-only under the usual umask: directories 0700, files 0600 (git's own files aside)", async () => {
+    const previous = process.umask(0o022);
+    try {
+      const h = await harness({ sessionKind: "file", git: gitMode });
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+      await h.prompt("first");
+      const entries = readdirSync(h.storeRoot, { recursive: true, encoding: "utf8" })
+        .filter((p) => !p.startsWith(".git"));
+      expect(entries.length).toBeGreaterThan(8);
+      expect(statSync(h.storeRoot).mode & 0o777).toBe(0o700);
+      for (const path of entries) {
+        const st = statSync(join(h.storeRoot, path));
+        expect(st.mode & 0o777, path).toBe(st.isDirectory() ? 0o700 : 0o600);
+      }
+    } finally {
+      process.umask(previous);
+    }
   });
 });
 
@@ -95,7 +137,11 @@ describe.each([true, false])("a durable stop the branch never recorded (git: %s)
     const store = await sameSessionStore(h);
     const runtime = (await store.loadCurrent())!;
     await store.publishConfig(runtime, { ...runtime.config, enabled: false }, "stop, never recorded on the branch");
-    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    const reopened = await harness({
+      shareWith: h,
+      openFile: h.session.sessionManager.getSessionFile()!,
+      git: gitMode,
+    });
     expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(/the stop at step \d+ .* it is recorded now/);
     expect(reopened.accessor.episode()).toBe("passive");
     reopened.script(say("passive answer"));
@@ -116,8 +162,21 @@ describe.each([true, false])("a publisher that died holding the lock (git: %s)",
     await h.prompt("first");
     const dead = spawnSync(process.execPath, ["-e", ""]).pid!;
     const lock = join(h.storeRoot, gitMode ? ".git/state-flow-publication.lock" : ".state-flow-publication.lock");
-    writeFileSync(lock, JSON.stringify({ pid: dead, host: hostname(), acquiredAt: new Date().toISOString(), generation: "g", token: "t" }));
-    const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        pid: dead,
+        host: hostname(),
+        acquiredAt: new Date().toISOString(),
+        generation: "g",
+        token: "t",
+      }),
+    );
+    const reopened = await harness({
+      shareWith: h,
+      openFile: h.session.sessionManager.getSessionFile()!,
+      git: gitMode,
+    });
     const warning = reopened.notices.find((n) => /no longer running/.test(n.message))?.message ?? "";
     expect(warning).toContain(`Remove ${lock} and retry`);
     expect(reopened.accessor.episode()).toBe("failedClosed.lockBusy");
@@ -126,7 +185,9 @@ describe.each([true, false])("a publisher that died holding the lock (git: %s)",
     expect(reopened.accessor.episode()).toMatch(/^active/);
     reopened.script(call("patch_state", { ...all(2), final: true }), say("two"));
     await reopened.prompt("again");
-    for (const scope of ["global", "cwd", "session"] as const) expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
+    for (const scope of ["global", "cwd", "session"] as const) {
+      expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
+    }
   });
 });
 
@@ -140,7 +201,9 @@ describe("restore that skips newer checkpoints", () => {
     const reopened = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()! });
     expect(reopened.accessor.read(0, "session").state.working).toEqual({ n: 1 });
     const warning = reopened.notices.find((n) => n.level === "warning")?.message ?? "";
-    expect(warning).toMatch(/restored step \d+ .*not the newest checkpoint of this branch: 1 newer checkpoint entry could not be loaded/);
+    expect(warning).toMatch(
+      /restored step \d+ .*not the newest checkpoint of this branch: 1 newer checkpoint entry could not be loaded/,
+    );
     expect(warning).toContain("0000000000000000");
   });
 });
