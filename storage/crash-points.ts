@@ -1,7 +1,7 @@
 // Named write steps of a publication, so the crash matrix can kill a real process at exactly one
 // of them. `STATE_FLOW_KILL_AT=<point>#<n>` makes the n-th arrival of this process at <point>
 // send itself SIGKILL (no cleanup, no exit handlers: what a crash or `kill -9` leaves behind).
-// Unset (always, outside the crash tests), every call is one string comparison.
+// Unset (always, outside the crash tests), every call is one environment lookup.
 //
 // The points are listed in the order a publication reaches them; docs/reliability.md says what
 // is guaranteed after a kill at each one.
@@ -36,7 +36,7 @@ export const KILL_POINTS = [
 
 export type KillPoint = (typeof KILL_POINTS)[number];
 
-function parseTarget(spec: string | undefined): { point: string; hit: number } | null {
+function parseTarget(spec: string | undefined): Target {
   if (!spec) return null;
   const match = /^([a-z.]+)#([1-9]\d*)$/.exec(spec);
   if (!match || !(KILL_POINTS as readonly string[]).includes(match[1]!)) {
@@ -47,12 +47,20 @@ function parseTarget(spec: string | undefined): { point: string; hit: number } |
   return { point: match[1]!, hit: Number(match[2]) };
 }
 
-const target = parseTarget(process.env.STATE_FLOW_KILL_AT);
+// Read at every arrival, so a process can be armed once it is past a phase the test wants
+// unharmed (e.g. its recovery and one verified publication); arrivals count from the arming.
+type Target = { point: string; hit: number } | null;
+let armed: { spec: string | undefined; target: Target } = { spec: undefined, target: null };
 let arrivals = 0;
 
 /** Marks that this process reached `point`; kills it there when the crash matrix asked for it. */
 export function killPoint(point: KillPoint): void {
-  if (target === null || target.point !== point) return;
+  const spec = process.env.STATE_FLOW_KILL_AT;
+  if (spec !== armed.spec) {
+    armed = { spec, target: parseTarget(spec) };
+    arrivals = 0;
+  }
+  if (armed.target === null || armed.target.point !== point) return;
   arrivals += 1;
-  if (arrivals === target.hit) process.kill(process.pid, "SIGKILL");
+  if (arrivals === armed.target.hit) process.kill(process.pid, "SIGKILL");
 }

@@ -6,6 +6,7 @@
 //
 //   node --experimental-strip-types tests/crash/child.ts --root <dir> --mode git|file
 //     [--session <file>] --report <jsonl> --confirmations <jsonl> --max-runs <n> --label <text>
+//     [--arm <point>#<n>]   (armed only after the report and one unarmed, verified run)
 //
 // Exit codes: 0 all runs done (the armed point, if any, was not reached); 3 a patch was refused;
 // 4 an answer was not committed as session.response; 1 the child itself failed. Killed at the
@@ -23,6 +24,8 @@ interface Args {
   confirmations: string;
   maxRuns: number;
   label: string;
+  /** `<point>#<n>`, armed only after the recovery report and one verified run. */
+  arm: string | undefined;
 }
 
 interface ScopeReport {
@@ -56,6 +59,7 @@ function parseArgs(argv: string[]): Args {
     confirmations: required("confirmations"),
     maxRuns: Number(required("max-runs")),
     label: value("label") ?? "",
+    arm: value("arm") || undefined,
   };
 }
 
@@ -192,11 +196,18 @@ async function main(): Promise<void> {
     loadErrors: h.loadErrors,
   });
   const n = scopes.session?.n ?? 0;
-  const start = args.session === undefined ? firstRun : n + 1;
-  for (let j = start; j < start + args.maxRuns; j += 1) {
+  let start = args.session === undefined ? firstRun : n + 1;
+  const proceed = async (j: number) => {
     const outcome = await run(h, args, j);
     if (outcome !== "accepted") process.exit(outcome === "refused" ? 3 : 4);
+  };
+  if (args.session !== undefined) {
+    // Unarmed: after a kill, every scope must patch again before this process may be killed.
+    await proceed(start);
+    start += 1;
   }
+  if (args.arm) process.env.STATE_FLOW_KILL_AT = args.arm;
+  for (let j = start; j < start + args.maxRuns; j += 1) await proceed(j);
   process.exit(0);
 }
 

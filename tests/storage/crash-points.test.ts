@@ -32,6 +32,19 @@ describe("crash points", () => {
     expect(arrive("ref.moved#1", "rename").status).toBe(0);
   });
 
+  it("can be armed after the process started; arrivals count from the arming", () => {
+    const script = `const { killPoint } = await import(${JSON.stringify(module)}); ` +
+      `killPoint("rename"); console.log("unarmed"); process.env.STATE_FLOW_KILL_AT = "rename#2"; ` +
+      `for (let i = 1; i <= 3; i++) { killPoint("rename"); console.log("survived " + i); }`;
+    const run = spawnSync(
+      process.execPath,
+      ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", "--input-type=module", "-e", script],
+      { env: { ...process.env, STATE_FLOW_KILL_AT: "" }, encoding: "utf8" },
+    );
+    expect(run.signal).toBe("SIGKILL");
+    expect(run.stdout).toBe("unarmed\nsurvived 1\n");
+  });
+
   it("refuse a misspelt target by name, listing the points", () => {
     const run = arrive("renmae#1", "rename");
     expect(run.status).not.toBe(0);
