@@ -74,7 +74,6 @@ import {
   removeJournal,
   rollForward,
   writeJournal,
-  type Journal,
 } from "./journal.ts";
 import { comparePaths } from "./layout.ts";
 import {
