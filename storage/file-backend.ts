@@ -25,7 +25,7 @@ import {
 } from "./fs-safe.ts";
 import {
   JOURNAL_FILE_NAME,
-  journalExists,
+  finishBeforeReading,
   readJournal,
   removeJournal,
   rollForward,
@@ -39,7 +39,6 @@ import {
   lockExists,
   lockHeldError,
   readLockOwner,
-  withPublicationLock,
 } from "./lock.ts";
 import { StoreError } from "./store-error.ts";
 import type { CohortBasis, CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "./store.ts";
@@ -206,13 +205,7 @@ export class FileBackend implements StoreBackend {
    */
   async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
     if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
-    if (await journalExists(this.journalPath)) {
-      await withPublicationLock(
-        this.lockPath,
-        { generation: this.generation, purpose: "file-only recovery" },
-        () => this.finishInterrupted(),
-      );
-    }
+    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
     const files = await readCohort(this.root, paths);
     const hashes = hashFiles(files);
     return { pointer: filePointerOf(hashes), files, hashes };

@@ -69,7 +69,7 @@ import {
 import {
   JOURNAL_FILE_NAME,
   discardTemps,
-  journalExists,
+  finishBeforeReading,
   readJournal,
   removeJournal,
   rollForward,
@@ -82,7 +82,6 @@ import {
   lockExists,
   lockHeldError,
   readLockOwner,
-  withPublicationLock,
 } from "./lock.ts";
 import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./git-index.ts";
@@ -394,14 +393,7 @@ export class GitBackend implements StoreBackend {
   async loadCurrent(paths: readonly string[], options: LoadCurrentOptions = {}): Promise<CohortSnapshot> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
-    if (await journalExists(this.journalPath)) {
-      if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
-      await withPublicationLock(
-        this.lockPath,
-        { generation: this.generation, purpose: "git recovery" },
-        () => this.finishInterrupted(),
-      );
-    }
+    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
     // The live files are read while git resolves HEAD's blobs (one process).
     const [checked, files] = await Promise.allSettled([
       this.runner.execText(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` }),

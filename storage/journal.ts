@@ -12,6 +12,7 @@ import { lstat, open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { killPoint } from "./crash-points.ts";
 import { fsyncDirectory, readOwnedFile, removeOwnedFile, sha256Hex } from "./fs-safe.ts";
+import { withPublicationLock } from "./lock.ts";
 import { StoreError, errnoOf } from "./store-error.ts";
 
 export const JOURNAL_FILE_NAME = "state-flow-publication.journal";
@@ -77,7 +78,21 @@ export async function removeJournal(path: string): Promise<void> {
   killPoint("journal.removed");
 }
 
-export async function journalExists(path: string): Promise<boolean> {
+/**
+ * On a read: when a journal shows an interrupted publication, `finish` runs under the publication
+ * lock first (a held lock is the named, retryable lock-held error), so no reader sees half a cohort.
+ */
+export async function finishBeforeReading(
+  journalPath: string,
+  lockPath: string,
+  generation: string,
+  finish: () => Promise<void>,
+): Promise<void> {
+  if (!(await journalExists(journalPath))) return;
+  await withPublicationLock(lockPath, { generation, purpose: "recovery of an interrupted publication" }, finish);
+}
+
+async function journalExists(path: string): Promise<boolean> {
   try {
     await lstat(path);
     return true;

@@ -482,7 +482,7 @@ export class StateFlowController {
     if (newest?.kind !== "revision") return null; // nothing to restore: no cohort to tell apart
     try {
       await store.assertNoInterruptedPublication();
-      await this.recordUnrecordedSuccessor(ctx, store);
+      await this.recordUnrecordedSuccessor(ctx, store, markers);
     } catch (error) {
       if (!isStoreError(error, "lock-held")) return null; // the branch's own pointer still decides
       this.notify(errorMessage(error), "warning");
@@ -496,8 +496,11 @@ export class StateFlowController {
    * commit accepted that transition, so the branch records it now (and restores it) instead of
    * restoring the cohort before it next to shared scopes that already hold its changes.
    */
-  private async recordUnrecordedSuccessor(ctx: ExtensionContext, store: StateStore): Promise<void> {
-    const markers = branchMarkers(ctx.sessionManager.getBranch(), this.identity!.sessionId);
+  private async recordUnrecordedSuccessor(
+    ctx: ExtensionContext,
+    store: StateStore,
+    markers: readonly BranchMarker[],
+  ): Promise<void> {
     const newest = markers[markers.length - 1];
     if (newest?.kind !== "revision") return;
     const recorded = new Set(

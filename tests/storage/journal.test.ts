@@ -2,8 +2,10 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { prepareOwnedFilesAtomic, sha256Hex } from "../../storage/fs-safe.ts";
+import { acquirePublicationLock } from "../../storage/lock.ts";
 import {
   discardTemps,
+  finishBeforeReading,
   readJournal,
   removeJournal,
   rollForward,
@@ -80,6 +82,23 @@ describe("publication journal", () => {
     await discardTemps(journal);
     for (const entry of journal.entries) if (entry.temp) expect(existsSync(entry.temp)).toBe(false);
     expect(readFileSync(join(root, "a"), "utf8")).toBe("old a");
+  });
+
+  it("before a read, finishes an interrupted publication under the lock, or names the held lock", async () => {
+    const { root, path } = await interrupted();
+    const lock = join(root, ".lock");
+    const held = await acquirePublicationLock(lock, { generation: "other" });
+    let finished = 0;
+    const finish = async () => void (finished += 1);
+    await expect(finishBeforeReading(path, lock, "g", finish)).rejects.toMatchObject({ code: "lock-held" });
+    expect(finished).toBe(0);
+    await held.release();
+    await finishBeforeReading(path, lock, "g", finish);
+    expect(finished).toBe(1);
+    expect(existsSync(lock)).toBe(false);
+    await removeJournal(path);
+    await finishBeforeReading(path, lock, "g", finish);
+    expect(finished).toBe(1);
   });
 
   it("refuses a journal it did not write, by name", async () => {
