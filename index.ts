@@ -1,10 +1,10 @@
 // State Flow — public exports only. Composition lives in adapters/pi; logic lives in
-// storage/ (temporal algebra, durable backends) and machines/ (lifecycle statecharts).
+// core/ (temporal algebra), store/ (durable backends), runtime/ and machines/ (lifecycle statecharts).
 import { createStateFlowExtension } from "./adapters/pi/extension.ts";
 
 export { createStateFlowExtension, type StateFlowExtensionOptions } from "./adapters/pi/extension.ts";
 export type { RuntimeAccessor } from "./adapters/pi/controller.ts";
-export { readTemporalState, type TemporalView, type TemporalRead } from "./storage/temporal.ts";
+export { readTemporalState, type TemporalView, type TemporalRead } from "./core/temporal.ts";
 
 /** Pi loads this factory through the package manifest ("pi": {"extensions": ["./index.ts"]}). */
 export default createStateFlowExtension();

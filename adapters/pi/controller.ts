@@ -26,17 +26,17 @@ import {
   type ResolutionEmitted,
 } from "../../machines/resolution.ts";
 import { selectRestore, type BranchMarker, type PointerCheck, type RestoreResult } from "../../machines/restore.ts";
-import { parsePatchSet, type PatchSet } from "../../storage/cohort.ts";
-import { killPoint } from "../../storage/crash-points.ts";
-import { StateFlowError } from "../../storage/errors.ts";
-import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../storage/layout.ts";
-import type { ScopeSelector } from "../../storage/scope-state.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
-import { isStoreError } from "../../storage/store-error.ts";
-import { findGitExecutable } from "../../storage/git-runner.ts";
-import { openStore } from "../../storage/store.ts";
-import { gitPusher, openPublication, type PublicationDriver } from "../../storage/publication.ts";
-import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../storage/temporal.ts";
+import { parsePatchSet, type PatchSet } from "../../core/cohort.ts";
+import { killPoint } from "../../store/fs/crash-points.ts";
+import { StateFlowError } from "../../core/errors.ts";
+import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../store/layout.ts";
+import type { ScopeSelector } from "../../core/scope-state.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../../store/state-store.ts";
+import { isStoreError } from "../../store/store-error.ts";
+import { findGitExecutable } from "../../store/git/git-runner.ts";
+import { openStore } from "../../store/open-store.ts";
+import { gitPusher, openPublication, type PublicationDriver } from "../../runtime/publication.ts";
+import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../core/temporal.ts";
 import { createFlowActor, type FlowInspection } from "../inspect/inspector.ts";
 import { CHECKPOINT_ENTRY, branchMarkers, branchShape, frozenRevision } from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { cwdKey, sessionIdOfKey } from "../../../storage/layout.ts";
-import { StateStore } from "../../../storage/state-store.ts";
-import { openStore } from "../../../storage/store.ts";
-import { readTemporalState } from "../../../storage/temporal.ts";
+import { cwdKey, sessionIdOfKey } from "../../../store/layout.ts";
+import { StateStore } from "../../../store/state-store.ts";
+import { openStore } from "../../../store/open-store.ts";
+import { readTemporalState } from "../../../core/temporal.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const fauxExtension = join(repoRoot, "tests/fixtures/faux-cli-extension.ts");

@@ -10,7 +10,7 @@ import {
   renderRuntimeContext,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
-import { emptyScopeState } from "../../../storage/scope-state.ts";
+import { emptyScopeState } from "../../../core/scope-state.ts";
 
 let clock = 0;
 const user = (text: string): AgentMessage => ({ role: "user", content: [{ type: "text", text }], timestamp: ++clock }) as AgentMessage;

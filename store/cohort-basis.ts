@@ -1,0 +1,141 @@
+// What both durable backends share about a cohort: its `file:` pointer (the sha256 of a canonical
+// listing of every member), request validation, the per-file compare-and-swap against a basis,
+// the stale-basis error and the journal entries and write order of one publication. Backends
+// import this module, never each other.
+
+import { assertStorePath, sha256Hex } from "./fs/fs-safe.ts";
+import { JOURNAL_FILE_NAME, type JournalEntry } from "./fs/journal.ts";
+import { LOCK_FILE_NAME } from "./fs/lock.ts";
+import { comparePaths, scopeOfPath } from "./layout.ts";
+import { StoreError } from "./store-error.ts";
+import type { CohortBasis, CohortSnapshot, PublishRequest, StorePointer } from "./backend.ts";
+
+export const FILE_POINTER_PREFIX = "file:";
+const LISTING_HEADER = "state-flow file cohort v1\n";
+
+/** Name of the file-only publication lock in the store root. */
+export const FILE_LOCK_NAME = `.${LOCK_FILE_NAME}`;
+/** Name of the file-only publication journal in the store root. */
+export const FILE_JOURNAL_NAME = `.${JOURNAL_FILE_NAME}`;
+
+export function isFilePointer(pointer: StorePointer | null | undefined): boolean {
+  return pointer != null && /^file:[0-9a-f]{64}$/.test(pointer.revision);
+}
+
+/** Canonical listing of a complete cohort: member path + sha256 of its bytes ("-" when absent), sorted. */
+export function cohortListing(hashes: ReadonlyMap<string, string | null>): string {
+  const paths = [...hashes.keys()].sort(comparePaths);
+  let listing = LISTING_HEADER;
+  for (const path of paths) {
+    assertStorePath(path);
+    listing += `${hashes.get(path) ?? "-"} ${path}\n`;
+  }
+  return listing;
+}
+
+export function filePointerOf(hashes: ReadonlyMap<string, string | null>): StorePointer {
+  return { revision: `${FILE_POINTER_PREFIX}${sha256Hex(cohortListing(hashes))}` };
+}
+
+export function hashFiles(files: ReadonlyMap<string, Uint8Array | null>): Map<string, string | null> {
+  const hashes = new Map<string, string | null>();
+  for (const [path, bytes] of files) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
+  return hashes;
+}
+
+function short(hash: string | null | undefined): string {
+  return hash ? `sha256 ${hash.slice(0, 12)}…` : "absent";
+}
+
+export function staleBasisError(path: string, expected: string | null | undefined, found: string | null, detail = ""): StoreError {
+  const scope = scopeOfPath(path);
+  return new StoreError(
+    "stale-basis",
+    `Stale basis: the ${scope ?? "store"} scope file ${path} moved since the cohort basis was read ` +
+      `(expected ${short(expected)}, found ${short(found)})${detail}. Another publisher advanced it. ` +
+      `Nothing was written; reload the current view, restage the cohort on it and retry.`,
+    { file: path },
+  );
+}
+
+/**
+ * A file-only pointer names an exact cohort and resolves only while the current files still are
+ * that cohort (file-only stores keep no history). Shared by both backends: after a store was
+ * adopted into Git, a branch's `file:` pointer keeps resolving against the live files the same
+ * way; the snapshot then carries the Git revision (or the file pointer while HEAD is unborn).
+ */
+export function loadIfCurrent(pointer: StorePointer, current: CohortSnapshot): CohortSnapshot {
+  const cohort = filePointerOf(current.hashes);
+  if (cohort.revision !== pointer.revision) {
+    throw new StoreError(
+      "pointer-unavailable",
+      `The file cohort ${pointer.revision} is no longer available: the current files form ${cohort.revision}. ` +
+        `File-only stores keep no history and current files are never passed off as the selected past; ` +
+        `keep the selected pointer, choose a newer checkpoint, or use Git for cold history.`,
+    );
+  }
+  return { ...current, pointer: current.pointer ?? cohort };
+}
+
+/** Validates a publish request against its basis: writes must be cohort members. */
+export function validateRequest(request: PublishRequest): string[] {
+  const members = [...request.basis.hashes.keys()];
+  if (members.length === 0) throw new StoreError("invalid-request", "A publish request needs a basis naming the complete cohort (load the current view first).");
+  for (const path of members) assertStorePath(path);
+  for (const path of request.writes.keys()) {
+    if (!request.basis.hashes.has(path)) {
+      throw new StoreError(
+        "invalid-request",
+        `${path} is written but is not a member of the cohort basis; publish only files of the loaded cohort.`,
+        { file: path },
+      );
+    }
+  }
+  return members.sort(comparePaths);
+}
+
+/** What a publication journal records for the members it replaces (`temps` in `puts` order) and deletes. */
+export function journalEntries(
+  puts: ReadonlyArray<readonly [string, Uint8Array]>,
+  temps: readonly string[],
+  deletions: readonly string[],
+  basis: ReadonlyMap<string, string | null>,
+): JournalEntry[] {
+  return [
+    ...puts.map(([path, bytes], i) => ({
+      path,
+      temp: temps[i]!,
+      before: basis.get(path) ?? null,
+      after: sha256Hex(bytes),
+    })),
+    ...deletions.map((path) => ({ path, temp: null, before: basis.get(path) ?? null, after: null })),
+  ];
+}
+
+/** The members a publication writes (in write order) and the ones it deletes. */
+export function splitWrites(
+  writes: ReadonlyMap<string, Buffer | null>,
+): { puts: [string, Buffer][]; deletions: string[] } {
+  const order = writeOrder(writes.keys());
+  return {
+    puts: order.flatMap((path) => {
+      const bytes = writes.get(path) ?? null;
+      return bytes === null ? [] : [[path, bytes] as [string, Buffer]];
+    }),
+    deletions: order.filter((path) => writes.get(path) == null),
+  };
+}
+
+/** Order of writes: data files first, then config.json, then meta.json (session last within each group). */
+export function writeOrder(paths: Iterable<string>): string[] {
+  const rank = (p: string) => (p.endsWith("/meta.json") || p === "meta.json" ? 2 : p.endsWith("/config.json") || p === "config.json" ? 1 : 0);
+  return [...paths].sort((a, b) => rank(a) - rank(b) || a.split("/").length - b.split("/").length || comparePaths(a, b));
+}
+
+/** Per-file compare-and-swap of every cohort member against the basis. */
+export function verifyBasis(basis: CohortBasis, currentHashes: ReadonlyMap<string, string | null>): void {
+  for (const [path, found] of currentHashes) {
+    const expected = basis.hashes.get(path);
+    if (expected !== found) throw staleBasisError(path, expected, found);
+  }
+}

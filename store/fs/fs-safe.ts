@@ -1,0 +1,289 @@
+// Byte-exact, fail-closed file primitives for the state store.
+//
+// Rules: every store path is a plain relative POSIX path below the store root; no component
+// below the root may be a symbolic link; files must be regular files; reads return raw Buffers
+// and distinguish absent (null) from present; writes are same-directory temp + fsync + rename
+// + directory fsync. These helpers require caller exclusion (the publication lock): they are
+// not a multi-file compare-and-swap against writers that ignore the protocol.
+
+import { randomBytes } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import { lstat, mkdir, open, rename, stat, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+export { sha256Hex } from "../../core/json.ts";
+import { killPoint } from "./crash-points.ts";
+import { StoreError, errnoOf } from "../store-error.ts";
+
+/** State can hold private session content: what State Flow creates is its owner's alone. */
+export const PRIVATE_DIR_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
+
+
+/** Validates a store-relative path (`a/b/c.json`): POSIX separators, no empty, `.`, `..`, `.git` or NUL components. */
+export function assertStorePath(rel: string): string[] {
+  const segments = rel.split("/");
+  const bad =
+    rel.length === 0 ||
+    rel.includes("\\") ||
+    rel.includes("\0") ||
+    segments.some((s) => s === "" || s === "." || s === ".." || s.toLowerCase() === ".git");
+  if (bad) {
+    throw new StoreError(
+      "invalid-key",
+      `Store path ${JSON.stringify(rel)} is not a plain relative path below the store root ` +
+        `(POSIX "/" separators; no empty, ".", "..", ".git" or NUL components). Use the layout helpers to build store paths.`,
+      { file: rel },
+    );
+  }
+  return segments;
+}
+
+export function storeFilePath(root: string, rel: string): string {
+  return join(root, ...assertStorePath(rel));
+}
+
+function ioError(file: string, action: string, error: unknown): StoreError {
+  return new StoreError(
+    "io-failed",
+    `Cannot ${action} ${file}: ${error instanceof Error ? error.message : String(error)}. ` +
+      `Check permissions and free space on the state store; nothing was overwritten.`,
+    { file, cause: error },
+  );
+}
+
+function symlinkRefused(abs: string): StoreError {
+  return new StoreError(
+    "symlink-refused",
+    `${abs} is a symbolic link. State Flow only reads and writes regular, non-symlink files it owns ` +
+      `inside the state store; replace the link with the real file or directory (or remove it) and retry.`,
+    { file: abs },
+  );
+}
+
+function notRegular(abs: string, expected: "file" | "directory"): StoreError {
+  return new StoreError(
+    "not-regular-file",
+    `${abs} exists but is not a regular ${expected}. State Flow refuses to read or replace it; ` +
+      `move it out of the state store and retry.`,
+    { file: abs },
+  );
+}
+
+/** lstat that maps ENOENT to null and everything else except success to io-failed. */
+async function lstatOrNull(abs: string) {
+  try {
+    return await lstat(abs);
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return null;
+    throw ioError(abs, "inspect", error);
+  }
+}
+
+/**
+ * Checks the directory components between root (exclusive) and the file (exclusive).
+ * Returns false when a component is absent (then the file is absent too).
+ */
+async function checkParents(root: string, segments: readonly string[], create: boolean): Promise<boolean> {
+  const rootStat = await stat(root).catch((error: unknown) => {
+    if (errnoOf(error) === "ENOENT") return null;
+    throw ioError(root, "inspect", error);
+  });
+  if (rootStat === null) {
+    if (!create) return false;
+    try {
+      await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
+    } catch (error) {
+      throw ioError(root, "create the state directory", error);
+    }
+  } else if (!rootStat.isDirectory()) {
+    throw notRegular(root, "directory");
+  }
+  let current = root;
+  for (const segment of segments.slice(0, -1)) {
+    current = join(current, segment);
+    const st = await lstatOrNull(current);
+    if (st === null) {
+      if (!create) return false;
+      try {
+        await mkdir(current, { mode: PRIVATE_DIR_MODE });
+      } catch (error) {
+        if (errnoOf(error) !== "EEXIST") throw ioError(current, "create directory", error);
+        const again = await lstatOrNull(current);
+        if (again?.isSymbolicLink()) throw symlinkRefused(current);
+        if (!again?.isDirectory()) throw notRegular(current, "directory");
+      }
+      continue;
+    }
+    if (st.isSymbolicLink()) throw symlinkRefused(current);
+    if (!st.isDirectory()) throw notRegular(current, "directory");
+  }
+  return true;
+}
+
+/** The absolute path of an existing store file; null when it or a directory above it is absent. Refuses symlinks and non-regular files. */
+async function existingOwnedFile(root: string, rel: string): Promise<string | null> {
+  const segments = assertStorePath(rel);
+  if (!(await checkParents(root, segments, false))) return null;
+  const abs = join(root, ...segments);
+  const st = await lstatOrNull(abs);
+  if (st === null) return null;
+  if (st.isSymbolicLink()) throw symlinkRefused(abs);
+  if (!st.isFile()) throw notRegular(abs, "file");
+  return abs;
+}
+
+/** Reads a store file as raw bytes; null when absent. Refuses symlinks and non-regular files anywhere below root. */
+export async function readOwnedFile(root: string, rel: string): Promise<Buffer | null> {
+  const abs = await existingOwnedFile(root, rel);
+  if (abs === null) return null;
+  let handle;
+  try {
+    handle = await open(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  } catch (error) {
+    const code = errnoOf(error);
+    if (code === "ENOENT") return null;
+    if (code === "ELOOP") throw symlinkRefused(abs);
+    throw ioError(abs, "open", error);
+  }
+  try {
+    const fst = await handle.stat();
+    if (!fst.isFile()) throw notRegular(abs, "file");
+    return await handle.readFile();
+  } catch (error) {
+    if (error instanceof StoreError) throw error;
+    throw ioError(abs, "read", error);
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function fsyncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, fsConstants.O_RDONLY);
+    await handle.sync();
+  } catch (error) {
+    // Some filesystems refuse fsync on directories (EINVAL/EISDIR); durability then rests on the file fsync.
+    const code = errnoOf(error);
+    if (code !== "EINVAL" && code !== "EISDIR" && code !== "EPERM") throw ioError(dir, "sync directory", error);
+  } finally {
+    await handle?.close();
+  }
+}
+
+/**
+ * Atomically replaces (or creates) one store file with exactly `bytes`: same-directory temp file
+ * (exclusive create) → write → fsync → rename → directory fsync. Refuses when the target or any
+ * directory below root is a symlink or not regular. (One entry of writeOwnedFilesAtomic.)
+ */
+export async function writeOwnedFileAtomic(root: string, rel: string, bytes: Uint8Array): Promise<void> {
+  await writeOwnedFilesAtomic(root, [[rel, bytes]]);
+}
+
+/**
+ * Matches every temp file prepareOwnedFilesAtomic creates (`.<name>.sf-<pid>-<hex>.tmp`), as a
+ * Git pathspec glob: the Git backend keeps them out of `git add -A`, which runs while they are
+ * being written, and out of history if a crashed publisher left one behind.
+ */
+export const STORE_TEMP_GLOB = "**/.*.sf-*.tmp";
+
+/** Temp files written and fsynced next to their targets, not yet renamed into place. */
+export interface PreparedWrites {
+  /** Absolute temp path per entry, in the given order (what a publication journal records). */
+  readonly temps: readonly string[];
+  /** Renames every temp file over its target in the given order, then fsyncs each distinct directory once. */
+  commit(): Promise<void>;
+  /** Removes the temp files (nothing was replaced). Safe to call after a failed commit. */
+  abort(): Promise<void>;
+}
+
+/**
+ * First half of an atomic multi-file replacement: for every entry a same-directory temp file
+ * (exclusive create, owner-only) is written and fsynced, in parallel. Nothing visible
+ * changes until `commit()`. Refuses when a target or any directory below root is a symlink or
+ * not regular; on any failure the temp files already created are removed.
+ */
+export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<PreparedWrites> {
+  const prepared: Array<{ abs: string; temp: string }> = [];
+  const abort = async () => {
+    await Promise.all(prepared.map((item) => (item?.temp ? unlink(item.temp).catch(() => undefined) : undefined)));
+  };
+  const results = await Promise.allSettled(
+    entries.map(async ([rel, bytes], index) => {
+      const segments = assertStorePath(rel);
+      await checkParents(root, segments, true);
+      const abs = join(root, ...segments);
+      const existing = await lstatOrNull(abs);
+      if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
+      if (existing && !existing.isFile()) throw notRegular(abs, "file");
+      const temp = join(dirname(abs), `.${basename(abs)}.sf-${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
+      const handle = await open(
+        temp,
+        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+        PRIVATE_FILE_MODE,
+      ).catch((error: unknown) => {
+        throw ioError(temp, "create temporary file", error);
+      });
+      prepared[index] = { abs, temp };
+      try {
+        await handle.writeFile(bytes);
+        killPoint("temp.written");
+        await handle.sync();
+        killPoint("temp.synced");
+      } catch (error) {
+        throw ioError(abs, "write", error);
+      } finally {
+        await handle.close();
+      }
+    }),
+  );
+  const failed = results.find((result): result is PromiseRejectedResult => result.status === "rejected");
+  if (failed) {
+    await abort();
+    throw failed.reason;
+  }
+  return {
+    temps: prepared.map((item) => item.temp),
+    abort,
+    async commit() {
+      for (let index = 0; index < entries.length; index++) {
+        const item = prepared[index]!;
+        try {
+          await rename(item.temp, item.abs);
+        } catch (error) {
+          await abort();
+          throw ioError(item.abs, "replace", error);
+        }
+        prepared[index] = { abs: item.abs, temp: "" };
+        killPoint("rename");
+      }
+      await Promise.all([...new Set(prepared.map((item) => dirname(item.abs)))].map((dir) => fsyncDirectory(dir)));
+      killPoint("dirs.synced");
+    },
+  };
+}
+
+/**
+ * Atomically replaces several store files: every temp file is written and fsynced (in parallel),
+ * then renamed in the given order, then each distinct directory is fsynced once. On a failure
+ * before the renames nothing is replaced; a failure during the renames leaves a prefix of the
+ * order replaced (callers roll back from their verified basis or keep their lock).
+ */
+export async function writeOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> {
+  await (await prepareOwnedFilesAtomic(root, entries)).commit();
+}
+
+/** Removes a store file; false when it was already absent. Refuses symlinks and non-regular files. */
+export async function removeOwnedFile(root: string, rel: string): Promise<boolean> {
+  const abs = await existingOwnedFile(root, rel);
+  if (abs === null) return false;
+  try {
+    await unlink(abs);
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return false;
+    throw ioError(abs, "remove", error);
+  }
+  await fsyncDirectory(dirname(abs));
+  return true;
+}

@@ -1,0 +1,1083 @@
+// Git backend: an exact-root repository at the store root; one local commit per accepted cohort.
+//
+// Publication (under the common-Git-directory publication lock); one git process, spawned
+// directly (see git-runner.ts), with the in-process work overlapped with it:
+//   1. in parallel, all invisible until the ref moves:
+//      - per-file compare-and-swap reads of every cohort member against the caller's basis; the
+//        reconciled base is the current branch head read from the ref files (0 processes);
+//      - an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
+//        `git add -A` stages the complete non-ignored worktree delta            (1 process)
+//      - the exact prepared bytes are written as loose blob objects in-process   (0 processes)
+//      - the live files' same-directory temp copies are written and fsynced (their names match
+//        STORE_TEMP_GLOB, which `git add -A` excludes)                           (0 processes)
+//   2. the staged index is parsed in-process, the prepared blobs overlaid exactly as
+//      `update-index --index-info` would, the tree objects written and the isolated index
+//      rewritten (git-index.ts, git-tree.ts)                                     (0 processes)
+//   3. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
+//      (identity from git's own `git var`, cached per backend; see git-objects.ts) (0 processes)
+//   4. once every temp copy is durable, the publication journal (journal.ts) records them, the
+//      base and the new commit; then the ref moves by compare-and-swap against the reconciled
+//      base through git's lockfile protocol (see git-refs.ts; a failure before this point
+//      publishes nothing)                                                        (0 processes)
+//   5. the temp copies are renamed into place (then one fsync per directory), the isolated
+//      index is installed as the caller's index through index.lock, so no artificial
+//      staged/unstaged entries remain, and the journal is removed (0 processes).
+// A process killed after the ref moved leaves the journal: the next holder of the lock renames
+// the remaining temp copies and installs the index (the commit is accepted); killed before, the
+// journal's temp copies and git's ref locks it took are discarded (nothing was published).
+// Step 2 reuses the index's cache tree for the trees of the commit this backend published last
+// (so only the touched paths are rehashed). Where it would not be exact (a split or sparse index,
+// intent-to-add or skip-worktree entries, sha256 objects, core.sharedRepository), or for a
+// large store's first publication in this process (or after another writer moved HEAD), it runs
+// as `git update-index -z --index-info` + `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
+// commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
+// extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
+// unusual message or ref name) they run as `git commit-tree` + `git update-ref` (two more).
+// A failure after the ref moved keeps the publication lock; removing it lets the next
+// publication finish the cohort from the journal.
+//
+// Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
+// files compared blob-by-blob; a past revision = `git ls-tree` (regular-file modes) + one
+// `git cat-file --batch` (no output limit, the worktree never moves).
+
+import { randomBytes } from "node:crypto";
+import { constants as fsConstants, copyFileSync, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
+import { access, lstat, mkdir, open, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
+import { isAbsolute, join, resolve } from "node:path";
+import { killPoint } from "../fs/crash-points.ts";
+import {
+  FILE_JOURNAL_NAME,
+  FILE_LOCK_NAME,
+  filePointerOf,
+  hashFiles,
+  isFilePointer,
+  journalEntries,
+  loadIfCurrent,
+  splitWrites,
+  validateRequest,
+  verifyBasis,
+} from "../cohort-basis.ts";
+import {
+  PRIVATE_DIR_MODE,
+  STORE_TEMP_GLOB,
+  prepareOwnedFilesAtomic,
+  readOwnedFile,
+  removeOwnedFile,
+  sha256Hex,
+  type PreparedWrites,
+} from "../fs/fs-safe.ts";
+import {
+  JOURNAL_FILE_NAME,
+  discardTemps,
+  finishBeforeReading,
+  readJournal,
+  removeJournal,
+  rollForward,
+  writeJournal,
+} from "../fs/journal.ts";
+import { comparePaths } from "../layout.ts";
+import {
+  LOCK_FILE_NAME,
+  acquirePublicationLock,
+  lockExists,
+  lockHeldError,
+  readLockOwner,
+} from "../fs/lock.ts";
+import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./plumbing/git-objects.ts";
+import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
+import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
+import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./plumbing/git-refs.ts";
+import { GitCommandError, GitRunner, findGitExecutable, gitFailed, type GitProcessCounter } from "./git-runner.ts";
+import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
+import type { CohortSnapshot, LoadCurrentOptions, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "../backend.ts";
+
+const ZERO_SHA1 = "0000000000000000000000000000000000000000";
+const REFLOG_MESSAGE = "state-flow: accepted cohort";
+/** Index size up to which a publication without known trees still builds them in-process. */
+const COLD_IN_PROCESS_ENTRIES = 256;
+
+interface CommitSettings {
+  /** Why the commit and ref update must run as git processes; null = in-process is exact. */
+  readonly processPathReason: string | null;
+  /** `Name <email>` from git var. */
+  readonly author: string;
+  readonly committer: string;
+  /** `<seconds> <tz>` when GIT_*_DATE fixes the date (as git parsed it); null = now. */
+  readonly authorDate: string | null;
+  readonly committerDate: string | null;
+  readonly fsyncObjects: boolean;
+  /** core.sharedRepository asks for group permissions on objects, which only git's own writers apply. */
+  readonly sharedRepository: boolean;
+  readonly logAllRefUpdates: LogAllRefUpdates;
+  readonly lockTimeoutMs: number;
+  readonly referenceTransactionHook: string;
+}
+
+export type GitDetection = { readonly kind: "absent" } | { readonly kind: "present"; readonly binary: string; readonly version: string };
+
+/** Git absent ⇒ `absent` (file-only). Any other failure of a present git is an error, never a fallback. */
+export async function detectGit(options: { env?: NodeJS.ProcessEnv; binary?: string; cwd?: string; counter?: GitProcessCounter } = {}): Promise<GitDetection> {
+  const binary = findGitExecutable(options.env ?? process.env, options.binary);
+  if (binary === null) return { kind: "absent" };
+  const runner = new GitRunner({ cwd: options.cwd ?? process.cwd(), env: options.env, binary, ...(options.counter ? { counter: options.counter } : {}) });
+  try {
+    const version = (await runner.run(["--version"])).trim();
+    return { kind: "present", binary, version };
+  } catch (error) {
+    throw gitFailed(`Running ${binary} --version`, error);
+  }
+}
+
+/** Git blob id of bytes (sha1 or sha256 object format). */
+export function gitBlobId(bytes: Uint8Array, objectFormat: "sha1" | "sha256" = "sha1"): string {
+  return gitObjectId("blob", bytes, objectFormat);
+}
+
+export function isGitPointer(pointer: StorePointer | null | undefined): boolean {
+  return pointer != null && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(pointer.revision);
+}
+
+function identityMissing(error: unknown): StoreError {
+  return new StoreError(
+    "git-identity-missing",
+    `Git has no commit identity configured for the State Flow store, and State Flow does not invent one. ` +
+      `Run: git config --global user.name "Your Name" && git config --global user.email "you@example.com" ` +
+      `(or set them in the store repository), then retry. Git said: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
+}
+
+function looksLikeIdentityError(error: unknown): boolean {
+  return error instanceof GitCommandError && /identity unknown|no email was given|unable to auto-detect email|empty ident name|Please tell me who you are/i.test(error.stderr);
+}
+
+export interface GitRepoInfo {
+  readonly root: string;
+  readonly gitDir: string;
+  readonly commonDir: string;
+  readonly objectFormat: "sha1" | "sha256";
+}
+
+export interface OpenGitOptions {
+  readonly root: string;
+  readonly binary: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly counter?: GitProcessCounter;
+  readonly generation: string;
+  /** Initialize an exact-root repository when `<root>/.git` is absent (explicit start). */
+  readonly init?: boolean;
+}
+
+/**
+ * Opens the exact-root repository at `root`. Returns null when there is none and `init` is false.
+ * Costs one git process (rev-parse), plus `git init` when initializing.
+ */
+export async function openGitBackend(options: OpenGitOptions): Promise<GitBackend | null> {
+  const root = resolve(options.root);
+  const runner = new GitRunner({ cwd: root, env: options.env, binary: options.binary, ...(options.counter ? { counter: options.counter } : {}) });
+  let hasDotGit = true;
+  try {
+    await lstat(join(root, ".git"));
+  } catch (error) {
+    if (errnoOf(error) !== "ENOENT") throw new StoreError("io-failed", `Cannot inspect ${join(root, ".git")}: ${String(error)}`, { file: join(root, ".git") });
+    hasDotGit = false;
+  }
+  if (!hasDotGit) {
+    if (!options.init) return null;
+    await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
+    try {
+      await runner.exec(["init", "-q"]); // never deletes existing files
+    } catch (error) {
+      throw gitFailed(`Initializing the state repository at ${root}`, error, root);
+    }
+  }
+  let out: string;
+  try {
+    out = await runner.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format"]);
+  } catch (error) {
+    throw gitFailed(`Opening the state repository at ${root}`, error, root);
+  }
+  const [top, gitDir, common, format] = out.split("\n");
+  const realRoot = await realpath(root);
+  if (!top || !gitDir || !common || (await realpath(top).catch(() => top)) !== realRoot) {
+    throw new StoreError(
+      "git-not-exact-root",
+      `The state store ${root} is not the top level of its own Git repository (git reports ${top ?? "nothing"}). ` +
+        `State Flow publishes only from an exact-root repository; remove the stray .git or choose another storage root.`,
+      { file: root },
+    );
+  }
+  const info: GitRepoInfo = {
+    root,
+    gitDir,
+    commonDir: resolve(root, common),
+    objectFormat: format === "sha256" ? "sha256" : "sha1",
+  };
+  return new GitBackend(info, runner, options.generation);
+}
+
+export interface GitPushResult {
+  readonly kind: "pushed" | "local-only" | "failed" | "unreachable";
+  readonly remote?: string;
+  readonly detail?: string;
+}
+
+export class GitBackend implements StoreBackend {
+  readonly kind = "git" as const;
+  readonly root: string;
+  readonly info: GitRepoInfo;
+  readonly lockPath: string;
+  readonly journalPath: string;
+  readonly runner: GitRunner;
+  private readonly generation: string;
+  private settings: Promise<CommitSettings> | undefined;
+  /** The tree ids of the last commit this backend published (they exist while it is reachable). */
+  private knownTrees: { readonly revision: string; readonly ids: ReadonlySet<string> } | undefined;
+
+  constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
+    this.info = info;
+    this.root = info.root;
+    this.runner = runner;
+    this.generation = generation;
+    this.lockPath = join(info.commonDir, LOCK_FILE_NAME);
+    this.journalPath = join(info.commonDir, JOURNAL_FILE_NAME);
+  }
+
+  get processCount(): number {
+    return this.runner.counter.count;
+  }
+
+  /**
+   * Verifies that git has a configured (not auto-detected) author and committer identity and
+   * caches it with the commit-relevant configuration for this backend generation (three
+   * processes, concurrently, once; see commitSettings).
+   */
+  async checkIdentity(): Promise<void> {
+    await this.commitSettings();
+  }
+
+  /**
+   * What an in-process commit and ref update need from git, read once per backend generation:
+   * the author and committer identity from `git -c user.useConfigOnly=true var GIT_*_IDENT`
+   * (git honours the GIT_AUTHOR_* and GIT_COMMITTER_* variables there, dates included; nothing is invented) and
+   * `git config -z -l`. A failure is not cached (the next call retries).
+   */
+  private commitSettings(): Promise<CommitSettings> {
+    this.settings ??= this.readCommitSettings().catch((error: unknown) => {
+      this.settings = undefined;
+      throw error;
+    });
+    return this.settings;
+  }
+
+  private async readCommitSettings(): Promise<CommitSettings> {
+    const ident = async (variable: string) => {
+      try {
+        return await this.runner.run(["-c", "user.useConfigOnly=true", "var", variable]);
+      } catch (error) {
+        if (looksLikeIdentityError(error)) throw identityMissing(error);
+        throw gitFailed(`Checking the Git identity (${variable})`, error);
+      }
+    };
+    const [authorOut, committerOut, configOut] = await Promise.all([
+      ident("GIT_AUTHOR_IDENT"),
+      ident("GIT_COMMITTER_IDENT"),
+      this.runner.run(["config", "-z", "-l"]).catch((error: unknown) => {
+        throw gitFailed("Reading the Git configuration (git config -l)", error);
+      }),
+    ]);
+    const config = parseConfigList(configOut);
+    const author = parseGitIdent(authorOut);
+    const committer = parseGitIdent(committerOut);
+    const fixedAuthorDate = (this.runner.envValue("GIT_AUTHOR_DATE") ?? "") !== "";
+    const fixedCommitterDate = (this.runner.envValue("GIT_COMMITTER_DATE") ?? "") !== "";
+    // git prints the ident's date in its own timezone: a non-fixed date must agree with ours.
+    const sameZone = (parsed: { date: string; seconds: number } | null, fixed: boolean) => parsed !== null && (fixed || gitDateOf(parsed.seconds * 1000) === parsed.date);
+    const encoding = config.get("i18n.commitencoding");
+    const shared = config.get("core.sharedrepository");
+    const fsync = config.get("core.fsync") ?? "";
+    const logAll = config.get("core.logallrefupdates");
+    const hooksPath = config.get("core.hookspath");
+    let inProcess: string | null = null; // why the process path is needed, or null
+    if (this.info.objectFormat !== "sha1") inProcess = "sha256 object format";
+    else if (gitBool(config.get("commit.gpgsign"))) inProcess = "commit.gpgSign";
+    else if (encoding != null && !/^utf-?8$/i.test(encoding)) inProcess = "i18n.commitEncoding";
+    else if (shared != null && !/^(false|no|off|0|umask)$/i.test(shared)) inProcess = "core.sharedRepository";
+    else if (config.has("extensions.refstorage")) inProcess = "extensions.refStorage";
+    else if (!sameZone(author, fixedAuthorDate) || !sameZone(committer, fixedCommitterDate)) inProcess = "timezone or identity format";
+    const timeout = Number(config.get("core.filesreflocktimeout") ?? "100");
+    return {
+      processPathReason: inProcess,
+      author: author?.person ?? "",
+      committer: committer?.person ?? "",
+      authorDate: fixedAuthorDate ? (author?.date ?? null) : null,
+      committerDate: fixedCommitterDate ? (committer?.date ?? null) : null,
+      fsyncObjects: gitBool(config.get("core.fsyncobjectfiles")) || /loose-object|objects|committed|added|all/.test(fsync),
+      sharedRepository: shared != null && !/^(false|no|off|0|umask)$/i.test(shared),
+      logAllRefUpdates: logAll === undefined ? (gitBool(config.get("core.bare")) ? "none" : "normal") : logAll !== null && /^always$/i.test(logAll) ? "always" : gitBool(logAll) ? "normal" : "none",
+      lockTimeoutMs: Number.isFinite(timeout) && timeout >= 0 ? timeout : 10_000,
+      referenceTransactionHook: hooksPath != null ? join(isAbsolute(hooksPath) ? hooksPath : join(this.root, hooksPath), "reference-transaction") : join(this.info.commonDir, "hooks", "reference-transaction"),
+    };
+  }
+
+  readFile(path: string): Promise<Buffer | null> {
+    return readOwnedFile(this.root, path);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Refs read from files (0 processes); a layout we do not understand falls back to rev-parse.
+
+  private async headBranch(): Promise<string> {
+    let head: string;
+    try {
+      head = (await readFile(join(this.info.gitDir, "HEAD"), "utf8")).trim();
+    } catch (error) {
+      throw gitFailed(`Reading ${join(this.info.gitDir, "HEAD")}`, error);
+    }
+    const match = /^ref: (refs\/heads\/.+)$/.exec(head);
+    if (!match?.[1]) {
+      throw new StoreError(
+        "git-failed",
+        `HEAD of the state repository ${this.root} is detached (${head}). State Flow commits to a branch; ` +
+          `run git -C ${this.root} checkout <branch> (after checking which commit holds the newest state) and retry.`,
+        { file: join(this.info.gitDir, "HEAD") },
+      );
+    }
+    return match[1];
+  }
+
+  private async refValue(ref: string): Promise<string | null> {
+    const shaPattern = this.info.objectFormat === "sha256" ? /^[0-9a-f]{64}$/ : /^[0-9a-f]{40}$/;
+    try {
+      const loose = (await readFile(join(this.info.commonDir, ref), "utf8")).trim();
+      if (shaPattern.test(loose)) return loose;
+      throw new Error(`unexpected content in ${ref}`);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT" && errnoOf(error) !== "ENOTDIR") return this.revParseRef(ref);
+    }
+    try {
+      const packed = await readFile(join(this.info.commonDir, "packed-refs"), "utf8");
+      for (const line of packed.split("\n")) {
+        const [sha, name] = line.split(" ");
+        if (name === ref && sha && shaPattern.test(sha)) return sha;
+      }
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") return this.revParseRef(ref);
+    }
+    return null;
+  }
+
+  private async revParseRef(ref: string): Promise<string | null> {
+    try {
+      const out = (await this.runner.execText(["rev-parse", "-q", "--verify", `${ref}^{commit}`])).trim();
+      return out === "" ? null : out;
+    } catch (error) {
+      if (error instanceof GitCommandError && error.exitCode === 1) return null;
+      throw gitFailed(`Resolving ${ref}`, error);
+    }
+  }
+
+  /** The current branch head (null when the branch is unborn). */
+  async head(): Promise<{ ref: string; revision: string | null }> {
+    const ref = await this.headBranch();
+    return { ref, revision: await this.refValue(ref) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  /**
+   * Current view: HEAD plus the live member files, verified blob-by-blob against HEAD's tree.
+   * One git process. A member whose live bytes differ from HEAD fails closed (`worktree-diverged`).
+   */
+  async loadCurrent(paths: readonly string[], options: LoadCurrentOptions = {}): Promise<CohortSnapshot> {
+    const members = [...paths].sort(comparePaths);
+    for (const path of members) assertGitPath(path);
+    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
+    // The live files are read while git resolves HEAD's blobs (one process).
+    const [checked, files] = await Promise.allSettled([
+      this.runner.execText(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` }),
+      readMembers(this.root, members),
+    ]);
+    if (files.status === "rejected") throw files.reason;
+    if (checked.status === "rejected") throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", checked.reason);
+    try {
+      return this.verifyCurrent(members, checked.value, files.value);
+    } catch (error) {
+      if (!isStoreError(error, "worktree-diverged")) throw error;
+      // Live files written file-only (Git was absent meanwhile) that form exactly the cohort the
+      // caller's branch selected are that branch's accepted state: current, under its pointer.
+      const proven = options.provenCohort;
+      const hashes = hashFiles(files.value);
+      if (proven && isFilePointer(proven) && filePointerOf(hashes).revision === proven.revision) {
+        return { pointer: { revision: proven.revision }, files: files.value, hashes };
+      }
+      // A publisher moves the ref before renaming the live files: mid-publication the two
+      // disagree. While the lock is held that is a retryable lock-held, not a divergence.
+      if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+      throw error;
+    }
+  }
+
+  private verifyCurrent(members: readonly string[], out: string, files: Map<string, Buffer | null>): CohortSnapshot {
+    const lines = out.split("\n");
+    const headLine = lines[0] ?? "";
+    const hashes = hashFiles(files);
+    if (headLine.endsWith(" missing")) {
+      // Unborn branch: nothing committed yet; the live files are the (uncommitted) current view.
+      return { pointer: null, files, hashes };
+    }
+    const [revision, type] = headLine.split(" ");
+    if (type !== "commit" || !revision) throw gitFailed("Reading HEAD", new Error(`unexpected output ${JSON.stringify(headLine)}`));
+    members.forEach((path, index) => {
+      const line = lines[index + 1] ?? "";
+      const committed = line.endsWith(" missing") ? null : (line.split(" ")[0] ?? null);
+      const bytes = files.get(path) ?? null;
+      const live = bytes === null ? null : gitBlobId(bytes, this.info.objectFormat);
+      if (committed !== live) {
+        throw new StoreError(
+          "worktree-diverged",
+          `The live file ${path} ${live === null ? "is missing but" : "differs from what"} the committed revision ${revision} ` +
+            `${committed === null ? "does not contain it" : "records"}. A publisher was interrupted or the file was edited by hand. ` +
+            `Inspect with git -C ${this.root} diff HEAD -- ${path}; restore it with git -C ${this.root} checkout HEAD -- ${path} ` +
+            `or commit the intended bytes, then retry. Nothing was read as current state.`,
+          { file: path },
+        );
+      }
+    });
+    return { pointer: { revision }, files, hashes };
+  }
+
+  /** The newest commit of the current branch that changed `path`; null when none did. One git process. */
+  async lastCommitOf(path: string): Promise<StorePointer | null> {
+    assertGitPath(path);
+    let out: string;
+    try {
+      out = (await this.runner.execText(["log", "-1", "--format=%H", "--", path])).trim();
+    } catch (error) {
+      if (error instanceof GitCommandError && /does not have any commits/i.test(error.stderr)) return null;
+      throw gitFailed(`Finding the commit that last wrote ${path}`, error);
+    }
+    return out === "" ? null : { revision: out };
+  }
+
+  /** Reads the member files at a past revision without touching the worktree. Two git processes, no output limit. */
+  async loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {
+    // A branch recorded before the store was adopted into Git names a file cohort.
+    if (isFilePointer(pointer)) return loadIfCurrent(pointer, await this.loadCurrent(paths, { provenCohort: pointer }));
+    if (!isGitPointer(pointer)) {
+      throw new StoreError("invalid-pointer", `${JSON.stringify(pointer.revision)} is neither a full Git commit hash nor a file cohort pointer.`);
+    }
+    const members = [...paths].sort(comparePaths);
+    for (const path of members) assertGitPath(path);
+    let listing: string;
+    try {
+      listing = await this.runner.execText(["ls-tree", "-z", "-r", "--full-tree", `${pointer.revision}^{commit}`, "--", ...members]);
+    } catch (error) {
+      if (error instanceof GitCommandError && /not a valid object|not a tree object|bad object|invalid object|Not a valid/i.test(error.stderr)) {
+        throw new StoreError(
+          "revision-missing",
+          `Revision ${pointer.revision} is not a commit in the state repository ${this.root}. Its history is unavailable here ` +
+            `(a different storage root, a reset, or missing objects); select another checkpoint or restore the original repository.`,
+          { cause: error },
+        );
+      }
+      throw gitFailed(`Listing revision ${pointer.revision}`, error);
+    }
+    const entries = new Map<string, string>();
+    for (const record of listing.split("\0")) {
+      if (record === "") continue;
+      const tab = record.indexOf("\t");
+      const [mode, type, sha] = record.slice(0, tab).split(" ");
+      const path = record.slice(tab + 1);
+      if (type !== "blob" || (mode !== "100644" && mode !== "100755") || !sha) {
+        throw new StoreError(
+          "not-regular-object",
+          `${path} at revision ${pointer.revision} is a ${type} with mode ${mode}, not a regular file; State Flow reads only regular-file Git objects.`,
+          { file: path },
+        );
+      }
+      entries.set(path, sha);
+    }
+    const files = new Map<string, Buffer | null>(members.map((p) => [p, null]));
+    const wanted = members.filter((p) => entries.has(p));
+    if (wanted.length > 0) {
+      let raw: Buffer;
+      try {
+        raw = await this.runner.exec(["cat-file", "--batch"], { input: wanted.map((p) => `${entries.get(p)}\n`).join("") });
+      } catch (error) {
+        throw gitFailed(`Reading objects of revision ${pointer.revision}`, error);
+      }
+      const blobs = parseCatFileBatch(raw);
+      wanted.forEach((path, index) => {
+        const blob = blobs[index];
+        if (!blob || blob.sha !== entries.get(path)) {
+          throw new StoreError("revision-missing", `The object of ${path} at revision ${pointer.revision} is missing from the repository.`, { file: path });
+        }
+        files.set(path, blob.bytes);
+      });
+    }
+    return { pointer: { revision: pointer.revision }, files, hashes: hashFiles(files) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Publication
+
+  async publish(request: PublishRequest): Promise<PublishReceipt> {
+    const members = validateRequest(request);
+    for (const path of members) assertGitPath(path);
+    const basisPointer = request.basis.pointer;
+    // A `file:` basis names the exact live cohort (an adopted file-backed branch); the commit then
+    // holds the complete current files, whatever stale blobs HEAD had.
+    if (basisPointer !== null && !isGitPointer(basisPointer) && !(isFilePointer(basisPointer) && filePointerOf(request.basis.hashes).revision === basisPointer.revision)) {
+      throw new StoreError(
+        "invalid-pointer",
+        `The basis ${basisPointer.revision} is neither a Git revision nor the file cohort its hashes form; publish on a snapshot loaded from this repository (loadCurrent), which commits the complete current files.`,
+      );
+    }
+    const settings = await this.commitSettings(); // identity first: nothing is written without one
+    const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "git publication" });
+    let keepLock = false;
+    let journaled = false;
+    const index = this.isolatedIndexPath();
+    let prepared: Promise<PreparedWrites> | undefined;
+    try {
+      await this.finishInterrupted();
+      const { ref, revision: head } = await this.head();
+      // Independent work in parallel (all of it invisible until the ref moves): the per-file
+      // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
+      // prepared blobs into the object database, and writing + fsyncing the live files'
+      // same-directory temp copies (renamed into place only after the ref moved; `git add -A`
+      // excludes them by name). A failure to prepare them publishes nothing.
+      const { puts, deletions } = splitWrites(request.writes);
+      prepared = prepareOwnedFilesAtomic(this.root, puts);
+      prepared.catch(() => undefined); // awaited below; never an unhandled rejection
+      const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
+        readMembers(this.root, members),
+        this.stageWorktree(index, head),
+        this.writeBlobs(request.writes, settings),
+      ]);
+      if (currentResult.status === "rejected") throw currentResult.reason;
+      const current = currentResult.value;
+      const currentHashes = hashFiles(current);
+      verifyBasis(request.basis, currentHashes);
+      if (basisPointer !== null && isGitPointer(basisPointer) && head === null) {
+        throw new StoreError(
+          "stale-basis",
+          `Stale basis: ${ref} of the state repository no longer exists although the basis names ${basisPointer.revision}. Nothing was written; reconcile the repository history and retry.`,
+          { file: ref },
+        );
+      }
+      if (stagedResult.status === "rejected") throw stagedResult.reason;
+      if (blobsResult.status === "rejected") throw blobsResult.reason;
+      killPoint("blobs.written");
+      // The reconciled base: every member is unchanged, so a head that moved through other scopes' commits is adopted.
+      const changed = members.filter((p) => {
+        const bytes = request.writes.has(p) ? (request.writes.get(p) ?? null) : (current.get(p) ?? null);
+        return (bytes === null ? null : sha256Hex(bytes)) !== currentHashes.get(p);
+      });
+      // (A `file:` basis is never shortcut: HEAD does not hold that cohort, the commit adopts it.)
+      if (changed.length === 0 && head !== null && !isFilePointer(basisPointer)) {
+        await unlink(index).catch(() => undefined);
+        await prepared.then((p) => p.abort(), () => undefined);
+        return { pointer: { revision: head }, hashes: currentHashes, changed, committed: false };
+      }
+      const revision = await this.commitStaged({
+        ref,
+        base: head,
+        env: { GIT_INDEX_FILE: index },
+        blobs: blobsResult.value,
+        message: request.message ?? "state-flow: accepted cohort",
+        beforeRefUpdate: async (revision) => {
+          const temps = (await prepared!).temps;
+          journaled = true; // from here on a journal may exist: a failure must remove it
+          await writeJournal(this.journalPath, {
+            version: 1,
+            pid: process.pid,
+            generation: this.generation,
+            entries: journalEntries(puts, temps, deletions, currentHashes),
+            git: { ref, base: head, revision, index },
+          });
+        },
+      });
+      keepLock = true; // from here on the ref moved: a failure leaves the lock (and the journal) for recovery
+      await (await prepared).commit();
+      for (const path of deletions) await removeOwnedFile(this.root, path);
+      const indexSynced = await this.installIndex(index);
+      await removeJournal(this.journalPath);
+      keepLock = false;
+      const hashes = new Map(currentHashes);
+      for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
+      return { pointer: { revision }, hashes, changed, committed: true, indexSynced };
+    } catch (error) {
+      if (keepLock && error instanceof Error) {
+        throw new StoreError(
+          "io-failed",
+          `The cohort was committed to Git but writing the live files or the index failed: ${error.message}. ` +
+            `The publication lock ${this.lockPath} is kept. Fix the cause (permissions, free space), then remove ` +
+            `the lock and retry: the next publication finishes this one from its journal ${this.journalPath}.`,
+          { file: this.lockPath, cause: error },
+        );
+      }
+      if (!keepLock) {
+        await unlink(index).catch(() => undefined);
+        if (prepared) await prepared.then((p) => p.abort(), () => undefined);
+        if (journaled) await removeJournal(this.journalPath).catch(() => undefined);
+      }
+      throw error;
+    } finally {
+      if (!keepLock) await lock.release();
+    }
+  }
+
+  /**
+   * Finishes or discards the publication a killed process left behind (its journal), under the
+   * caller's lock. The ref decides: at the journal's commit, the commit is accepted and the live
+   * files and the index are brought to it; still at its base, nothing was published and the temp
+   * copies go. Git's own ref locks that publication took (created after its journal) are removed.
+   */
+  private async finishInterrupted(): Promise<void> {
+    const journal = await readJournal(this.journalPath);
+    if (journal === null) return;
+    if (!journal.git) {
+      await rollForward(this.root, this.journalPath, journal);
+    } else {
+      const since = (await stat(this.journalPath)).mtimeMs;
+      const { ref, base, revision, index } = journal.git;
+      await this.removeInterruptedRefLocks(ref, revision, since);
+      const head = await this.refValue(ref);
+      if (head === revision) {
+        await rollForward(this.root, this.journalPath, journal);
+        await this.installInterruptedIndex(index, since);
+      } else if (head === base) {
+        await discardTemps(journal);
+        await unlink(index).catch(() => undefined);
+      } else {
+        throw new StoreError(
+          "recovery-conflict",
+          `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} ` +
+            `to ${revision}, but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. ` +
+            `Check git -C ${this.root} log and git status, bring the live files to the commit you want ` +
+            `(git checkout <commit> -- .), then delete ${this.journalPath} and retry.`,
+          { file: this.journalPath },
+        );
+      }
+    }
+    await removeJournal(this.journalPath);
+  }
+
+  /** Removes `<ref>.lock` and HEAD.lock when the interrupted publication created them (after its journal). */
+  private async removeInterruptedRefLocks(ref: string, revision: string, since: number): Promise<void> {
+    const ours = async (path: string, content: (text: string) => boolean) => {
+      try {
+        const st = await stat(path);
+        return st.mtimeMs >= since && content(await readFile(path, "utf8"));
+      } catch (error) {
+        if (errnoOf(error) === "ENOENT") return false;
+        throw error;
+      }
+    };
+    const refLock = join(this.info.commonDir, `${ref}.lock`);
+    if (await ours(refLock, (text) => text === "" || text === `${revision}\n`)) await unlink(refLock);
+    const headLock = join(this.info.gitDir, "HEAD.lock");
+    if (await ours(headLock, (text) => text === "")) await unlink(headLock);
+  }
+
+  /**
+   * Makes the interrupted publication's isolated index the caller's index (git's index.lock
+   * protocol, as publish does).
+   */
+  private async installInterruptedIndex(index: string, since: number): Promise<void> {
+    const lockPath = join(this.info.gitDir, "index.lock");
+    const lockStat = await stat(lockPath).catch((error: unknown) => {
+      if (errnoOf(error) === "ENOENT") return null;
+      throw error;
+    });
+    const isolated = await lstat(index).then(() => true, () => false);
+    if (lockStat !== null && lockStat.mtimeMs >= since) {
+      // Killed inside installIndex: the lock is either still empty (the isolated index waits)
+      // or already holds the isolated index (renamed into it).
+      if (isolated) await unlink(lockPath);
+      else return void (await rename(lockPath, join(this.info.gitDir, "index")));
+    }
+    if (isolated) await this.installIndex(index);
+  }
+
+  private isolatedIndexPath(): string {
+    return join(this.info.gitDir, `state-flow-index.${process.pid}.${randomBytes(6).toString("hex")}`);
+  }
+
+  /**
+   * Fills the isolated index `index` with the base commit plus the complete non-ignored worktree
+   * delta: a copy of the caller's index (it tracks HEAD and keeps the stat cache; `read-tree` of
+   * the base when there is none) and `git add -A`. One process (two without a caller's index).
+   */
+  private async stageWorktree(index: string, base: string | null): Promise<void> {
+    const env = { GIT_INDEX_FILE: index };
+    if (base !== null) {
+      let seeded = false;
+      try {
+        copyIndexSync(join(this.info.gitDir, "index"), index);
+        seeded = true;
+        killPoint("index.copied");
+      } catch (error) {
+        if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
+      }
+      if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
+    }
+    const exclude = [FILE_LOCK_NAME, FILE_JOURNAL_NAME, `.${FILE_JOURNAL_NAME}.*.tmp`].map(
+      (name) => `:(exclude,top,glob)${name}`,
+    );
+    await this.git(
+      ["add", "-A", "--", ".", ...exclude, `:(exclude,top,glob)${STORE_TEMP_GLOB}`],
+      "Staging the worktree delta (git add -A)",
+      env,
+    );
+    killPoint("index.staged");
+  }
+
+  /**
+   * Writes the prepared bytes as blobs: loose objects in-process for sha1 (in parallel, fsynced
+   * when core.fsync asks for it), else `git hash-object -w` (sha256, shared repositories). null = deletion.
+   */
+  private async writeBlobs(overlay: ReadonlyMap<string, Buffer | null>, settings: CommitSettings): Promise<Map<string, string | null>> {
+    const objectsDir = join(this.info.commonDir, "objects");
+    const ids = new Map<string, string | null>();
+    const entries = [...overlay].sort(([a], [b]) => comparePaths(a, b));
+    if (this.info.objectFormat === "sha1" && !settings.sharedRepository) {
+      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes, { fsync: settings.fsyncObjects }))));
+      entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
+    } else {
+      for (const [path, bytes] of entries) {
+        ids.set(path, bytes === null ? null : (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], "Writing a blob", undefined, bytes)).trim());
+      }
+    }
+    return ids;
+  }
+
+  /**
+   * Overlays the exact prepared blobs on the staged isolated index and publishes one commit:
+   * the overlay and tree (in-process, else `update-index --index-info` + `write-tree`), the
+   * commit object (in-process, else `commit-tree -p <base>`; identity from git config only),
+   * then — after `beforeRefUpdate` — a compare-and-swap of the ref against the reconciled base
+   * (in-process through git's lockfile protocol, else `update-ref <ref> <new> <base>`). No
+   * process on the hot path; two for each part that needs git's own.
+   */
+  private async commitStaged(options: {
+    ref: string;
+    base: string | null;
+    env: Record<string, string>;
+    blobs: ReadonlyMap<string, string | null>;
+    message: string;
+    /** Runs once the commit id is known, before git's ref locks are taken (the journal is written there). */
+    beforeRefUpdate?: (revision: string) => Promise<void>;
+  }): Promise<string> {
+    const { ref, base, env, blobs, message } = options;
+    const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
+    const settings = await this.commitSettings();
+    const built =
+      (settings.sharedRepository ? null : this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects)) ??
+      (await this.overlayByGit(env, blobs, zero));
+    const tree = built.tree;
+    // What the next publication may trust: the trees of the commit this one is about to make.
+    const remember = (revision: string) => {
+      this.knownTrees = built.treeIds ? { revision, ids: built.treeIds } : undefined;
+    };
+    if (settings.processPathReason === null && isPlainBranchRef(ref) && isPlainCommitMessage(message) && !(await isExecutable(settings.referenceTransactionHook))) {
+      // In-process commit object + lockfile compare-and-swap: exact, and two processes fewer.
+      const date = gitDateOf(Date.now());
+      const committer = `${settings.committer} ${settings.committerDate ?? date}`;
+      const body = commitObjectBody({ tree, parents: base ? [base] : [], author: `${settings.author} ${settings.authorDate ?? date}`, committer, message });
+      let revision: string;
+      try {
+        revision = writeSmallLooseObjectSync(join(this.info.commonDir, "objects"), "commit", body, { fsync: settings.fsyncObjects });
+      } catch (error) {
+        throw gitFailed("Writing the commit object", error);
+      }
+      killPoint("commit.written");
+      await options.beforeRefUpdate?.(revision);
+      const refUpdate = await prepareRefUpdate({
+        gitDir: this.info.gitDir,
+        commonDir: this.info.commonDir,
+        ref,
+        newId: revision,
+        oldId: base,
+        zeroId: zero,
+        committer,
+        message: REFLOG_MESSAGE,
+        logAllRefUpdates: settings.logAllRefUpdates,
+        headPointsHere: true, // `ref` was read from HEAD; re-checked under HEAD.lock
+        lockTimeoutMs: settings.lockTimeoutMs,
+      });
+      await refUpdate.commit();
+      remember(revision);
+      return revision;
+    }
+    let revision: string;
+    try {
+      revision = (await this.runner.execText(["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message])).trim();
+    } catch (error) {
+      if (looksLikeIdentityError(error)) throw identityMissing(error);
+      throw gitFailed("Creating the commit (git commit-tree)", error);
+    }
+    killPoint("commit.written");
+    await options.beforeRefUpdate?.(revision);
+    try {
+      await this.runner.exec(["update-ref", "-m", REFLOG_MESSAGE, ref, revision, base ?? zero]);
+    } catch (error) {
+      if (error instanceof GitCommandError && /but expected|reference already exists|cannot lock ref/i.test(error.stderr)) {
+        throw new StoreError(
+          "stale-basis",
+          `Stale basis: ${ref} of the state repository moved away from ${base ?? "(unborn)"} while publishing (compare-and-swap failed). ` +
+            `Nothing was published; reload the current view and retry. Git said: ${error.message}`,
+          { file: ref, cause: error },
+        );
+      }
+      throw gitFailed(`Moving ${ref} to the new commit (git update-ref)`, error, ref);
+    }
+    remember(revision);
+    return revision;
+  }
+
+  /**
+   * The overlay and the tree without git processes (see git-index.ts, git-tree.ts): parses the
+   * staged isolated index, overlays the prepared blobs exactly as `update-index --index-info`
+   * would, writes the tree objects that do not exist yet and rewrites the isolated index. null =
+   * something git-index.ts does not handle (the caller runs git's processes instead; nothing was
+   * changed). The rewritten index keeps the mtime of the one `git add -A` wrote (minus 1 µs): git
+   * judges "racily clean" entries against the index file's mtime, and the stat data inside is
+   * from that moment, so a later mtime could make an edit in between look clean.
+   */
+  private overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): { tree: string; treeIds: Set<string> | null } | null {
+    if (this.info.objectFormat !== "sha1") return null;
+    // Synchronous I/O on purpose: the live files' fsyncs occupy libuv's thread pool meanwhile, and
+    // the index (just written by git, in the page cache) would queue behind them for milliseconds.
+    // `git add -A` with nothing to stage on an unborn branch leaves no index file: an empty index.
+    let staged: [Buffer, BigIntStats] | null;
+    try {
+      staged = [readFileSync(indexPath), lstatSync(indexPath, { bigint: true })];
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") throw gitFailed("Reading the staged index", error);
+      staged = null;
+    }
+    const parsed = staged === null ? ({ supported: true, version: 2, entries: [], cacheTree: null } as const) : parseIndex(staged[0]);
+    if (!parsed.supported) return null;
+    // Trees of the last commit this backend published are reachable from it, hence present: the
+    // cache tree's entries for them are reused (elsewhere the trees are rebuilt and written).
+    const known = this.knownTrees?.revision === base ? this.knownTrees.ids : new Set<string>();
+    // Without that knowledge every tree would be rebuilt and, when git has packed them, written
+    // again as loose objects (seconds for a store with thousands of sessions): git's write-tree
+    // checks its packs instead, and teaches this backend the tree ids for the next publication.
+    if (base !== null && known.size === 0 && parsed.entries.length > COLD_IN_PROCESS_ENTRIES) return null;
+    const entries = overlayEntries(parsed.entries, blobs);
+    let build;
+    try {
+      build = buildTrees(entries, { cached: parsed.cacheTree, changed: [...blobs.keys()].map(indexPathOf), exists: (oid) => known.has(oid) });
+    } catch (error) {
+      if (error instanceof TreeConflictError) return null; // git's own rules decide
+      throw error;
+    }
+    const objectsDir = join(this.info.commonDir, "objects");
+    try {
+      for (const tree of build.computed) if (!known.has(tree.id)) writeSmallLooseObjectSync(objectsDir, "tree", tree.body, { fsync });
+    } catch (error) {
+      throw gitFailed("Writing the tree objects", error);
+    }
+    killPoint("trees.written");
+    try {
+      writeFileSync(indexPath, serializeIndex(entries, parsed.version, build.cacheTree));
+      if (staged !== null) backdateIndex(indexPath, staged[1]);
+    } catch (error) {
+      throw gitFailed("Writing the staged index", error);
+    }
+    killPoint("index.overlaid");
+    return { tree: build.root, treeIds: cacheTreeIds(build.cacheTree) };
+  }
+
+  /**
+   * The overlay and the tree through git: `update-index -z --index-info` (deletions with mode 0)
+   * and `write-tree`, which also records the complete cache tree in the isolated index; its tree
+   * ids are learned (when git-index.ts reads that index) so the next publication can run in-process.
+   */
+  private async overlayByGit(env: Record<string, string>, blobs: ReadonlyMap<string, string | null>, zero: string): Promise<{ tree: string; treeIds: Set<string> | null }> {
+    let info = "";
+    for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
+    if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
+    const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
+    let treeIds: Set<string> | null = null;
+    if (this.info.objectFormat === "sha1" && env.GIT_INDEX_FILE) {
+      const parsed = parseIndex(readFileSync(env.GIT_INDEX_FILE));
+      if (parsed.supported && parsed.cacheTree?.oid === tree) treeIds = cacheTreeIds(parsed.cacheTree);
+    }
+    return { tree, treeIds };
+  }
+
+  /** Installs the isolated index as the caller's index via the index.lock protocol. False if git holds index.lock. */
+  private async installIndex(index: string): Promise<boolean> {
+    const lockPath = join(this.info.gitDir, "index.lock");
+    let handle;
+    try {
+      handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
+    } catch (error) {
+      await unlink(index).catch(() => undefined);
+      if (errnoOf(error) === "EEXIST") return false;
+      throw error;
+    }
+    await handle.close();
+    killPoint("index.locked");
+    try {
+      await rename(index, lockPath);
+      await rename(lockPath, join(this.info.gitDir, "index"));
+      killPoint("index.installed");
+    } catch (error) {
+      await unlink(lockPath).catch(() => undefined);
+      await unlink(index).catch(() => undefined);
+      throw error;
+    }
+    return true;
+  }
+
+  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string): Promise<string> {
+    try {
+      return await this.runner.execText(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }) });
+    } catch (error) {
+      throw gitFailed(what, error);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Remote publication
+
+  /** The remote to publish to: branch.<b>.remote, else `origin`, else the only remote; null = local-only. One process. */
+  async publicationRemote(): Promise<string | null> {
+    const ref = await this.headBranch();
+    const branch = ref.slice("refs/heads/".length);
+    let out = "";
+    try {
+      out = await this.runner.execText(["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]);
+    } catch (error) {
+      if (!(error instanceof GitCommandError && error.exitCode === 1)) throw gitFailed("Reading remote configuration", error);
+    }
+    const remotes: string[] = [];
+    let branchRemote: string | undefined;
+    for (const record of out.split("\0")) {
+      const nl = record.indexOf("\n");
+      if (nl < 0) continue;
+      const key = record.slice(0, nl);
+      const value = record.slice(nl + 1);
+      const remote = /^remote\.(.+)\.url$/.exec(key);
+      if (remote?.[1]) remotes.push(remote[1]);
+      if (key === `branch.${branch}.remote`) branchRemote = value;
+    }
+    if (branchRemote && remotes.includes(branchRemote)) return branchRemote;
+    if (remotes.includes("origin")) return "origin";
+    return remotes.length === 1 ? (remotes[0] ?? null) : null;
+  }
+
+  /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */
+  async pushRevision(revision: string): Promise<GitPushResult> {
+    const remote = await this.publicationRemote();
+    if (remote === null) return { kind: "local-only" };
+    const ref = await this.headBranch();
+    try {
+      await this.runner.exec(["push", "--quiet", remote, `${revision}:${ref}`]);
+      return { kind: "pushed", remote };
+    } catch (error) {
+      const stderr = error instanceof GitCommandError ? error.stderr : String(error);
+      if (/bad object|does not match any|not a valid|unable to push to unqualified destination|src refspec/i.test(stderr)) {
+        return { kind: "unreachable", remote, detail: stderr.trim() };
+      }
+      return { kind: "failed", remote, detail: stderr.trim() };
+    }
+  }
+}
+
+function assertGitPath(path: string): void {
+  if (/[\n\r]/.test(path)) {
+    throw new StoreError("invalid-key", `${JSON.stringify(path)} contains a line break, which Git batch reads cannot express; use another storage root or cwd.`, {
+      file: path,
+    });
+  }
+}
+
+/**
+ * Copies the caller's index with its mtime (less 1 µs): git judges "racily clean" entries
+ * against the index file's mtime, so a copy must not look newer than the stat data inside it
+ * (when `git add -A` has nothing to write, the copy is what gets installed). Synchronous: the
+ * index is small, and the live files' fsyncs occupy libuv's thread pool meanwhile, where an
+ * async copy would wait before git can even start.
+ */
+function copyIndexSync(from: string, to: string): void {
+  const stat = lstatSync(from, { bigint: true });
+  copyFileSync(from, to, fsConstants.COPYFILE_EXCL);
+  backdateIndex(to, stat);
+}
+
+/**
+ * Gives a rewritten index the times of the index its stat data came from, 1 µs earlier (never
+ * later: utimes takes a double, which cannot hold every nanosecond), so git's racy-clean check
+ * re-hashes at least the entries it would have.
+ */
+function backdateIndex(path: string, from: BigIntStats): void {
+  utimesSync(path, Number(from.atimeNs) / 1e9, Number(from.mtimeNs - 1000n) / 1e9);
+}
+
+/** Reads every member file in parallel (raw bytes; null = absent; symlinks and non-regular files refused). */
+async function readMembers(root: string, members: readonly string[]): Promise<Map<string, Buffer | null>> {
+  const read = await Promise.all(members.map((path) => readOwnedFile(root, path)));
+  return new Map(members.map((path, i) => [path, read[i] ?? null]));
+}
+
+/** git's boolean config values (a key without a value is true). */
+function gitBool(value: string | null | undefined): boolean {
+  if (value === undefined) return false;
+  if (value === null) return true;
+  if (/^(true|yes|on)$/i.test(value)) return true;
+  if (/^(false|no|off|)$/i.test(value)) return false;
+  return /^-?\d+$/.test(value) && Number(value) !== 0;
+}
+
+/** Parses `git config -z -l` (`key\nvalue\0`, or `key\0` for a key without value; later values win). */
+export function parseConfigList(out: string): Map<string, string | null> {
+  const config = new Map<string, string | null>();
+  for (const record of out.split("\0")) {
+    if (record === "") continue;
+    const nl = record.indexOf("\n");
+    config.set(nl < 0 ? record : record.slice(0, nl), nl < 0 ? null : record.slice(nl + 1));
+  }
+  return config;
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Parses `git cat-file --batch` output into objects (missing entries yield undefined). */
+export function parseCatFileBatch(raw: Buffer): Array<{ sha: string; type: string; bytes: Buffer } | undefined> {
+  const objects: Array<{ sha: string; type: string; bytes: Buffer } | undefined> = [];
+  let offset = 0;
+  while (offset < raw.length) {
+    const nl = raw.indexOf(0x0a, offset);
+    if (nl < 0) throw new StoreError("git-failed", "Truncated git cat-file --batch output (header without newline).");
+    const header = raw.subarray(offset, nl).toString("utf8");
+    offset = nl + 1;
+    if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
+      objects.push(undefined);
+      continue;
+    }
+    const [sha, type, sizeText] = header.split(" ");
+    const size = Number(sizeText);
+    if (!sha || !type || !Number.isSafeInteger(size) || offset + size + 1 > raw.length) {
+      throw new StoreError("git-failed", `Truncated or malformed git cat-file --batch output at ${JSON.stringify(header)}.`);
+    }
+    objects.push({ sha, type, bytes: Buffer.from(raw.subarray(offset, offset + size)) });
+    offset += size + 1; // content + LF
+  }
+  return objects;
+}
+

@@ -1,0 +1,91 @@
+// `openStore`, which chooses the durable backend and wraps it as a `Store`:
+//   - the git executable is absent           → file-only (FileBackend);
+//   - git present, `<root>/.git` exists      → Git (GitBackend);
+//   - git present, no repository, initGit    → `git init` at the exact root, then Git;
+//   - git present, no repository, no initGit → file-only for now (manual-mode startup, status and
+//     branch restoration never initialize Git); `gitAvailable` tells the caller adoption is possible.
+// Any failure of a present git is an error (never a silent fallback to files).
+//
+// The store works on bytes and store-relative paths only. What the bytes mean (checkpoint/patch
+// codec, meta.json content, identity records) belongs to the temporal core and its caller.
+
+import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
+import { FileBackend } from "./file/file-backend.ts";
+import { openGitBackend, type GitBackend } from "./git/git-backend.ts";
+import { findGitExecutable, type GitProcessCounter } from "./git/git-runner.ts";
+import type { CohortSnapshot, LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
+
+export type * from "./backend.ts";
+
+export interface OpenStoreOptions {
+  readonly root: string;
+  /** Runtime generation (recorded in locks; a reload starts a new one). */
+  readonly generation?: string;
+  /** Environment for git (default process.env): PATH decides whether git is present. */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Explicit git executable (absent file ⇒ file-only). */
+  readonly gitBinary?: string;
+  /** Explicit start: initialize an exact-root repository when none exists, and check the commit identity. */
+  readonly initGit?: boolean;
+  /** Shared git process counter (bench/tests). */
+  readonly counter?: GitProcessCounter;
+}
+
+export interface Store extends StoreBackend {
+  /** True when a git executable exists (so a file-only store can be adopted into Git by an explicit start). */
+  readonly gitAvailable: boolean;
+  /** The Git backend when kind === "git" (push, adoption, head). */
+  readonly git: GitBackend | null;
+  readonly counter: GitProcessCounter;
+}
+
+class OpenedStore implements Store {
+  readonly kind: "file" | "git";
+  readonly root: string;
+  readonly lockPath: string;
+  readonly gitAvailable: boolean;
+  readonly git: GitBackend | null;
+  readonly counter: GitProcessCounter;
+  private readonly backend: StoreBackend;
+
+  constructor(backend: StoreBackend, git: GitBackend | null, gitAvailable: boolean, counter: GitProcessCounter) {
+    this.backend = backend;
+    this.kind = backend.kind;
+    this.root = backend.root;
+    this.lockPath = backend.lockPath;
+    this.git = git;
+    this.gitAvailable = gitAvailable;
+    this.counter = counter;
+  }
+  loadCurrent(paths: readonly string[], options?: LoadCurrentOptions) {
+    return this.backend.loadCurrent(paths, options);
+  }
+  loadRevision(pointer: StorePointer, paths: readonly string[]) {
+    return this.backend.loadRevision(pointer, paths);
+  }
+  publish(request: PublishRequest) {
+    return this.backend.publish(request);
+  }
+  readFile(path: string) {
+    return this.backend.readFile(path);
+  }
+}
+
+export function newGeneration(): string {
+  return `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
+}
+
+/** Opens the store at `root`. One git process when a repository exists (rev-parse); none when git is absent or unused. */
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const root = resolve(options.root);
+  const generation = options.generation ?? newGeneration();
+  const counter = options.counter ?? { count: 0 };
+  const env = options.env ?? process.env;
+  const binary = findGitExecutable(env, options.gitBinary);
+  if (binary === null) return new OpenedStore(new FileBackend(root, { generation }), null, false, counter);
+  const git = await openGitBackend({ root, binary, env, counter, generation, init: options.initGit ?? false });
+  if (git === null) return new OpenedStore(new FileBackend(root, { generation }), null, true, counter);
+  if (options.initGit) await git.checkIdentity();
+  return new OpenedStore(git, git, true, counter);
+}

@@ -1,0 +1,393 @@
+// The semantic store of one physical Pi session: turns the byte-level store (file-only or Git)
+// into branch runtimes — a validated temporal view plus runtime meta/config and the exact
+// cohort basis it was read from — and publishes accepted transitions and config-only changes.
+//
+// Rules kept here (spec 001 "Temporal storage", "Runtime ownership", "File-only recovery"):
+// every accepted cohort is one publication of the changed checkpoint/tail pairs plus the session
+// meta; config-only changes (stop/start) create no semantic history; shared global/cwd streams
+// that advanced under another lineage are adopted at a fresh proven origin, never overwritten;
+// a scope this cohort patches that advanced elsewhere is a named conflict.
+
+import { randomUUID } from "node:crypto";
+import {
+  parseRuntimeMeta,
+  parseScopeMeta,
+  parseScopeStream,
+  parseSessionConfig,
+  serializeRuntimeMeta,
+  serializeScopeMeta,
+  serializeScopeStream,
+  serializeSessionConfig,
+  type PublicationPolicy,
+  type RuntimeMeta,
+  type SessionConfig,
+} from "../core/codec.ts";
+import { stageCohort, type StagedCohort } from "../core/cohort.ts";
+import { StateFlowError } from "../core/errors.ts";
+import { SCOPES, type ScopeName, type ScopePatch } from "../core/scope-state.ts";
+import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
+import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
+import { StoreError, isStoreError } from "./store-error.ts";
+import type { CohortSnapshot, Store, StorePointer } from "./open-store.ts";
+import {
+  assertStreamInLineage,
+  createView,
+  emptyStream,
+  headBoundary,
+  originateView,
+  type ScopeStream,
+  type TemporalView,
+} from "../core/temporal.ts";
+
+export interface SessionIdentity {
+  cwd: string;
+  cwdKey: string;
+  sessionId: string;
+  sessionKey: string;
+}
+
+export interface BranchRuntime {
+  identity: SessionIdentity;
+  /** The durable cohort this runtime is (`{revision}` Pi checkpoint data). */
+  pointer: StorePointer;
+  view: TemporalView;
+  meta: RuntimeMeta;
+  config: SessionConfig;
+  /** Exact bytes' hashes the runtime was read from: the compare-and-swap basis of its next publication. */
+  basis: CohortSnapshot;
+}
+
+const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
+
+function file(snapshot: CohortSnapshot, path: string): Buffer | null {
+  return snapshot.files.get(path) ?? null;
+}
+
+function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<ScopeName, ScopeStream> {
+  const streams = {} as Record<ScopeName, ScopeStream>;
+  for (const scope of SCOPES) {
+    const p = scopeFiles(scope, id);
+    streams[scope] = parseScopeStream(scope, { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) }, p.dir || ".");
+  }
+  return streams;
+}
+
+/** Rejects a cwd key owned by another canonical cwd (two directories mapping to one key). */
+function checkCwdOwner(snapshot: CohortSnapshot, id: SessionIdentity): void {
+  const path = scopeFiles("cwd", id).meta;
+  const bytes = file(snapshot, path);
+  const stored = bytes ? parseScopeMeta(bytes, path).identity : undefined;
+  assertIdentityOwns({ file: path, stored: stored ? cwdIdentity(stored.cwd) : undefined, claimed: cwdIdentity(id.cwd) });
+}
+
+function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string): void {
+  assertIdentityOwns({
+    file: path,
+    stored: sessionIdentity(meta.identity.sessionId, meta.identity.cwd),
+    claimed: sessionIdentity(id.sessionId, id.cwd),
+  });
+}
+
+/** Decodes a loaded cohort into a runtime; null when this session has no runtime files there. */
+export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): BranchRuntime | null {
+  checkCwdOwner(snapshot, id);
+  const metaPath = scopeFiles("session", id).meta;
+  const metaBytes = file(snapshot, metaPath);
+  const configBytes = file(snapshot, scopeFiles("session", id).config!);
+  if (!metaBytes && !configBytes) return null;
+  if (!metaBytes || !configBytes) {
+    const missing = metaBytes ? scopeFiles("session", id).config! : metaPath;
+    throw new StoreError("partial-pair", `${missing} is missing while its runtime partner exists; restore it (e.g. from Git) or select an earlier checkpoint.`, { file: missing });
+  }
+  const meta = parseRuntimeMeta(metaBytes, metaPath);
+  checkSessionOwner(meta, id, metaPath);
+  const config = parseSessionConfig(configBytes, scopeFiles("session", id).config!);
+  const view = createView(meta.lineage, readStreams(snapshot, id));
+  if (!snapshot.pointer) throw new StoreError("invalid-pointer", "a loaded cohort has no pointer");
+  return { identity: id, pointer: snapshot.pointer, view, meta, config, basis: snapshot };
+}
+
+function newLineageId(): string {
+  return `l-${randomUUID()}`;
+}
+
+/**
+ * Adopts live shared streams that advanced outside this lineage at a fresh proven origin,
+ * keeping the branch's own session layer. Offsets before the new origin become unavailable.
+ */
+function adoptShared(runtime: BranchRuntime, live: CohortSnapshot): TemporalView {
+  const liveStreams = readStreams(live, runtime.identity);
+  const streams = { ...runtime.view.streams, global: liveStreams.global, cwd: liveStreams.cwd };
+  try {
+    for (const scope of ["global", "cwd"] as const) assertStreamInLineage(streams[scope], runtime.view.lineage);
+    return createView(runtime.view.lineage, streams);
+  } catch (error) {
+    if (!(error instanceof StateFlowError) || error.code !== "invalid-lineage") throw error;
+    return originateView(newLineageId(), streams, headBoundary(runtime.view.lineage).step);
+  }
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * Another publisher mid-flight is transient: its lock is held (reads of a half-renamed cohort
+ * are refused as lock-held) or a member moved between our read and our lock (stale-basis, after
+ * which the work is restaged on the fresh cohort). Retried for about a second; a lock left by a
+ * dead writer then surfaces as the named lock-held error.
+ */
+async function retryTransient<T>(work: () => Promise<T>, attempts = 40, delayMs = 25): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const transient = isStoreError(error, "lock-held") || isStoreError(error, "stale-basis");
+      if (!transient || attempt >= attempts) throw error;
+      await sleep(delayMs);
+    }
+  }
+}
+
+function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
+  return a === b || (a !== null && b !== null && a.equals(b));
+}
+
+export interface CommitResult {
+  runtime: BranchRuntime;
+  staged: StagedCohort;
+}
+
+export class StateStore {
+  readonly store: Store;
+  readonly identity: SessionIdentity;
+  readonly paths: string[];
+
+  constructor(store: Store, identity: SessionIdentity) {
+    this.store = store;
+    this.identity = identity;
+    this.paths = cohortPaths(identity);
+  }
+
+  async loadCurrentSnapshot(): Promise<CohortSnapshot> {
+    return this.store.loadCurrent(this.paths);
+  }
+
+  /** This session's runtime from the live files (null when it has none). */
+  async loadCurrent(): Promise<BranchRuntime | null> {
+    return decodeRuntime(await this.loadCurrentSnapshot(), this.identity);
+  }
+
+  /** The runtime a Pi checkpoint names, read without moving the worktree. */
+  async loadPointer(pointer: StorePointer): Promise<BranchRuntime> {
+    // A restore waits only briefly for another writer (one publication takes tens of ms); a lock
+    // held longer is reported so the branch retains its pointer for an explicit retry.
+    const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
+    const runtime = decodeRuntime(snapshot, this.identity);
+    if (!runtime) {
+      throw new StoreError("revision-missing", `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`);
+    }
+    return runtime;
+  }
+
+  /**
+   * Throws the named lock-held error when a publisher of this host died holding the store's
+   * lock: until that one documented step is taken, no restore can tell which cohort it left.
+   */
+  async assertNoInterruptedPublication(): Promise<void> {
+    if (!(await lockExists(this.store.lockPath))) return;
+    const owner = await readLockOwner(this.store.lockPath);
+    if (ownerIsGone(owner)) throw lockHeldError(this.store.lockPath, owner);
+  }
+
+  /**
+   * The cohort the store accepted on top of `revision` that the branch never recorded: the
+   * process was killed after the publication and before Pi's branch entry. It is this session's
+   * next cohort (its meta names `revision` as predecessor: a transition, or a stop when its
+   * config is disabled) and no entry in `recorded` names it. null when there is none (the usual
+   * case: one read of the live session meta).
+   */
+  async unrecordedSuccessor(revision: string, recorded: ReadonlySet<string>): Promise<BranchRuntime | null> {
+    const metaPath = scopeFiles("session", this.identity).meta;
+    // Loading the live cohort first finishes a publication the kill interrupted (its journal).
+    const live = await retryTransient(() => this.loadCurrentSnapshot(), 8).catch((error: unknown) => {
+      if (isStoreError(error, "lock-held")) throw error;
+      return null;
+    });
+    const bytes = live?.files.get(metaPath) ?? null;
+    if (live === null || bytes === null) return null;
+    let predecessor: string | null | undefined;
+    try {
+      predecessor = parseRuntimeMeta(bytes, metaPath).predecessor;
+    } catch {
+      return null; // an unreadable live meta is not evidence of anything; the branch's own pointer decides
+    }
+    if (predecessor !== revision) return null;
+    const pointer = this.store.git ? await this.store.git.lastCommitOf(metaPath) : live.pointer;
+    if (pointer === null || recorded.has(pointer.revision)) return null;
+    const successor = await this.loadPointer(pointer).catch(() => null);
+    return successor?.meta.predecessor === revision ? successor : null;
+  }
+
+  /**
+   * Explicit or automatic start. With a selected runtime (restart after stop) only the config
+   * changes. Without one, an empty session origin is established over the live shared scopes,
+   * even if a later branch already wrote files for this session (those stay in Git history).
+   */
+  async start(selected: BranchRuntime | null, policy: PublicationPolicy): Promise<BranchRuntime> {
+    if (selected) {
+      return this.publishConfig(selected, { ...selected.config, enabled: true }, "state-flow: start");
+    }
+    return retryTransient(() => this.startOrigin(policy));
+  }
+
+  private async startOrigin(policy: PublicationPolicy): Promise<BranchRuntime> {
+    const live = await this.loadCurrentSnapshot();
+    checkCwdOwner(live, this.identity);
+    const streams = readStreams(live, this.identity);
+    const view = originateView(newLineageId(), { global: streams.global, cwd: streams.cwd, session: emptyStream("session") });
+    const id = this.identity;
+    const meta: RuntimeMeta = {
+      version: 1,
+      kind: "session",
+      identity: { cwd: id.cwd, cwdKey: id.cwdKey, sessionId: id.sessionId, sessionKey: id.sessionKey },
+      lineage: view.lineage,
+      counters: { transitions: 0, runs: 0 },
+      revision: "self",
+      publication: { intent: "unconfirmed" },
+      artifacts: {},
+      predecessor: null,
+    };
+    const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };
+    const writes = new Map<string, Buffer | null>();
+    const session = serializeScopeStream(view.streams.session);
+    const sp = scopeFiles("session", id);
+    writes.set(sp.checkpoint, utf8(session.checkpoint));
+    writes.set(sp.patches, utf8(session.patches));
+    writes.set(sp.meta, utf8(serializeRuntimeMeta(meta)));
+    writes.set(scopeFiles("session", id).config!, utf8(serializeSessionConfig(config)));
+    if (!file(live, scopeFiles("global", id).meta)) {
+      writes.set(scopeFiles("global", id).meta, utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })));
+    }
+    if (!file(live, scopeFiles("cwd", id).meta)) {
+      writes.set(
+        scopeFiles("cwd", id).meta,
+        utf8(serializeScopeMeta({ version: 1, kind: "cwd", identity: { cwd: id.cwd, cwdKey: id.cwdKey }, artifacts: {} })),
+      );
+    }
+    const receipt = await this.store.publish({ basis: live, writes, message: `state-flow: start session ${id.sessionKey}` });
+    return this.afterPublish({ identity: id, pointer: receipt.pointer, view, meta, config, basis: live }, live, writes, receipt.pointer, receipt.hashes);
+  }
+
+  /** Stop (or any config-only change): no semantic history step. */
+  async publishConfig(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
+    return retryTransient(() => this.publishConfigOnce(runtime, config, message));
+  }
+
+  private async publishConfigOnce(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
+    const { live, view } = await this.prepare(runtime);
+    const meta = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
+    const writes = this.sessionWrites(view, meta, live);
+    writes.set(scopeFiles("session", this.identity).config!, utf8(serializeSessionConfig(config)));
+    const receipt = await this.store.publish({ basis: live, writes, message });
+    return this.afterPublish({ ...runtime, view, meta, config }, live, writes, receipt.pointer, receipt.hashes);
+  }
+
+  /**
+   * Stages and durably publishes one cohort. Shared scopes that advanced elsewhere are adopted
+   * first when this cohort does not patch them; a patched scope that advanced is a conflict.
+   */
+  async commit(
+    runtime: BranchRuntime,
+    patches: Partial<Record<ScopeName, ScopePatch>>,
+    message: string,
+    options: { run?: boolean } = {},
+  ): Promise<CommitResult> {
+    return retryTransient(() => this.commitOnce(runtime, patches, message, options));
+  }
+
+  private async commitOnce(
+    runtime: BranchRuntime,
+    patches: Partial<Record<ScopeName, ScopePatch>>,
+    message: string,
+    options: { run?: boolean },
+  ): Promise<CommitResult> {
+    const { live, view, moved } = await this.prepare(runtime);
+    const conflict = moved.find((scope) => patches[scope]);
+    if (conflict) {
+      throw new StateFlowError(
+        "invalid-lineage",
+        `the ${conflict} scope advanced in another session since this branch read it; nothing was written. ` +
+          `Re-read the current ${conflict} state (read_state with scope "${conflict}") and patch again.`,
+        conflict,
+      );
+    }
+    const staged = stageCohort(view, patches);
+    const meta: RuntimeMeta = {
+      ...runtime.meta,
+      predecessor: runtime.pointer.revision,
+      lineage: staged.view.lineage,
+      counters: {
+        transitions: runtime.meta.counters.transitions + 1,
+        runs: runtime.meta.counters.runs + (options.run ? 1 : 0),
+      },
+    };
+    const writes = this.sessionWrites(staged.view, meta, live);
+    for (const scope of ["global", "cwd"] as const) {
+      if (!staged.cohort.records[scope]) continue;
+      const files = serializeScopeStream(staged.view.streams[scope]);
+      const p = scopeFiles(scope, this.identity);
+      writes.set(p.checkpoint, utf8(files.checkpoint));
+      writes.set(p.patches, utf8(files.patches));
+    }
+    const receipt = await this.store.publish({ basis: live, writes, message });
+    const next = this.afterPublish({ ...runtime, view: staged.view, meta }, live, writes, receipt.pointer, receipt.hashes);
+    return { runtime: next, staged };
+  }
+
+  /**
+   * The live cohort (checked to be this session's) and the view to build on: shared streams that
+   * moved since the runtime read them are adopted (at a fresh origin when they left its lineage).
+   */
+  private async prepare(runtime: BranchRuntime): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
+    // A branch restored from a file cohort that Git's HEAD does not hold yet proves those live
+    // files by its pointer; its next publication commits them (adoption into Git).
+    const live = await this.store.loadCurrent(this.paths, { provenCohort: runtime.basis.pointer });
+    checkCwdOwner(live, this.identity);
+    const metaPath = scopeFiles("session", this.identity).meta;
+    const liveMeta = file(live, metaPath);
+    if (liveMeta) checkSessionOwner(parseRuntimeMeta(liveMeta, metaPath), this.identity, metaPath);
+    const moved = (["global", "cwd"] as const).filter((scope) => {
+      const p = scopeFiles(scope, this.identity);
+      return !sameBytes(file(live, p.checkpoint), file(runtime.basis, p.checkpoint)) || !sameBytes(file(live, p.patches), file(runtime.basis, p.patches));
+    });
+    return { live, view: moved.length > 0 ? adoptShared(runtime, live) : runtime.view, moved };
+  }
+
+  /**
+   * The session layer and meta this branch publishes. A restored branch's session layer replaces
+   * whatever a later branch left in the live session files (that stays recoverable from its revision).
+   */
+  private sessionWrites(view: TemporalView, meta: RuntimeMeta, live: CohortSnapshot): Map<string, Buffer | null> {
+    const writes = new Map<string, Buffer | null>();
+    const p = scopeFiles("session", this.identity);
+    const files = serializeScopeStream(view.streams.session);
+    const put = (path: string, bytes: Buffer) => {
+      if (!sameBytes(file(live, path), bytes)) writes.set(path, bytes);
+    };
+    put(p.checkpoint, utf8(files.checkpoint));
+    put(p.patches, utf8(files.patches));
+    put(p.meta, utf8(serializeRuntimeMeta(meta)));
+    return writes;
+  }
+
+  private afterPublish(
+    runtime: BranchRuntime,
+    live: CohortSnapshot,
+    writes: ReadonlyMap<string, Buffer | null>,
+    pointer: StorePointer,
+    hashes: ReadonlyMap<string, string | null>,
+  ): BranchRuntime {
+    const files = new Map(live.files);
+    for (const [path, bytes] of writes) files.set(path, bytes);
+    return { ...runtime, pointer, basis: { pointer, files, hashes } };
+  }
+}

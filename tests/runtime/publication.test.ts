@@ -1,0 +1,437 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { GitPushResult } from "../../store/git/git-backend.ts";
+import { openGitBackend } from "../../store/git/git-backend.ts";
+import { findGitExecutable } from "../../store/git/git-runner.ts";
+import { cohortPaths, scopeFiles } from "../../store/layout.ts";
+import { createPublication, gitPusher, openPublication, type PendingPublication, type Pusher } from "../../runtime/publication.ts";
+import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+const keys = { cwdKey: "--p--", sessionKey: "2026-01-01T00-00-00-000Z_u" };
+const paths = cohortPaths(keys);
+const meta = scopeFiles("session", keys).meta;
+
+/** A pusher whose results the test releases by hand (pure policy logic; real git is tested below). */
+function manualPusher() {
+  const calls: Array<{ revision: string; resolve: (r: GitPushResult) => void }> = [];
+  const pusher: Pusher = { push: (revision) => new Promise((resolve) => calls.push({ revision, resolve })) };
+  return { pusher, calls };
+}
+
+/** Counts the pushes a real pusher runs. */
+function counting(inner: Pusher) {
+  const pushed: string[] = [];
+  const pusher: Pusher = {
+    push: (revision) => {
+      pushed.push(revision);
+      return inner.push(revision);
+    },
+    ...(inner.hasRemote ? { hasRemote: () => inner.hasRemote!() } : {}),
+  };
+  return { pusher, pushed };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+/** Records whether a promise has settled yet. */
+function track<T>(promise: Promise<T>) {
+  const state: { done: boolean; value?: T } = { done: false };
+  void promise.then((value) => {
+    state.done = true;
+    state.value = value;
+  });
+  return state;
+}
+
+async function gitStore() {
+  const home = temps.make("sf-pub-");
+  const cfg = join(home, "gitconfig");
+  writeFileSync(cfg, "");
+  const env = gitTestEnv(cfg);
+  const remote = join(home, "remote.git");
+  git(home, env, "init", "-q", "--bare", remote);
+  const root = join(home, "state-flow");
+  const backend = (await openGitBackend({ root, binary: findGitExecutable()!, env, generation: "g", init: true }))!;
+  let n = 0;
+  const commit = async () => {
+    const basis = await backend.loadCurrent(paths);
+    return (await backend.publish({ basis, writes: new Map([[meta, Buffer.from(`{"n":${++n}}`)]]) })).pointer.revision;
+  };
+  return { home, env, remote, root, backend, commit };
+}
+
+describe("publication policies", () => {
+  it("file-only stores publish nothing and report no fake pending", async () => {
+    const pub = createPublication({ pusher: null });
+    expect(await pub.accepted("x")).toEqual({ kind: "file-only" });
+    expect(pub.turnEnd()).toEqual({ kind: "file-only" });
+    expect(pub.pending).toBeNull();
+  });
+
+  it("off keeps commits local", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "off", pusher });
+    expect(await pub.accepted("a")).toEqual({ kind: "kept-local", revision: "a" });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    expect(calls).toHaveLength(0);
+  });
+
+  it("turn-end queues only the newest target and pushes asynchronously at turn end", async () => {
+    const { pusher, calls } = manualPusher();
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = createPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
+    expect(await pub.accepted("a")).toEqual({ kind: "queued", revision: "a" });
+    expect(await pub.accepted("b")).toEqual({ kind: "queued", revision: "b" });
+    expect(calls).toHaveLength(0); // nothing pushed before turn end
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "b" });
+    expect(calls.map((c) => c.revision)).toEqual(["b"]);
+    calls[0]!.resolve({ kind: "pushed", remote: "origin" });
+    await pub.settled();
+    expect(pub.pending).toBeNull();
+    expect(persisted).toEqual([{ revision: "a", attempts: 0 }, { revision: "b", attempts: 0 }, null]);
+  });
+
+  it("a late result never acknowledges a newer target", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b"); // newer target while a's push is in flight
+    calls[0]!.resolve({ kind: "pushed" });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(pub.pending).toEqual({ revision: "b", attempts: 0 });
+    pub.turnEnd();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    calls[1]!.resolve({ kind: "failed", detail: "network down" });
+    await pub.settled();
+    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "network down" });
+  });
+
+  it("shutdown fences the old generation: late results are ignored", async () => {
+    const { pusher, calls } = manualPusher();
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = createPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
+    await pub.accepted("a");
+    pub.turnEnd();
+    expect(pub.shutdown()).toEqual({ revision: "a", attempts: 0 });
+    calls[0]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(persisted).toEqual([{ revision: "a", attempts: 0 }]); // no late acknowledgement after shutdown
+    expect(await pub.retry()).toEqual({ kind: "fenced" });
+  });
+
+  it("an unreachable target (history reset) is reported once, not retried forever", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher, restored: { revision: "gone", attempts: 2 } });
+    const result = pub.retry();
+    calls[0]!.resolve({ kind: "unreachable", detail: "bad object gone" });
+    expect(await result).toMatchObject({ kind: "unreachable", revision: "gone" });
+    expect(pub.pending).toBeNull();
+  });
+
+  it("unreachable with a newer target queued: reported once for that target, the newer target is pushed at once (transition)", async () => {
+    const { pusher, calls } = manualPusher();
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = createPublication({ policy: "transition", pusher, onPendingChange: (p) => persisted.push(p) });
+    const a = track(pub.accepted("a"));
+    const b = track(pub.accepted("b"));
+    await tick();
+    calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
+    await tick();
+    expect(a.value).toEqual({ kind: "unreachable", revision: "a", error: "bad object a" });
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    expect(pub.pending).toEqual({ revision: "b", attempts: 0 });
+    calls[1]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(b.value).toEqual({ kind: "pushed", revision: "b" });
+    expect(pub.pending).toBeNull();
+    expect(persisted).toEqual([{ revision: "a", attempts: 0 }, { revision: "b", attempts: 0 }, null]); // "a" never became pending
+  });
+
+  it("unreachable after a turn end with a newer target queued: the newer target is pushed right away (turn-end)", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b");
+    pub.turnEnd();
+    calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    calls[1]!.resolve({ kind: "failed", detail: "offline" });
+    await pub.settled();
+    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
+  });
+
+  it("transition: accepted() resolves only after this cohort's push result; a cohort accepted meanwhile is pushed next", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const a = track(pub.accepted("a"));
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a"]);
+    expect(a.done).toBe(false); // synchronous policy: waits for the push result
+    const b = track(pub.accepted("b")); // a is still in flight: b queues behind it
+    await tick();
+    expect(calls).toHaveLength(1);
+    calls[0]!.resolve({ kind: "pushed", remote: "origin" });
+    await tick();
+    expect(a.value).toEqual({ kind: "pushed", revision: "a", remote: "origin" });
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]); // pushed right after a's result, no turn end needed
+    expect(b.done).toBe(false);
+    calls[1]!.resolve({ kind: "failed", detail: "offline" });
+    await tick();
+    expect(b.value).toEqual({ kind: "pending", revision: "b", error: "offline" });
+    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
+  });
+
+  it("transition: a cohort superseded while queued behind a push resolves as superseded, the newest is pushed", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const a = track(pub.accepted("a"));
+    const b = track(pub.accepted("b"));
+    const c = track(pub.accepted("c"));
+    await tick();
+    expect(b.value).toEqual({ kind: "superseded", revision: "b" });
+    calls[0]!.resolve({ kind: "pushed" });
+    await tick();
+    expect(a.value).toEqual({ kind: "pushed", revision: "a" });
+    expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
+    calls[1]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(c.value).toEqual({ kind: "pushed", revision: "c" });
+    expect(pub.pending).toBeNull();
+  });
+
+  it("turn-end: a turn end during a push pushes the newer target right after the result (not lost)", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b");
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "b" });
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a"]); // one push at a time
+    calls[0]!.resolve({ kind: "failed", detail: "offline" });
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+    calls[1]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(pub.pending).toBeNull();
+  });
+
+  it("turn-end: a cohort accepted after the turn end waits for its own turn end", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher });
+    await pub.accepted("a");
+    pub.turnEnd();
+    await pub.accepted("b");
+    pub.turnEnd();
+    await pub.accepted("c"); // c's turn has not ended yet
+    calls[0]!.resolve({ kind: "pushed" });
+    await tick();
+    expect(calls.map((x) => x.revision)).toEqual(["a"]);
+    expect(pub.pending).toEqual({ revision: "c", attempts: 0 });
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "c" });
+    expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
+  });
+
+  it("a push that throws is a pending failure, retried with the same commit", async () => {
+    let fail = true;
+    const pushed: string[] = [];
+    const pusher: Pusher = {
+      push: async (revision) => {
+        pushed.push(revision);
+        if (fail) throw new Error("spawn failed");
+        return { kind: "pushed" };
+      },
+    };
+    const pub = createPublication({ policy: "transition", pusher });
+    expect(await pub.accepted("a")).toEqual({ kind: "pending", revision: "a", error: "spawn failed" });
+    expect(await pub.retry()).toEqual({ kind: "pending", revision: "a", error: "spawn failed" });
+    expect(pub.pending).toEqual({ revision: "a", attempts: 2, lastError: "spawn failed" });
+    fail = false;
+    expect(await pub.retry()).toEqual({ kind: "pushed", revision: "a" });
+    expect(pushed).toEqual(["a", "a", "a"]);
+    expect(await pub.retry()).toEqual({ kind: "idle" });
+  });
+
+  it("a restored intent under a route that publishes nothing is dropped and reported cleared", () => {
+    const restored = { revision: "r", attempts: 1, lastError: "offline" };
+    for (const options of [{ pusher: null }, { pusher: manualPusher().pusher, remote: false }, { pusher: manualPusher().pusher, policy: "off" as const }]) {
+      const persisted: Array<PendingPublication | null> = [];
+      const pub = createPublication({ ...options, restored, onPendingChange: (p) => persisted.push(p) });
+      expect(pub.pending).toBeNull();
+      expect(persisted).toEqual([null]);
+    }
+    // the remote route keeps it and does not rewrite the intent the caller already persisted
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = createPublication({ pusher: manualPusher().pusher, restored, onPendingChange: (p) => persisted.push(p) });
+    expect(pub.pending).toEqual(restored);
+    expect(persisted).toEqual([]);
+  });
+
+  it("a late push result after shutdown resolves a waiting transition caller as fenced", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const a = pub.accepted("a");
+    await tick();
+    expect(pub.shutdown()).toEqual({ revision: "a", attempts: 0 });
+    expect(await a).toEqual({ kind: "fenced" });
+    calls[0]!.resolve({ kind: "pushed" });
+    await pub.settled();
+    expect(pub.pending).toBeNull();
+    expect(await pub.accepted("b")).toEqual({ kind: "fenced" });
+    expect(calls).toHaveLength(1);
+  });
+
+  it("no remote configured is local-only, not an error (real git)", async () => {
+    const { backend, commit } = await gitStore();
+    const pub = createPublication({ policy: "transition", pusher: gitPusher(backend) });
+    const revision = await commit();
+    expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
+    expect(pub.pending).toBeNull();
+    expect(await pub.accepted(await commit())).toMatchObject({ kind: "local-only" }); // routed local-only now: no further push
+  });
+
+  it("openPublication asks the backend for a remote: none → local-only without a push or a pending intent (real git)", async () => {
+    const { backend, commit } = await gitStore();
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const persisted: Array<PendingPublication | null> = [];
+    const pub = await openPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
+    const revision = await commit();
+    expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    await pub.settled();
+    expect(pushed).toEqual([]);
+    expect(persisted).toEqual([]);
+    expect(pub.pending).toBeNull();
+  });
+
+  it("transition pushes synchronously to a bare remote (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const pub = createPublication({ policy: "transition", pusher: gitPusher(backend) });
+    const revision = await commit();
+    expect(await pub.accepted(revision)).toMatchObject({ kind: "pushed", revision, remote: "origin" });
+    const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
+    expect(git(remote, env, "rev-parse", branch).trim()).toBe(revision);
+  });
+
+  it("turn-end with a bare remote pushes only the newest target asynchronously at turn end (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const pub = await openPublication({ pusher });
+    const r1 = await commit();
+    expect(await pub.accepted(r1)).toEqual({ kind: "queued", revision: r1 });
+    const r2 = await commit();
+    expect(await pub.accepted(r2)).toEqual({ kind: "queued", revision: r2 });
+    expect(pushed).toEqual([]);
+    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
+    await pub.settled();
+    expect(pushed).toEqual([r2]);
+    const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
+    expect(git(remote, env, "rev-parse", branch).trim()).toBe(r2);
+    expect(pub.pending).toBeNull();
+  });
+
+  it("policy off keeps commits local even with a remote (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const pub = await openPublication({ policy: "off", pusher });
+    const revision = await commit();
+    expect(await pub.accepted(revision)).toEqual({ kind: "kept-local", revision });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    await pub.settled();
+    expect(pushed).toEqual([]);
+    expect(git(remote, env, "for-each-ref").trim()).toBe("");
+  });
+
+  it("unreachable remote → pending → restart with the persisted target → remote fixed → pushed (real git)", async () => {
+    const { backend, commit, remote, root, env, home } = await gitStore();
+    git(root, env, "remote", "add", "origin", join(home, "does-not-exist.git"));
+    let persisted: PendingPublication | null = null;
+    const first = await openPublication({ pusher: gitPusher(backend), onPendingChange: (p) => (persisted = p) });
+    const r1 = await commit();
+    await first.accepted(r1);
+    const r2 = await commit();
+    await first.accepted(r2);
+    expect(first.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
+    await first.settled();
+    expect(persisted).toMatchObject({ revision: r2, attempts: 1 });
+    expect(persisted!.lastError).toMatch(/does-not-exist/);
+    const saved = first.shutdown();
+    expect(saved).toEqual(persisted);
+
+    // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
+    git(root, env, "remote", "set-url", "origin", remote);
+    const headBefore = git(root, env, "rev-parse", "HEAD").trim();
+    const second = await openPublication({ pusher: gitPusher(backend), restored: saved, onPendingChange: (p) => (persisted = p) });
+    expect(second.pending).toEqual(saved);
+    expect(await second.retry()).toMatchObject({ kind: "pushed", revision: r2 });
+    expect(persisted).toBeNull();
+    const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
+    expect(git(remote, env, "rev-parse", branch).trim()).toBe(r2);
+    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(headBefore); // the existing commit was pushed, nothing re-applied
+  });
+});
+
+describe("regression: a target accepted while its own push is in flight", () => {
+  it("is not re-queued, so a failed push never strands later transition-policy callers", async () => {
+    const pushes: string[] = [];
+    const driver = createPublication({
+      policy: "transition",
+      remote: true,
+      restored: { revision: "r1", attempts: 0 },
+      pusher: {
+        push: async (revision) => {
+          pushes.push(revision);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return { kind: "failed", detail: "remote down" };
+        },
+      },
+    });
+    const retry = driver.retry();
+    const same = driver.accepted("r1");
+    expect(await same).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(await retry).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    const next = await Promise.race([driver.accepted("r2"), new Promise((resolve) => setTimeout(() => resolve("stranded"), 2000))]);
+    expect(next).toEqual({ kind: "pending", revision: "r2", error: "remote down" });
+    expect(pushes).toEqual(["r1", "r2"]);
+  });
+
+  it("re-accepting the in-flight target supersedes an older queued target; every caller settles after one push", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    const first = track(pub.accepted("r1"));
+    const older = track(pub.accepted("r0")); // queued behind r1's push
+    const again = track(pub.accepted("r1")); // newest accepted again: its own push covers it
+    await tick();
+    expect(older.value).toEqual({ kind: "superseded", revision: "r0" });
+    expect(pub.pending).toEqual({ revision: "r1", attempts: 0 });
+    calls[0]!.resolve({ kind: "failed", detail: "remote down" });
+    await tick();
+    expect(first.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(again.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(calls.map((c) => c.revision)).toEqual(["r1"]); // r0 was never pushed over the newer r1
+    expect(pub.pending).toEqual({ revision: "r1", attempts: 1, lastError: "remote down" });
+  });
+
+  it("turn-end: re-accepting the in-flight target reports it pushing and queues nothing behind it", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ pusher, restored: { revision: "r1", attempts: 0 } });
+    const retry = pub.retry();
+    expect(await pub.accepted("r1")).toEqual({ kind: "pushing", revision: "r1" });
+    calls[0]!.resolve({ kind: "pushed" });
+    expect(await retry).toEqual({ kind: "pushed", revision: "r1" });
+    expect(pub.turnEnd()).toEqual({ kind: "idle" }); // nothing queued: no second push of r1
+    await pub.settled();
+    expect(calls.map((c) => c.revision)).toEqual(["r1"]);
+    expect(pub.pending).toBeNull();
+  });
+});

@@ -1,0 +1,62 @@
+import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { acquirePublicationLock, lockExists, readLockOwner, withPublicationLock } from "../../../store/fs/lock.ts";
+import { TempDirs } from "../../support/store-fixtures.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+
+describe("publication lock", () => {
+  it("records the owner and releases", async () => {
+    const path = join(temps.make(), "state-flow-publication.lock");
+    const lock = await acquirePublicationLock(path, { generation: "g1" });
+    const owner = await readLockOwner(path);
+    expect(owner).toMatchObject({ pid: process.pid, host: hostname(), generation: "g1", purpose: "publication" });
+    expect(await lockExists(path)).toBe(true);
+    await lock.release();
+    expect(existsSync(path)).toBe(false);
+    await lock.release(); // idempotent
+  });
+
+  it("refuses a held lock with an actionable message and never steals it", async () => {
+    const path = join(temps.make(), "state-flow-publication.lock");
+    const first = await acquirePublicationLock(path, { generation: "g1" });
+    const before = readFileSync(path, "utf8");
+    const error = await acquirePublicationLock(path, { generation: "g2" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "lock-held", file: path });
+    expect((error as Error).message).toContain(`pid ${process.pid}`);
+    expect((error as Error).message).toContain(`remove ${path}`);
+    expect((error as Error).message).toContain("still running");
+    expect(readFileSync(path, "utf8")).toBe(before);
+    await first.release();
+  });
+
+  it("reports a dead owner and a corrupt lock, still without stealing", async () => {
+    const path = join(temps.make(), "state-flow-publication.lock");
+    writeFileSync(path, JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), acquiredAt: "2020-01-01T00:00:00.000Z", generation: "old", token: "t" }));
+    await expect(acquirePublicationLock(path, { generation: "g" })).rejects.toMatchObject({
+      code: "lock-held",
+      message: expect.stringContaining("no longer running"),
+    });
+    writeFileSync(path, "garbage");
+    await expect(acquirePublicationLock(path, { generation: "g" })).rejects.toMatchObject({ code: "lock-held", message: expect.stringContaining("unreadable") });
+    expect(readFileSync(path, "utf8")).toBe("garbage");
+  });
+
+  it("detects a lock replaced under its holder", async () => {
+    const path = join(temps.make(), "l.lock");
+    const lock = await acquirePublicationLock(path, { generation: "g" });
+    unlinkSync(path);
+    await expect(lock.release()).rejects.toMatchObject({ code: "lock-lost" });
+  });
+
+  it("withPublicationLock releases after success and failure", async () => {
+    const path = join(temps.make(), "l.lock");
+    expect(await withPublicationLock(path, { generation: "g" }, async () => 7)).toBe(7);
+    expect(existsSync(path)).toBe(false);
+    await expect(withPublicationLock(path, { generation: "g" }, async () => { throw new Error("boom"); })).rejects.toThrow("boom");
+    expect(existsSync(path)).toBe(false);
+  });
+});

@@ -1,0 +1,84 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { inflateSync } from "node:zlib";
+import { afterEach, describe, expect, it } from "vitest";
+import { commitObjectBody, commitTreeMessage, formatGitTimezone, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "../../../../store/git/plumbing/git-objects.ts";
+import { TempDirs, git, gitTestEnv } from "../../../support/store-fixtures.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+
+function repo(extra: NodeJS.ProcessEnv = {}) {
+  const dir = temps.make("sf-objects-");
+  const cfg = join(dir, "gitconfig");
+  writeFileSync(cfg, "");
+  const env = { ...gitTestEnv(cfg), ...extra };
+  git(dir, env, "init", "-q");
+  return { dir, env };
+}
+
+describe("git objects", () => {
+  it("formats timezones and dates like git", () => {
+    expect(formatGitTimezone(0)).toBe("+0000");
+    expect(formatGitTimezone(330)).toBe("+0530");
+    expect(formatGitTimezone(-210)).toBe("-0330");
+    expect(formatGitTimezone(-600)).toBe("-1000");
+    const now = Date.now();
+    expect(gitDateOf(now)).toBe(`${Math.floor(now / 1000)} ${formatGitTimezone(-new Date(now).getTimezoneOffset())}`);
+    expect(parseGitIdent("A B <a@b> 1700000000 +0100\n")).toEqual({ person: "A B <a@b>", date: "1700000000 +0100", seconds: 1700000000 });
+    expect(parseGitIdent("garbage")).toBeNull();
+    expect(commitTreeMessage("m")).toBe("m\n");
+    expect(commitTreeMessage("m\n")).toBe("m\n");
+    expect(commitTreeMessage("")).toBe("");
+    expect(isPlainCommitMessage("ok ü")).toBe(true);
+    expect(isPlainCommitMessage("a\0b")).toBe(false);
+    expect(isPlainCommitMessage("\ud800x")).toBe(false);
+  });
+
+  it("writes commits byte-identical to git commit-tree (fixed dates, parents, messages), which git fsck --strict accepts", async () => {
+    const dates = { GIT_AUTHOR_DATE: "1700000000 +0130", GIT_COMMITTER_DATE: "@1700000123 -0700" };
+    const { dir, env } = repo(dates);
+    writeFileSync(join(dir, "a.txt"), "a\n");
+    git(dir, env, "add", "a.txt");
+    const tree = git(dir, env, "write-tree").trim();
+    const author = parseGitIdent(git(dir, env, "var", "GIT_AUTHOR_IDENT"))!;
+    const committer = parseGitIdent(git(dir, env, "var", "GIT_COMMITTER_IDENT"))!;
+    expect(committer.date).toBe("1700000123 -0700");
+    let parent: string | null = null;
+    for (const message of ["state-flow: accepted cohort", "multi\n\nline\n", "", "ünïcode ✓ {\"x\":1}", "trailing  \n\n"]) {
+      const expected: string = git(dir, env, "commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message).trim();
+      const body = commitObjectBody({ tree, parents: parent ? [parent] : [], author: `${author.person} ${author.date}`, committer: `${committer.person} ${committer.date}`, message });
+      expect(gitObjectId("commit", body), JSON.stringify(message)).toBe(expected);
+      expect(body.equals(Buffer.from(git(dir, env, "cat-file", "commit", expected), "utf8"))).toBe(true);
+      parent = expected;
+    }
+    // our own written objects (a fresh one, and an existing one left alone) are read back by git
+    const mine = commitObjectBody({ tree, parents: [parent!], author: `${author.person} ${author.date}`, committer: `${committer.person} ${committer.date}`, message: "mine" });
+    const id = writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine, { fsync: true });
+    expect(writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine)).toBe(id);
+    expect(git(dir, env, "cat-file", "-t", id).trim()).toBe("commit");
+    const blob = Buffer.from([0, 1, 2, 0xff]);
+    const blobId = await writeLooseObject(join(dir, ".git", "objects"), "blob", blob);
+    writeFileSync(join(dir, "blob.bin"), blob);
+    expect(blobId).toBe(git(dir, env, "hash-object", "--no-filters", "blob.bin").trim());
+    expect(inflateSync(readFileSync(join(dir, ".git", "objects", id.slice(0, 2), id.slice(2)))).equals(Buffer.concat([Buffer.from(`commit ${mine.length}\0`), mine]))).toBe(true);
+    git(dir, env, "update-ref", "refs/heads/mine", id);
+    git(dir, env, "fsck", "--strict", "--no-progress");
+  });
+
+  it("writes commits identical to git commit-tree at the current time and timezone", () => {
+    const { dir, env } = repo();
+    const tree = git(dir, env, "write-tree").trim();
+    const author = parseGitIdent(git(dir, env, "var", "GIT_AUTHOR_IDENT"))!;
+    // pin both to the same second: git's date for "now" is what gitDateOf prints for that second
+    const before = Date.now();
+    const expected = git(dir, env, "commit-tree", tree, "-m", "now").trim();
+    const date = gitDateOf(before);
+    const text = git(dir, env, "cat-file", "commit", expected);
+    const gitDate = /^author .*> (\d+ [+-]\d{4})$/m.exec(text)![1]!;
+    expect(gitDate.split(" ")[1]).toBe(date.split(" ")[1]); // same timezone field
+    expect(Math.abs(Number(gitDate.split(" ")[0]) - Number(date.split(" ")[0]))).toBeLessThanOrEqual(1);
+    const body = commitObjectBody({ tree, parents: [], author: `${author.person} ${gitDate}`, committer: `${author.person} ${gitDate}`, message: "now" });
+    expect(gitObjectId("commit", body)).toBe(expected);
+  });
+});

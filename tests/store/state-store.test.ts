@@ -1,0 +1,268 @@
+import { writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { StateFlowError } from "../../core/errors.ts";
+import { cwdKey } from "../../store/layout.ts";
+import { StateStore, type SessionIdentity } from "../../store/state-store.ts";
+import { StoreError } from "../../store/store-error.ts";
+import { openStore } from "../../store/open-store.ts";
+import { availableOffsets, readTemporalState } from "../../core/temporal.ts";
+import { SnapshotOracle, stableStringify } from "../support/oracle.ts";
+import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
+
+const temp = new TempDirs();
+afterEach(() => temp.cleanup());
+
+function identity(sessionId: string, cwd = "/work/project"): SessionIdentity {
+  return { cwd, cwdKey: cwdKey(cwd), sessionId, sessionKey: `2026-11-30T10-00-00-000Z_${sessionId}` };
+}
+
+async function open(kind: "git" | "file", root: string, id: SessionIdentity): Promise<StateStore> {
+  const globalConfig = join(temp.make("sf-gitcfg-"), "gitconfig");
+  writeFileSync(globalConfig, "");
+  const env = kind === "git" ? gitTestEnv(globalConfig) : { ...process.env, PATH: temp.make("sf-nogit-") };
+  const store = await openStore({ root, env, initGit: kind === "git" });
+  expect(store.kind).toBe(kind);
+  return new StateStore(store, id);
+}
+
+describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
+  it("start establishes an empty session origin and the pointer reloads it", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    const runtime = await store.start(null, "turn-end");
+    expect(runtime.config).toEqual({ version: 1, enabled: true, remotePublication: "turn-end" });
+    expect(readTemporalState(runtime.view).state).toEqual({ artifacts: {}, contract: {}, working: {}, response: "" });
+    expect(runtime.pointer.revision).toMatch(kind === "git" ? /^[0-9a-f]{40}$/ : /^file:[0-9a-f]{64}$/);
+    const reloaded = await store.loadPointer(runtime.pointer);
+    expect(reloaded.view).toEqual(runtime.view);
+    expect((await store.loadCurrent())!.meta).toEqual(runtime.meta);
+  });
+
+  it("ten committed sparse transitions with folding read back at every hot offset", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    let runtime = await store.start(null, "off");
+    const oracle = new SnapshotOracle();
+    const pointers: string[] = [];
+    for (let i = 1; i <= 10; i++) {
+      const patch: Record<string, Record<string, unknown>> = { session: { working: { step: i } } };
+      if (i % 3 === 0) patch.cwd = { contract: { [`c${i}`]: i } };
+      if (i % 4 === 0) patch.global = { working: { g: i, old: null } };
+      runtime = (await store.commit(runtime, patch, `t${i}`)).runtime;
+      oracle.apply(patch);
+      pointers.push(runtime.pointer.revision);
+    }
+    const current = (await store.loadCurrent())!;
+    expect(availableOffsets(current.view.lineage)).toBe(8);
+    for (let offset = 0; offset < 8; offset++) {
+      for (const scope of ["effective", "global", "cwd", "session"] as const) {
+        expect(stableStringify(readTemporalState(current.view, offset, scope).state), `${offset} ${scope}`).toBe(stableStringify(oracle.at(offset, scope)));
+      }
+    }
+    expect(current.view.streams.session.tail).toHaveLength(7);
+    if (kind === "git") {
+      // Cold reads of older revisions while the worktree holds the newest one.
+      const before = git(root, process.env, "status", "--porcelain");
+      const third = await store.loadPointer({ revision: pointers[2]! });
+      expect(readTemporalState(third.view, 0, "session").state.working).toEqual({ step: 3 });
+      expect(readTemporalState(third.view, 0, "cwd").state.contract).toEqual({ c3: 3 });
+      expect(git(root, process.env, "status", "--porcelain")).toBe(before);
+      expect((await store.loadCurrent())!.view).toEqual(current.view);
+    } else {
+      await expect(store.loadPointer({ revision: pointers[2]! })).rejects.toMatchObject({ code: "pointer-unavailable" });
+    }
+  });
+
+  it("stop changes config, not history", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    let runtime = await store.start(null, "off");
+    runtime = (await store.commit(runtime, { session: { working: { a: 1 } } }, "t1")).runtime;
+    const stopped = await store.publishConfig(runtime, { ...runtime.config, enabled: false }, "stop");
+    expect(stopped.config.enabled).toBe(false);
+    expect(stopped.pointer.revision).not.toBe(runtime.pointer.revision);
+    expect(stopped.view.lineage).toEqual(runtime.view.lineage);
+    expect(stopped.meta.counters).toEqual(runtime.meta.counters);
+    const reloaded = await store.loadPointer(stopped.pointer);
+    expect(reloaded.view.streams).toEqual(runtime.view.streams);
+    const restarted = await store.start(reloaded, "off");
+    expect(restarted.config.enabled).toBe(true);
+    expect(readTemporalState(restarted.view, 1).state.working).toEqual({});
+  });
+
+  it("a session adopts a shared scope another session advanced, and a patch to it is a named conflict", async () => {
+    const root = temp.make();
+    const a = await open(kind, root, identity("A"));
+    let ra = await a.start(null, "off");
+    const b = await open(kind, root, identity("B"));
+    let rb = await b.start(null, "off");
+    rb = (await b.commit(rb, { session: { working: { mine: "B" } } }, "b1")).runtime;
+    ra = (await a.commit(ra, { global: { working: { shared: "from A" } } }, "a1")).runtime;
+    // B patches only its session: the advanced global is adopted, not overwritten.
+    rb = (await b.commit(rb, { session: { working: { next: "B2" } } }, "b2")).runtime;
+    expect(readTemporalState(rb.view, 0, "global").state.working).toEqual({ shared: "from A" });
+    expect(readTemporalState(rb.view, 0, "session").state.working).toEqual({ mine: "B", next: "B2" });
+    expect(availableOffsets(rb.view.lineage)).toBe(2);
+    rb = (await b.commit(rb, { global: { working: { shared: "from B" } } }, "b3")).runtime;
+    const conflict = await a.commit(ra, { global: { working: { shared: "A again" } } }, "a2").catch((e: unknown) => e);
+    expect(conflict).toBeInstanceOf(StateFlowError);
+    expect((conflict as Error).message).toMatch(/^global: the global scope advanced in another session/);
+    expect(readTemporalState((await b.loadCurrent())!.view, 0, "global").state.working).toEqual({ shared: "from B" });
+  });
+
+  it("finds the cohort accepted on top of the branch's pointer that the branch never recorded, " +
+    "and only that", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    const started = await store.start(null, "off");
+    expect(started.meta.predecessor).toBeNull();
+    const first = (await store.commit(started, { session: { working: { n: 1 } } }, "t1")).runtime;
+    expect(first.meta.predecessor).toBe(started.pointer.revision);
+    const second = (
+      await store.commit(first, { global: { working: { n: 2 } }, session: { working: { n: 2 } } }, "t2")
+    ).runtime;
+    const found = await store.unrecordedSuccessor(
+      first.pointer.revision,
+      new Set([started.pointer.revision, first.pointer.revision]),
+    );
+    expect(found?.pointer).toEqual(second.pointer);
+    expect(found?.view).toEqual(second.view);
+    // Recorded on some branch already (e.g. the user went back with /tree): not a lost cohort.
+    expect(await store.unrecordedSuccessor(first.pointer.revision, new Set([second.pointer.revision]))).toBeNull();
+    // Not the pointer the live cohort was built on.
+    expect(await store.unrecordedSuccessor(started.pointer.revision, new Set())).toBeNull();
+    // A durable stop is found too (its config says so): the branch then records the stop.
+    const stopped = await store.publishConfig(second, { ...second.config, enabled: false }, "stop");
+    expect((await store.unrecordedSuccessor(second.pointer.revision, new Set()))?.pointer).toEqual(stopped.pointer);
+  });
+
+  it("refuses a session key owned by another session and a cwd key owned by another directory", async () => {
+    const root = temp.make();
+    const owner = await open(kind, root, identity("A"));
+    await owner.start(null, "off");
+    const impostor = await open(kind, root, { ...identity("A"), sessionId: "Z" });
+    await expect(impostor.loadCurrent()).rejects.toMatchObject({ code: "foreign-identity" });
+    const otherCwd = await open(kind, root, { ...identity("C"), cwd: "/work/project-other" });
+    const error = await otherCwd.start(null, "off").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).message).toMatch(/is owned by cwd \/work\/project, not cwd \/work\/project-other/);
+  });
+
+  it("a partial runtime pair fails closed, naming the missing file", async () => {
+    const root = temp.make();
+    const id = identity("A");
+    const store = await open(kind, root, id);
+    await store.start(null, "off");
+    const dir = join(root, id.cwdKey, id.sessionKey);
+    mkdirSync(dir, { recursive: true });
+    const { rmSync } = await import("node:fs");
+    rmSync(join(dir, "config.json"));
+    if (kind === "git") git(root, process.env, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "remove config");
+    await expect(store.loadCurrent()).rejects.toThrow(/config\.json is missing while its runtime partner exists/);
+  });
+});
+
+describe("file-only restore under a held publication lock", () => {
+  it("retains the selected pointer (lock-held) instead of judging it unavailable", async () => {
+    const root = temp.make();
+    const store = await open("file", root, identity("s1"));
+    const runtime = await store.start(null, "off");
+    writeFileSync(store.store.lockPath, JSON.stringify({ pid: 1, host: "elsewhere", generation: "g", purpose: "test", createdAt: new Date().toISOString() }));
+    await expect(store.loadPointer(runtime.pointer)).rejects.toMatchObject({ code: "lock-held" });
+  });
+});
+
+describe("file-only store adopted into Git later", () => {
+  it("a new session's start adopts the live file cohort into Git; the old file pointer still restores while it matches", async () => {
+    const root = temp.make();
+    const fileStore = await open("file", root, identity("A"));
+    let a = await fileStore.start(null, "off");
+    a = (await fileStore.commit(a, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1")).runtime;
+    const filePointer = a.pointer;
+    expect(filePointer.revision).toMatch(/^file:/);
+    // Git becomes available: session B starts, which initializes the repository over the files.
+    const b = await open("git", root, identity("B"));
+    const rb = await b.start(null, "off");
+    expect(readTemporalState(rb.view, 0, "cwd").state.contract).toEqual({ lang: "ts" });
+    const log = git(root, process.env, "log", "--format=%s").trim().split("\n");
+    expect(log).toHaveLength(1);
+    expect(git(root, process.env, "show", "--stat", "--format=", "HEAD")).toContain(`${identity("A").sessionKey}/checkpoint.json`);
+    // A's branch still names its file cohort, which B's start left untouched.
+    const gitA = await open("git", root, identity("A"));
+    const restored = await gitA.loadPointer(filePointer);
+    expect(restored.view).toEqual(a.view);
+    expect(restored.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    // Once A's cohort changes, the old file pointer no longer names current files.
+    const next = (await gitA.commit(restored, { session: { working: { later: true } } }, "a2")).runtime;
+    expect(next.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    await expect(gitA.loadPointer(filePointer)).rejects.toMatchObject({ code: "pointer-unavailable" });
+  });
+});
+
+describe("a Git store that went file-only for a while", () => {
+  it("a branch whose file cohort HEAD does not hold restores it and adopts it with one commit of the complete current files", async () => {
+    const root = temp.make();
+    const gitA = await open("git", root, identity("A"));
+    let a = await gitA.start(null, "off");
+    a = (await gitA.commit(a, { cwd: { contract: { lang: "ts" } } }, "a1")).runtime;
+    const anchored = a.pointer.revision;
+    // Git disappears from PATH: the same branch keeps publishing file-only, so HEAD goes stale.
+    const fileA = await open("file", root, identity("A"));
+    a = (await fileA.commit(a, { session: { working: { offline: 1 } } }, "a2")).runtime;
+    a = (await fileA.commit(a, { cwd: { contract: { lang: "ts", strict: true } } }, "a3")).runtime;
+    expect(a.pointer.revision).toMatch(/^file:/);
+    // Git is back. Nobody can read the diverged files as current without proof…
+    const gitAgain = await open("git", root, identity("A"));
+    await expect(gitAgain.loadCurrent()).rejects.toMatchObject({ code: "worktree-diverged" });
+    const gitB = await open("git", root, identity("B"));
+    await expect(gitB.start(null, "off")).rejects.toMatchObject({ code: "worktree-diverged" });
+    // …but A's branch names that exact cohort: it restores, under its file pointer.
+    const restored = await gitAgain.loadPointer(a.pointer);
+    expect(restored.view).toEqual(a.view);
+    expect(restored.pointer).toEqual(a.pointer);
+    // An explicit start (nothing changes but the provenance) commits the complete current cohort:
+    // one commit, no fabricated history for the file-only transitions.
+    const started = await gitAgain.start(restored, "off");
+    expect(started.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(git(root, process.env, "rev-list", "--count", `${anchored}..${started.pointer.revision}`).trim()).toBe("1");
+    expect((await gitAgain.loadPointer(started.pointer)).view).toEqual(a.view);
+    const next = (await gitAgain.commit(started, { session: { working: { offline: 1, online: true } } }, "a4")).runtime;
+    expect(git(root, process.env, "rev-list", "--count", `${anchored}..${next.pointer.revision}`).trim()).toBe("2");
+    expect(git(root, process.env, "status", "--porcelain")).toBe("");
+    const cold = await gitAgain.loadPointer(next.pointer);
+    expect(readTemporalState(cold.view, 0, "cwd").state.contract).toEqual({ lang: "ts", strict: true }); // the file-only cwd patch
+    expect(readTemporalState(cold.view, 1, "session").state.working).toEqual({ offline: 1 }); // hot history kept
+    expect(cold.meta.counters.transitions).toBe(a.meta.counters.transitions + 1);
+    // and the repository reads as current again, for every session
+    expect((await gitAgain.loadCurrent())!.pointer).toEqual(next.pointer);
+    await expect(gitB.start(null, "off")).resolves.toMatchObject({ config: { enabled: true } });
+  });
+});
+
+describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)", (kind) => {
+  it("sessions publishing at the same time neither fail on each other's half-done publication nor lose a cohort", async () => {
+    const root = temp.make();
+    const a = await open(kind, root, identity("A"));
+    const b = await open(kind, root, identity("B"));
+    let ra = await a.start(null, "off");
+    let rb = await b.start(null, "off");
+    const rounds = 12;
+    await Promise.all([
+      (async () => {
+        for (let i = 1; i <= rounds; i++) ra = (await a.commit(ra, { global: { working: { a: i } } }, `a${i}`)).runtime;
+      })(),
+      (async () => {
+        for (let i = 1; i <= rounds; i++) rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
+      })(),
+    ]);
+    expect(readTemporalState(ra.view, 0, "global").state.working).toEqual({ a: rounds });
+    expect(readTemporalState(rb.view, 0, "session").state.working).toEqual({ b: rounds });
+    if (kind === "git") {
+      // Every cohort is its own commit, and each session's newest revision reads back exactly.
+      expect(git(root, process.env, "rev-list", "--count", "HEAD").trim()).toBe(String(2 + 2 * rounds));
+      expect(readTemporalState((await b.loadPointer(rb.pointer)).view, 0, "session").state.working).toEqual({ b: rounds });
+      expect(readTemporalState((await a.loadPointer(ra.pointer)).view, 0, "global").state.working).toEqual({ a: rounds });
+    }
+  });
+});
