@@ -18,7 +18,7 @@ import {
   type ScopeStream,
 } from "./temporal.ts";
 
-export const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 1;
 export const CHECKPOINT_FILE = "checkpoint.json";
 export const PATCHES_FILE = "patches.jsonl";
 export const META_FILE = "meta.json";

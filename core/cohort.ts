@@ -64,7 +64,7 @@ export function parsePatchSet(input: unknown, options: { allowResponse?: boolean
 }
 
 /** The semantic hash a stream's current state has (its newest record, else its checkpoint). */
-export function streamHash(stream: ScopeStream): string {
+function streamHash(stream: ScopeStream): string {
   return stream.tail[stream.tail.length - 1]?.hash ?? stream.checkpoint.hash;
 }
 
@@ -81,7 +81,7 @@ export interface StagedCohort {
   cohort: Cohort;
 }
 
-export function newTransitionId(): string {
+function newTransitionId(): string {
   return `t-${randomUUID()}`;
 }
 

@@ -35,7 +35,7 @@ function describe(value: unknown): string {
 }
 
 /** Defines an own enumerable data property, so keys such as `__proto__` stay plain data. */
-export function setOwn(target: JsonObject, key: string, value: JsonValue): void {
+function setOwn(target: JsonObject, key: string, value: JsonValue): void {
   if (key === "__proto__") {
     Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   } else {
@@ -228,7 +228,7 @@ export function hashJson(value: JsonValue): string {
   return `sha256:${sha256Hex(canonicalJson(value))}`;
 }
 
-export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
+function jsonEqual(a: JsonValue, b: JsonValue): boolean {
   if (a === b) return true;
   if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
@@ -294,7 +294,7 @@ export function overlayJson(lower: JsonValue | undefined, upper: JsonValue | und
  * against its base costs only the changed paths. Used to record effective patches (no no-op
  * members) and to detect materially no-op transitions.
  */
-export function diffJson(before: JsonValue | undefined, after: JsonValue): JsonValue | undefined {
+function diffJson(before: JsonValue | undefined, after: JsonValue): JsonValue | undefined {
   if (before === after) return undefined;
   if (isJsonObject(before) && isJsonObject(after)) {
     const out: JsonObject = {};

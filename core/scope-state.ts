@@ -18,8 +18,7 @@ export const SCOPES = ["global", "cwd", "session"] as const;
 export type ScopeName = (typeof SCOPES)[number];
 export type ScopeSelector = ScopeName | "effective";
 
-export const SEMANTIC_FIELDS = ["artifacts", "contract", "working", "response"] as const;
-export const PATCHABLE_FIELDS = ["artifacts", "contract", "working"] as const;
+const PATCHABLE_FIELDS = ["artifacts", "contract", "working"] as const;
 
 export interface ScopeState {
   artifacts: JsonObject;
@@ -45,7 +44,7 @@ const TagsSchema = v.pipe(
 );
 
 /** A model-visible artifact needs a description; unknown finite JSON metadata stays allowed. */
-export const ArtifactSchema = v.looseObject({
+const ArtifactSchema = v.looseObject({
   description: v.pipe(
     v.string("must be a string"),
     v.check((d) => d.trim().length > 0, "must be a non-empty description of what the source holds and when it is useful"),
@@ -55,7 +54,7 @@ export const ArtifactSchema = v.looseObject({
   tags: v.optional(TagsSchema),
 });
 
-export const ScopeStateSchema = v.strictObject(
+const ScopeStateSchema = v.strictObject(
   {
     artifacts: v.record(v.string(), ArtifactSchema, "must be an object keyed by exact source path"),
     contract: JsonObjectSchema,

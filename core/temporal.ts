@@ -11,7 +11,7 @@
 // at or before the boundary's step. A scope untouched by a transition simply has no record.
 
 import { StateFlowError } from "./errors.ts";
-import { applyJsonPatch, cloneJson, diffFields, hashJson, jsonEqual, type JsonObject } from "./json.ts";
+import { applyJsonPatch, cloneJson, diffFields, hashJson, type JsonObject } from "./json.ts";
 import {
   SCOPES,
   applyScopePatch,
@@ -29,7 +29,7 @@ export const HOT_OFFSETS = 8;
 export const MAX_TAIL = 7;
 
 /** The boundary every never-written scope is anchored at. */
-export const GENESIS = Object.freeze({ lineage: "genesis", id: "genesis", step: 0 });
+const GENESIS = Object.freeze({ lineage: "genesis", id: "genesis", step: 0 });
 
 /** The state right after a transition (or at a lineage origin), in some lineage. */
 export interface Boundary {
@@ -94,13 +94,13 @@ export function emptyStream(scope: ScopeName): ScopeStream {
   return { scope, checkpoint: { through: { ...GENESIS }, state, hash: hashJson(state as unknown as JsonObject) } , tail: [] };
 }
 
-export function streamMaxStep(stream: ScopeStream): number {
+function streamMaxStep(stream: ScopeStream): number {
   const last = stream.tail[stream.tail.length - 1];
   return last ? last.step : stream.checkpoint.through.step;
 }
 
 /** Replays a stream up to (and including) `step`. */
-export function materializeStream(stream: ScopeStream, step = Number.POSITIVE_INFINITY): ScopeState {
+function materializeStream(stream: ScopeStream, step = Number.POSITIVE_INFINITY): ScopeState {
   if (stream.checkpoint.through.step > step) {
     throw new StateFlowError(
       "offset-unavailable",
@@ -129,7 +129,7 @@ export function availableOffsets(lineage: Lineage): number {
 }
 
 /** Resolves the shared temporal target of state[offset]. */
-export function boundaryAt(lineage: Lineage, offset: number): Boundary {
+function boundaryAt(lineage: Lineage, offset: number): Boundary {
   if (!Number.isInteger(offset) || offset < 0 || offset >= HOT_OFFSETS) {
     throw new StateFlowError(
       "offset-out-of-contract",
@@ -208,7 +208,7 @@ export function assertStreamInLineage(stream: ScopeStream, lineage: Lineage): vo
   for (const record of stream.tail) check(record, `record ${record.id}`);
 }
 
-export function assertViewConsistent(view: TemporalView): void {
+function assertViewConsistent(view: TemporalView): void {
   assertLineage(view.lineage);
   for (const scope of SCOPES) assertStreamInLineage(view.streams[scope], view.lineage);
 }
@@ -246,7 +246,7 @@ export function originateView(
 }
 
 /** Appends one record to a stream, folding the oldest into the checkpoint on the eighth. */
-export function appendRecord(stream: ScopeStream, record: PatchRecord): ScopeStream {
+function appendRecord(stream: ScopeStream, record: PatchRecord): ScopeStream {
   const tail = [...stream.tail, record];
   let checkpoint = stream.checkpoint;
   while (tail.length > MAX_TAIL) {
@@ -341,11 +341,6 @@ export function readTemporalState(view: TemporalView, offset = 0, scope: ScopeSe
   const boundary = boundaryAt(view.lineage, offset);
   const state = stateAt(view, boundary, scope, offset);
   return { offset, scope, boundary, state: cloneJson(state as unknown as JsonObject) as unknown as ScopeState };
-}
-
-/** Whether two materialized states are semantically equal. */
-export function sameState(a: ScopeState, b: ScopeState): boolean {
-  return jsonEqual(a as unknown as JsonObject, b as unknown as JsonObject);
 }
 
 export interface CompactTransition {

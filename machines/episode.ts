@@ -1,7 +1,8 @@
 // Episode machine: activation lifecycle of one Pi branch (spec 001 "Usage and activation",
 // "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. The Pi adapter sends
 // events and asks the query helpers below; it holds no lifecycle flags of its own.
-import { setup, assign, emit, raise, type SnapshotFrom } from "xstate";
+import { setup, assign, emit, enqueueActions, raise, spawnChild, stopChild, type ActorRefFrom, type SnapshotFrom } from "xstate";
+import { resolutionMachine } from "./resolution.ts";
 import type { RestoreResult } from "./restore.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
@@ -12,10 +13,20 @@ export interface EpisodeInput {
   /** Agent-level config `autoStart` (read at extension load). */
   autoStart: boolean;
 }
+/** The pointer a restore could not complete and why: kept while the branch is failed closed. */
+export interface RetainedPointer {
+  kind: "unproven" | "lockBusy";
+  /** The selected revision (null when no checkpoint of the branch was valid). */
+  revision: string | null;
+  /** What the store said, when a restore failed before any pointer was checked. */
+  detail?: string;
+}
 export interface EpisodeContext {
   autoStart: boolean;
-  /** Revision retained by a restore that could not complete (lock busy / unproven); null otherwise. */
-  retainedRevision: string | null;
+  /** Tools are registered with Pi once, on the first activation, and only switched on and off after. */
+  toolsRegistered: boolean;
+  /** Set exactly while failed closed: the status report names it, a retried start restores it. */
+  retained: RetainedPointer | null;
 }
 
 export type EpisodeEvent =
@@ -29,6 +40,8 @@ export type EpisodeEvent =
   | { type: "STOP_PERSISTED" }
   | { type: "STOP_FAILED"; error?: string }
   | { type: "RESTORE_RESULT"; result: RestoreResult }
+  /** A user run begins (before_agent_start): an active branch gets a fresh resolution actor. */
+  | { type: "RUN_STARTED" }
   | { type: "SHUTDOWN" };
 
 export type EpisodeEmitted =
@@ -45,13 +58,31 @@ export type EpisodeNoticeCode =
   | "stop-failed"
   | "restore-lock-busy"
   | "restore-unproven";
-export type EpisodeEffect = "freeze-handoff" | "persist-disabled" | "initialize-storage" | "select-restore";
+/**
+ * What the runtime carries out. The three starts are told apart here, so nothing outside the
+ * machine reads the state to learn which start it is.
+ */
+export type EpisodeEffect =
+  | "start-origin"
+  | "start-from-frozen"
+  | "adopt-git"
+  | "select-restore"
+  | "freeze-handoff"
+  | "persist-disabled"
+  | "register-tools";
 
 type RestoreKind = RestoreResult["kind"];
 const restoreIs =
   (kind: RestoreKind) =>
   ({ event }: { event: EpisodeEvent }): boolean =>
     event.type === "RESTORE_RESULT" && event.result.kind === kind;
+
+function retainedOf(event: EpisodeEvent): RetainedPointer | null {
+  if (event.type !== "RESTORE_RESULT") return null;
+  const { result } = event;
+  if (result.kind !== "unproven" && result.kind !== "lockBusy") return null;
+  return { kind: result.kind, revision: result.revision, ...(result.detail === undefined ? {} : { detail: result.detail }) };
+}
 
 /** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
 export function isGenuinelyNewSession(event: EpisodeEvent): boolean {
@@ -82,9 +113,22 @@ export const episodeMachine = setup({
     restoredNone: restoreIs("none"),
     restoredUnproven: restoreIs("unproven"),
     restoredLockBusy: restoreIs("lockBusy"),
+    toolsNotRegistered: ({ context }) => !context.toolsRegistered,
   },
+  actors: { resolution: resolutionMachine },
   actions: {
-    initializeStorage: emit({ type: "episode.effect", effect: "initialize-storage" } as const),
+    startOrigin: emit({ type: "episode.effect", effect: "start-origin" } as const),
+    startFromFrozen: emit({ type: "episode.effect", effect: "start-from-frozen" } as const),
+    adoptGit: emit({ type: "episode.effect", effect: "adopt-git" } as const),
+    registerToolsOnce: enqueueActions(({ check, enqueue }) => {
+      if (!check("toolsNotRegistered")) return;
+      enqueue.assign({ toolsRegistered: true });
+      enqueue.emit({ type: "episode.effect", effect: "register-tools" } as const);
+    }),
+    // One resolution actor per enabled run: the previous run's actor ends when the next run starts
+    // and when the branch leaves active.
+    endRun: stopChild("resolution"),
+    spawnResolution: spawnChild("resolution", { id: "resolution" }),
     selectRestore: emit({ type: "episode.effect", effect: "select-restore" } as const),
     freezeHandoff: emit({ type: "episode.effect", effect: "freeze-handoff" } as const),
     persistDisabled: emit({ type: "episode.effect", effect: "persist-disabled" } as const),
@@ -101,24 +145,22 @@ export const episodeMachine = setup({
     retryStopFromRestored: raise({ type: "STOP" }),
     reportLockBusy: emit({ type: "episode.notice", code: "restore-lock-busy" } as const),
     reportUnproven: emit({ type: "episode.notice", code: "restore-unproven" } as const),
-    retainRevision: assign({
-      retainedRevision: ({ event }) =>
-        event.type === "RESTORE_RESULT" && "revision" in event.result ? (event.result.revision ?? null) : null,
-    }),
-    clearRetainedRevision: assign({ retainedRevision: () => null }),
+    retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
+    clearRetainedRevision: assign({ retained: () => null }),
   },
 }).createMachine({
   id: "episode",
   initial: "unbound",
-  context: ({ input }) => ({ autoStart: input.autoStart, retainedRevision: null }),
+  context: ({ input }) => ({ autoStart: input.autoStart, toolsRegistered: false, retained: null }),
   on: {
+    RUN_STARTED: { actions: ["endRun"] },
     SESSION_START: [
       { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["clearRetainedRevision"] },
       { guard: "isForkOrNewSession", target: ".off", actions: ["clearRetainedRevision"] },
       { guard: "branchUnmarked", target: ".off", actions: ["clearRetainedRevision"] },
       { target: ".restoring.branch", actions: ["clearRetainedRevision"] },
     ],
-    SHUTDOWN: { target: ".closed" },
+    SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
   },
   states: {
     unbound: {
@@ -134,11 +176,11 @@ export const episodeMachine = setup({
     },
     starting: {
       description: "Explicit or configured automatic start: the only state that may initialize storage.",
-      entry: ["initializeStorage"],
       initial: "fresh",
       states: {
         fresh: {
           description: "Automatic start of a genuinely new session: nothing to migrate.",
+          entry: ["startOrigin"],
           on: {
             STORAGE_READY: { target: "#episode.active.steady" },
             STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },
@@ -146,6 +188,7 @@ export const episodeMachine = setup({
         },
         fromOff: {
           description: "Start mid-conversation: the pre-Flow transcript migrates in one bootstrap run.",
+          entry: ["startOrigin"],
           on: {
             STORAGE_READY: { target: "#episode.active.bootstrap.fromTranscript" },
             STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },
@@ -153,6 +196,7 @@ export const episodeMachine = setup({
         },
         fromPassive: {
           description: "Restart after stop: bootstraps from the frozen exit handoff, never the raw pre-stop transcript.",
+          entry: ["startFromFrozen"],
           on: {
             STORAGE_READY: { target: "#episode.active.bootstrap.fromHandoff" },
             STORAGE_FAILED: { target: "#episode.passive", actions: ["reportStartFailed"] },
@@ -162,6 +206,7 @@ export const episodeMachine = setup({
           description:
             "Start on an active file-only branch once Git is available: its exact current cohort is committed into Git. " +
             "Tools are off meanwhile; success or failure returns to exactly the active state it left (a failure keeps the file store).",
+          entry: ["adoptGit"],
           on: {
             STORAGE_READY: { target: "#episode.active.hist", actions: ["reportAdopted"] },
             STORAGE_FAILED: { target: "#episode.active.hist", actions: ["reportAdoptionFailed"] },
@@ -172,7 +217,10 @@ export const episodeMachine = setup({
     active: {
       description: "Branch enabled: State Flow tools, protocol, resolution and projection are on.",
       initial: "steady",
+      entry: ["registerToolsOnce"],
+      exit: ["endRun"],
       on: {
+        RUN_STARTED: { actions: ["endRun", "spawnResolution"] },
         STOP: { target: "stopping" },
         START: [{ guard: "startAdoptsGit", target: "starting.adopting" }, { actions: ["reportAlreadyActive"] }],
         TREE: { target: "restoring.branch" },
@@ -281,6 +329,18 @@ export type EpisodeSnapshot = SnapshotFrom<typeof episodeMachine>;
 /** patch_state / read_state are active, and resolution runs, only here. */
 export function isToolsActive(s: EpisodeSnapshot): boolean {
   return s.matches("active");
+}
+/** Whether the host has registered the tools (they are then switched on and off, never re-registered). */
+export function isToolsRegistered(s: EpisodeSnapshot): boolean {
+  return s.context.toolsRegistered;
+}
+/** The pointer a failed-closed branch retains, and why; null unless failed closed. */
+export function retainedPointer(s: EpisodeSnapshot): RetainedPointer | null {
+  return s.context.retained;
+}
+/** The current run's resolution actor (only an enabled run has one). */
+export function runResolution(s: EpisodeSnapshot): ActorRefFrom<typeof resolutionMachine> | undefined {
+  return s.children.resolution as ActorRefFrom<typeof resolutionMachine> | undefined;
 }
 /** True only while storage may be initialized or migrated (manual startup is read-only). */
 export function mayInitializeStorage(s: EpisodeSnapshot): boolean {

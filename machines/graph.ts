@@ -1,16 +1,25 @@
 // Model-based testing utilities over xstate/graph: transition listing (each guarded branch
 // separately), path generation (shortest, simple, and one edge tour per adjacency edge), replay
 // through a live actor with transition coverage collected from inspect microstep events.
-// Pure: no fs/git/Pi. Used by tests and by the diagram generator.
-import { createActor, type AnyStateMachine, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
+// Pure: no fs/git/Pi. Used by tests and by the diagram and transition-table generators.
+import {
+  createActor,
+  type AnyStateMachine,
+  type AnyStateNode,
+  type AnyEventObject,
+  type AnyMachineSnapshot,
+} from "xstate";
 import { getAdjacencyMap, getShortestPaths, getSimplePaths, getStateNodes } from "xstate/graph";
 
-type AnyTransition = {
+/** The parts of an XState transition definition the graph utilities and the doc generators read. */
+export type AnyTransition = {
   source: { id: string };
   eventType: string;
   guard?: unknown;
-  target?: ReadonlyArray<{ id: string }> | undefined;
+  target?: ReadonlyArray<{ id: string; path: readonly string[] }> | undefined;
   actions: readonly unknown[];
+  /** Set on `after` transitions: the delay in ms or the name of a configured delay. */
+  delay?: number | string;
 };
 
 export interface TransitionInfo {
@@ -40,20 +49,35 @@ export function describeTransition(t: AnyTransition): TransitionInfo {
   return { key, source, event, guard, targets, actions };
 }
 
+/** The root and every state node below it, in document order (pre-order, as configured). */
+export function stateNodesInOrder(machine: AnyStateMachine): AnyStateNode[] {
+  return [machine.root, ...getStateNodes(machine.root)];
+}
+
+/**
+ * The transition lists of every state node in document order: per node, one list per event (in
+ * configuration order, `after` included), then its `always` list. A list's order is the order
+ * XState tries its guarded branches in.
+ */
+export function transitionLists(machine: AnyStateMachine): Array<{ node: AnyStateNode; transitions: AnyTransition[] }> {
+  const out: Array<{ node: AnyStateNode; transitions: AnyTransition[] }> = [];
+  for (const node of stateNodesInOrder(machine)) {
+    for (const list of node.transitions.values() as Iterable<AnyTransition[]>) out.push({ node, transitions: list });
+    if (node.always) out.push({ node, transitions: node.always as unknown as AnyTransition[] });
+  }
+  return out;
+}
+
 /** Every transition of the machine, each guarded branch separately, including `always`. */
 export function listTransitions(machine: AnyStateMachine): TransitionInfo[] {
   const out: TransitionInfo[] = [];
   const seen = new Set<string>();
-  for (const node of [machine.root, ...getStateNodes(machine.root)]) {
-    const lists: AnyTransition[][] = [...(node.transitions.values() as Iterable<AnyTransition[]>)];
-    if (node.always) lists.push(node.always as unknown as AnyTransition[]);
-    for (const list of lists) {
-      for (const t of list) {
-        const info = describeTransition(t);
-        if (seen.has(info.key)) throw new DuplicateTransitionError(info.key);
-        seen.add(info.key);
-        out.push(info);
-      }
+  for (const { transitions } of transitionLists(machine)) {
+    for (const t of transitions) {
+      const info = describeTransition(t);
+      if (seen.has(info.key)) throw new DuplicateTransitionError(info.key);
+      seen.add(info.key);
+      out.push(info);
     }
   }
   return out;

@@ -3,7 +3,7 @@
 // decides what to push and when. Pure: every push it starts is announced as an emitted
 // `publication.push{target, generation}` (the driver runs exactly those), and the driver reports
 // each result 1:1 as an event tagged with the target and the generation it was started under.
-import { setup, assign, enqueueActions, type SnapshotFrom } from "xstate";
+import { setup, assign, emit, enqueueActions, type SnapshotFrom } from "xstate";
 
 export type PublicationPolicy = "off" | "turn-end" | "transition";
 export type StorageBackend = "git" | "file";
@@ -50,8 +50,13 @@ export type PublicationEvent =
   | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string }
   | { type: "SHUTDOWN" };
 
-/** Effects the machine announces; the driver runs each push it is told to, and no other. */
-export type PublicationEmitted = { type: "publication.push"; target: string; generation: number };
+/**
+ * Effects the machine announces: the driver runs each push it is told to, and no other; a result
+ * the machine did not count (stale target or generation) is announced so the driver tells its
+ * callers that target was superseded without judging the result itself.
+ */
+export type PushAnnounced = { type: "publication.push"; target: string; generation: number };
+export type PublicationEmitted = PushAnnounced | { type: "publication.stale"; target: string };
 
 export type PushResultEvent = Extract<PublicationEvent, { type: "PUSH_OK" | "PUSH_FAILED" | "PUSH_LOCAL_ONLY" | "PUSH_UNREACHABLE" }>;
 
@@ -122,7 +127,7 @@ export const publicationMachine = setup({
       attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
       lastError: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.error ?? null) : null),
     }),
-    ignoreStaleResult: () => {},
+    ignoreStaleResult: emit(({ event }) => ({ type: "publication.stale", target: isPushResult(event) ? event.target : "" }) as const),
     fenceGeneration: assign({
       generation: ({ context }) => context.generation + 1,
       queued: () => null,
@@ -146,7 +151,14 @@ export const publicationMachine = setup({
     lastError: null,
   }),
   initial: "route",
-  on: { SHUTDOWN: { target: ".closed", actions: ["fenceGeneration"] } },
+  on: {
+    SHUTDOWN: { target: ".closed", actions: ["fenceGeneration"] },
+    // A result no state counts (nothing of that target is in flight here) is announced as stale.
+    PUSH_OK: { actions: ["ignoreStaleResult"] },
+    PUSH_FAILED: { actions: ["ignoreStaleResult"] },
+    PUSH_LOCAL_ONLY: { actions: ["ignoreStaleResult"] },
+    PUSH_UNREACHABLE: { actions: ["ignoreStaleResult"] },
+  },
   states: {
     route: {
       description: "Chooses the publication route from backend, remote and policy.",
@@ -250,4 +262,23 @@ export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("closed")) return "closed";
   for (const k of ["idle", "queued", "pushing", "confirmed", "pending"] as const) if (s.matches({ remote: k })) return k;
   return "idle";
+}
+
+/** What a RETRY can do now: wait for the push in flight, wait for a queued target's turn end, push the pending target, or nothing. */
+export type RetryPlan =
+  | { kind: "await"; target: string }
+  | { kind: "queued"; target: string }
+  | { kind: "push"; target: string }
+  | { kind: "idle" };
+export function retryPlan(s: PublicationSnapshot): RetryPlan {
+  const { inflight, queued, pending } = s.context;
+  if (s.matches({ remote: "pushing" }) && inflight !== null) return { kind: "await", target: inflight };
+  if (queued !== null) return { kind: "queued", target: queued };
+  if (s.matches({ remote: "pending" }) && pending !== null) return { kind: "push", target: pending };
+  return { kind: "idle" };
+}
+
+/** The target a running push serves (a queued newer target first), or null when no push runs. */
+export function pushingTarget(s: PublicationSnapshot): string | null {
+  return s.matches({ remote: "pushing" }) ? (s.context.queued ?? s.context.inflight) : null;
 }

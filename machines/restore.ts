@@ -25,8 +25,8 @@ export type RestoreResult =
   | { kind: "passive" }
   | { kind: "disabled" }
   | { kind: "none" }
-  | { kind: "unproven"; revision: string | null; reason: "unavailable" | "noValidPointer" }
-  | { kind: "lockBusy"; revision: string };
+  | { kind: "unproven"; revision: string | null; reason: "unavailable" | "noValidPointer"; detail?: string }
+  | { kind: "lockBusy"; revision: string; detail?: string };
 
 /**
  * Walks markers newest → oldest. Invalid immutable targets (and malformed entries) fall back to
@@ -60,4 +60,13 @@ export async function selectRestore(
   }
   if (skippedInvalid > 0) return { kind: "unproven", revision: null, reason: "noValidPointer" };
   return { kind: "none" };
+}
+
+/** The newest well-formed revision at or before the newest disabled marker (the frozen runtime). */
+export function frozenRevision(markers: readonly BranchMarker[]): string | null {
+  for (let i = markers.length - 1; i >= 0; i--) {
+    const m = markers[i]!;
+    if (m.kind === "revision") return m.revision;
+  }
+  return null;
 }

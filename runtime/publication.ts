@@ -19,19 +19,21 @@
 
 import { createActor, type InspectionEvent, type Observer } from "xstate";
 import {
-  isCurrentResult,
   isPushResult,
+  pushingTarget,
   publicationMachine,
   publicationStatus,
+  retryPlan,
   type PublicationContext,
-  type PublicationEmitted,
+  type PushAnnounced,
   type PublicationEvent,
   type PushResultEvent,
   type PublicationSnapshot,
 } from "../machines/publication.ts";
 import type { GitPushResult } from "../store/git/git-backend.ts";
 
-export type PublicationPolicy = "off" | "turn-end" | "transition";
+import type { PublicationPolicy } from "../core/codec.ts";
+export type { PublicationPolicy };
 export const DEFAULT_PUBLICATION_POLICY: PublicationPolicy = "turn-end";
 
 /** The unconfirmed publication intent. Persist it (session meta.json) whenever it changes. */
@@ -132,10 +134,13 @@ function resultEvent(target: string, generation: number, result: GitPushResult):
   }
 }
 
-/** What one push result meant for its target, read from the snapshots around its event. */
-function resultOutcome(event: PushResultEvent, result: GitPushResult, prev: PublicationSnapshot, next: PublicationSnapshot): PublicationOutcome {
+/**
+ * What one push result meant for its target: superseded when the machine announced it stale,
+ * otherwise read from the snapshot after its event.
+ */
+function resultOutcome(event: PushResultEvent, result: GitPushResult, stale: boolean, next: PublicationSnapshot): PublicationOutcome {
   const revision = event.target;
-  if (!isCurrentResult(prev.context, event)) return { kind: "superseded", revision };
+  if (stale) return { kind: "superseded", revision };
   switch (event.type) {
     case "PUSH_OK":
       return { kind: "pushed", revision, ...(result.kind === "pushed" && result.remote ? { remote: result.remote } : {}) };
@@ -162,8 +167,10 @@ export function createPublication(options: PublicationOptions): PublicationDrive
   const waiters = new Set<Waiter>();
   // The machine announces every push it starts (including a restart of the same target); they run
   // once the event that started them has been reported (intent first, then the push).
-  const announced: PublicationEmitted[] = [];
+  const announced: PushAnnounced[] = [];
   actor.on("publication.push", (push) => void announced.push(push));
+  const stale = new Set<string>();
+  actor.on("publication.stale", ({ target }) => void stale.add(target));
   actor.start();
 
   const snap = (): PublicationSnapshot => actor.getSnapshot();
@@ -173,9 +180,10 @@ export function createPublication(options: PublicationOptions): PublicationDrive
    * Sends one event (the pushes it starts run from the emitted events); reports the intent change;
    * settles the waiters of a delivered result and of superseded or fenced targets.
    */
-  function dispatch(event: PublicationEvent, delivered?: (prev: PublicationSnapshot, next: PublicationSnapshot) => PublicationOutcome): void {
+  function dispatch(event: PublicationEvent, delivered?: (stale: boolean, next: PublicationSnapshot) => PublicationOutcome): void {
     if (!isOpen()) return;
     const prev = snap();
+    stale.clear();
     actor.send(event);
     const next = snap();
     if (next.status === "active" && !sameIntent(intentOf(prev.context), intentOf(next.context))) options.onPendingChange?.(intentOf(next.context));
@@ -184,7 +192,7 @@ export function createPublication(options: PublicationOptions): PublicationDrive
     const live = (revision: string) => next.status === "active" && (c.queued === revision || c.inflight === revision);
     // A result settles its target's callers unless a push of that same target is in flight again
     // (a same-target restart): then they wait for that push, which reports to them in turn.
-    if (delivered && isPushResult(event) && !(next.status === "active" && c.inflight === event.target)) settle(event.target, delivered(prev, next));
+    if (delivered && isPushResult(event) && !(next.status === "active" && c.inflight === event.target)) settle(event.target, delivered(stale.has(event.target), next));
     for (const waiter of [...waiters]) {
       if (next.status !== "active") settle(waiter.revision, { kind: "fenced" });
       else if (!live(waiter.revision)) settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
@@ -222,7 +230,7 @@ export function createPublication(options: PublicationOptions): PublicationDrive
   function report(target: string, generation: number, result: GitPushResult): void {
     if (!isOpen()) return settle(target, { kind: "fenced" });
     const event = resultEvent(target, generation, result);
-    dispatch(event, (prev, next) => resultOutcome(event, result, prev, next));
+    dispatch(event, (wasStale, next) => resultOutcome(event, result, wasStale, next));
   }
 
   if (options.restored) {
@@ -271,18 +279,17 @@ export function createPublication(options: PublicationOptions): PublicationDrive
       const fixed = routeOutcome(null);
       if (fixed) return fixed.kind === "fenced" ? { kind: "idle" } : fixed;
       dispatch({ type: "TURN_END" });
-      const s = snap();
-      if (!s.matches({ remote: "pushing" })) return { kind: "idle" };
-      return { kind: "pushing", revision: s.context.queued ?? s.context.inflight! };
+      const target = pushingTarget(snap());
+      return target === null ? { kind: "idle" } : { kind: "pushing", revision: target };
     },
     async retry() {
       const fixed = routeOutcome(null);
       if (fixed) return fixed;
-      const c = snap().context;
-      if (snap().matches({ remote: "pushing" })) return outcomeOf(c.inflight!);
-      if (c.queued !== null) return { kind: "queued", revision: c.queued }; // waits for its turn end
-      if (c.pending === null) return { kind: "idle" };
-      const outcome = outcomeOf(c.pending);
+      const plan = retryPlan(snap());
+      if (plan.kind === "await") return outcomeOf(plan.target);
+      if (plan.kind === "queued") return { kind: "queued", revision: plan.target }; // waits for its turn end
+      if (plan.kind === "idle") return { kind: "idle" };
+      const outcome = outcomeOf(plan.target);
       dispatch({ type: "RETRY" });
       return outcome;
     },

@@ -23,7 +23,7 @@ import {
   type AgentSessionEvent,
 } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
-import { createOfflineSession, scriptedSteps } from "../adapters/pi/offline-session.ts";
+import { createOfflineSession, scriptedSteps, type OfflineSession } from "../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 
 export interface DemoOptions {
@@ -169,85 +169,99 @@ function storeTree(storeRoot: string): string[] {
   return out;
 }
 
-export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
-  const started = Date.now();
-  const rec: Recorder = { lines: [], print: () => undefined };
-  const sink = options.print ?? ((line: string) => console.log(line));
-  rec.print = (line: string) => {
-    rec.lines.push(line);
-    sink(line);
-  };
-  const out = rec.print;
+/** The demo's directories, all below one temporary root. */
+interface DemoDirs {
+  root: string;
+  agentDir: string;
+  cwd: string;
+  sessionDir: string;
+  storeRoot: string;
+}
 
+function makeDemoDirs(): DemoDirs {
   const root = mkdtempSync(join(tmpdir(), "state-flow-demo-"));
   const agentDir = join(root, "agent");
   const cwd = join(root, "todo-cli");
   const sessionDir = join(root, "sessions");
   for (const dir of [agentDir, cwd, sessionDir]) mkdirSync(dir, { recursive: true });
-  const storeRoot = join(agentDir, "state-flow");
-  const env = gitEnv(root);
-  const previousEnv = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, PI_OFFLINE: process.env.PI_OFFLINE };
-  process.env.PI_CODING_AGENT_DIR = agentDir; // Pi's getAgentDir() follows this, not the SDK option
-  process.env.PI_OFFLINE = "1";
-  // An interrupted demo (Ctrl-C, a closed pipe) still removes its temporary directory.
-  const cleanupOnExit = () => {
-    if (!options.keep) rmSync(root, { recursive: true, force: true });
+  return { root, agentDir, cwd, sessionDir, storeRoot: join(agentDir, "state-flow") };
+}
+
+function recorder(print: ((line: string) => void) | undefined): Recorder {
+  const rec: Recorder = { lines: [], print: () => undefined };
+  const sink = print ?? ((line: string) => console.log(line));
+  rec.print = (line: string) => {
+    rec.lines.push(line);
+    sink(line);
   };
-  process.on("exit", cleanupOnExit);
+  return rec;
+}
 
-  let session: AgentSession | undefined;
-  let accessor: RuntimeAccessor | undefined;
-  let footer: string | undefined;
-  const notices: { message: string; level: string }[] = [];
-  const errors: string[] = [];
-  let result: DemoResult | undefined;
-  try {
-    const created = await createOfflineSession({
-      cwd,
-      agentDir,
-      modelsStorePath: join(root, "models.json"),
-      modelId: "scripted-model",
-      extensionFactories: [createStateFlowExtension({ agentDir, env, onRuntime: (a) => (accessor = a) })],
-      sessionManager: SessionManager.create(cwd, sessionDir),
-    });
-    const faux = created.faux;
-    const s = created.session;
-    session = s;
-    const ui = new Proxy(
-      {
-        notify: (message: string, level = "info") => {
-          notices.push({ message, level });
-          out(`  [notice:${level}] ${message.split("\n").join("\n    ")}`);
-        },
-        setStatus: (key: string, text: string | undefined) => {
-          if (key === "state-flow") footer = text;
-        },
-      } as Record<string, unknown>,
-      { get: (target, key) => target[key as string] ?? (() => undefined) },
-    );
-    await s.bindExtensions({
-      uiContext: ui as never,
-      onError: (error: unknown) => {
-        const text = `extension error: ${String((error as { error?: unknown }).error ?? error)}`;
-        errors.push(text);
-        out(`  !! ${text}`);
+/** What the extension reported through Pi's UI: the footer, its notices and its errors. */
+interface DemoUi {
+  footer: string | undefined;
+  notices: { message: string; level: string }[];
+  errors: string[];
+}
+
+/** Binds the extension to a UI that prints its notices and errors and keeps its footer. */
+async function bindDemoUi(s: AgentSession, ui: DemoUi, out: (line: string) => void): Promise<void> {
+  const uiContext = new Proxy(
+    {
+      notify: (message: string, level = "info") => {
+        ui.notices.push({ message, level });
+        out(`  [notice:${level}] ${message.split("\n").join("\n    ")}`);
       },
-      commandContextActions: {
-        waitForIdle: () => s.waitForIdle(),
-        navigateTree: (id: string, opts?: never) => s.navigateTree(id, opts),
-        reload: () => s.reload(),
-        newSession: async () => ({ cancelled: true }),
-        fork: async () => ({ cancelled: true }),
-        switchSession: async () => ({ cancelled: true }),
-      } as never,
-    });
-    if (!accessor) throw new Error("State Flow did not hand out its runtime accessor: the extension did not load");
-    const sf = accessor;
+      setStatus: (key: string, text: string | undefined) => {
+        if (key === "state-flow") ui.footer = text;
+      },
+    } as Record<string, unknown>,
+    { get: (target, key) => target[key as string] ?? (() => undefined) },
+  );
+  await s.bindExtensions({
+    uiContext: uiContext as never,
+    onError: (error: unknown) => {
+      const text = `extension error: ${String((error as { error?: unknown }).error ?? error)}`;
+      ui.errors.push(text);
+      out(`  !! ${text}`);
+    },
+    commandContextActions: {
+      waitForIdle: () => s.waitForIdle(),
+      navigateTree: (id: string, opts?: never) => s.navigateTree(id, opts),
+      reload: () => s.reload(),
+      newSession: async () => ({ cancelled: true }),
+      fork: async () => ({ cancelled: true }),
+      switchSession: async () => ({ cancelled: true }),
+    } as never,
+  });
+}
 
-    // What happens during a run, in order: each inference's context, the model's output, tool results, steers.
-    let inference = 0;
-    let previousShown: string[] = [];
-    s.subscribe((event: AgentSessionEvent) => {
+/**
+ * Drives the session through scripted runs and slash commands and prints what happens during a
+ * run, in order: each inference's context, the model's output, tool results and steers.
+ */
+class DemoDriver {
+  readonly out: (line: string) => void;
+  readonly session: AgentSession;
+  readonly sf: RuntimeAccessor;
+  private readonly faux: OfflineSession["faux"];
+  private readonly ui: DemoUi;
+  private inference = 0;
+  private previousShown: string[] = [];
+  private runNumber = 0;
+
+  constructor(out: (line: string) => void, created: OfflineSession, sf: RuntimeAccessor, ui: DemoUi) {
+    this.out = out;
+    this.session = created.session;
+    this.faux = created.faux;
+    this.sf = sf;
+    this.ui = ui;
+  }
+
+  /** Prints the model's output, the hidden steers and the tool results as the session emits them. */
+  trace(): void {
+    const out = this.out;
+    this.session.subscribe((event: AgentSessionEvent) => {
       if (event.type === "message_end") {
         const message = event.message as { role: string; content?: unknown; customType?: string; stopReason?: string };
         if (message.role === "assistant") {
@@ -260,155 +274,279 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
           out(`      ⤷ hidden steer (same run, not shown to the user): ${compact(message.content, 130)}`);
         }
       } else if (event.type === "tool_execution_end") {
-        const text = ((event.result as { content?: { text?: string }[] })?.content ?? []).map((c) => c.text ?? "").join("");
+        const content = (event.result as { content?: { text?: string }[] })?.content ?? [];
+        const text = content.map((c) => c.text ?? "").join("");
         let oneLine = text.replace(/\s+/g, " ").trim();
         if (event.toolName === "read_state" && !event.isError) {
-          const read = JSON.parse(text) as { offset: number; scope: string; boundary: { step: number }; state: Record<string, unknown> };
-          oneLine = `state${read.scope === "effective" ? "" : `.${read.scope}`}[${read.offset}] = boundary step ${read.boundary.step}: ${compact(trimState(read.state), 170)}`;
+          const read = JSON.parse(text) as {
+            offset: number;
+            scope: string;
+            boundary: { step: number };
+            state: Record<string, unknown>;
+          };
+          const name = `state${read.scope === "effective" ? "" : `.${read.scope}`}[${read.offset}]`;
+          oneLine = `${name} = boundary step ${read.boundary.step}: ${compact(trimState(read.state), 170)}`;
         }
-        out(`      ${event.isError ? "✗" : "✓"} ${event.toolName}: ${oneLine.length > 220 ? `${oneLine.slice(0, 219)}…` : oneLine}`);
+        const shown = oneLine.length > 220 ? `${oneLine.slice(0, 219)}…` : oneLine;
+        out(`      ${event.isError ? "✗" : "✓"} ${event.toolName}: ${shown}`);
       }
     });
-    const script = (...steps: Step[]) =>
-      faux.appendResponses(
-        steps.map<FauxResponseStep>((step) => (context: Context) => {
-          inference += 1;
-          const tools = (context.tools ?? []).map((t) => t.name).filter((n) => STATE_FLOW_TOOLS.includes(n));
-          const protocol = (context.systemPrompt ?? "").includes("## State Flow protocol");
-          out(`    inference ${inference}: tools ${tools.length > 0 ? tools.join(", ") : "(no State Flow tools)"}; protocol in system prompt: ${protocol ? "yes" : "no"}`);
-          out(`      context: [${describeMessages(context)}]`);
-          const shown: string[] = [];
-          const runtime = context.messages.map(messageText).find((t) => t.startsWith("[State Flow runtime context"));
-          if (runtime) shown.push(...describeRuntimeContext(runtime));
-          const handoff = context.messages.map(messageText).find((t) => t.startsWith("[State Flow stopped"));
-          if (handoff) shown.push(`frozen handoff: ${compact(trimState(JSON.parse(handoff.slice(handoff.indexOf("\n") + 1)) as Record<string, unknown>), 180)}`);
-          // Later inferences of a run print only the runtime-context lines that changed.
-          const fresh = shown.filter((line) => !previousShown.includes(line));
-          if (inference > 1 && shown.length > 0 && fresh.length === 0) out("        (runtime context unchanged)");
-          for (const line of fresh) out(`        ${line}`);
-          previousShown = shown;
-          return step(context);
-        }),
-      );
-    const stepOf = (): string => {
-      try {
-        return String(sf.read(0).boundary.step);
-      } catch {
-        return "-";
-      }
-    };
-    let runNumber = 0;
-    const run = async (title: string, prompt: string, ...steps: Step[]) => {
-      runNumber += 1;
-      inference = 0;
-      previousShown = [];
-      out("");
-      out(`── Run ${runNumber}: ${title} ${"─".repeat(Math.max(4, 70 - title.length))}`);
-      out(`  user> ${prompt}`);
-      script(...steps);
-      await s.prompt(prompt);
-      await s.waitForIdle();
-      const pending = faux.getPendingResponseCount();
-      if (pending > 0) throw new Error(`run ${runNumber} ended with ${pending} unused scripted model step(s): the flow diverged from the script`);
-      const last = [...s.messages].reverse().find((m) => m.role === "assistant");
-      const answer = last ? messageText(last as never) : "";
-      let accepted = "—";
-      try {
-        accepted = sf.read(0, "session").state.response === answer ? "accepted as session.response" : "not committed";
-      } catch {
-        accepted = "not committed (no runtime)";
-      }
-      out(`  answer: "${answer}" → ${accepted}`);
-      out(`  after:  episode ${sf.episode()}, step ${stepOf()}, footer "${footer ?? ""}"`);
-    };
-    const command = async (text: string) => {
-      out("");
-      out(`── ${text} ${"─".repeat(Math.max(4, 76 - text.length))}`);
-      await s.prompt(text);
-      await s.waitForIdle();
-      out(`  after:  episode ${sf.episode()}, step ${stepOf()}, State Flow tools ${STATE_FLOW_TOOLS.every((t) => s.getActiveToolNames().includes(t)) ? "on" : "off"}, footer "${footer ?? ""}"`);
-    };
+  }
 
-    out("State Flow demo — a real Pi 0.84 AgentSession, scripted faux model, nothing leaves this machine");
-    out(`  temp dir:  ${root}`);
-    out(`  agent dir: ${relative(root, agentDir)}/ (PI_CODING_AGENT_DIR)   project: ${relative(root, cwd)}/   store: ${relative(root, storeRoot)}/ (Git)`);
-    out(`  before:    episode ${sf.episode()} (manual activation is the default), State Flow tools ${s.getActiveToolNames().includes("patch_state") ? "on" : "off"}`);
-
-    await command("/state-flow-start");
-
-    await run(
-      "one patch_state, all three scopes",
-      "New project: a todo CLI in TypeScript. I always want short answers. First task: list todos.",
-      call("patch_state", {
-        global: { contract: { answerStyle: "short" } },
-        cwd: { contract: { project: "todo CLI", language: "TypeScript" } },
-        session: { working: { task: "list todos", status: "planned" } },
-        final: true,
+  /** Queues the model's steps; each prints what the model receives before it answers. */
+  private script(...steps: Step[]): void {
+    this.faux.appendResponses(
+      steps.map<FauxResponseStep>((step) => (context: Context) => {
+        this.inference += 1;
+        const tools = (context.tools ?? []).map((t) => t.name).filter((n) => STATE_FLOW_TOOLS.includes(n));
+        const protocol = (context.systemPrompt ?? "").includes("## State Flow protocol");
+        const toolList = tools.length > 0 ? tools.join(", ") : "(no State Flow tools)";
+        const inSystemPrompt = protocol ? "yes" : "no";
+        this.out(`    inference ${this.inference}: tools ${toolList}; protocol in system prompt: ${inSystemPrompt}`);
+        this.out(`      context: [${describeMessages(context)}]`);
+        const shown: string[] = [];
+        const texts = context.messages.map(messageText);
+        const runtime = texts.find((t) => t.startsWith("[State Flow runtime context"));
+        if (runtime) shown.push(...describeRuntimeContext(runtime));
+        const handoff = texts.find((t) => t.startsWith("[State Flow stopped"));
+        if (handoff) {
+          const frozen = JSON.parse(handoff.slice(handoff.indexOf("\n") + 1)) as Record<string, unknown>;
+          shown.push(`frozen handoff: ${compact(trimState(frozen), 180)}`);
+        }
+        // Later inferences of a run print only the runtime-context lines that changed.
+        const fresh = shown.filter((line) => !this.previousShown.includes(line));
+        const unchanged = this.inference > 1 && shown.length > 0 && fresh.length === 0;
+        if (unchanged) this.out("        (runtime context unchanged)");
+        for (const line of fresh) this.out(`        ${line}`);
+        this.previousShown = shown;
+        return step(context);
       }),
-      say("Noted: todo CLI in TypeScript, short answers. Next: implement `todo list`."),
     );
+  }
 
-    await run(
-      "the barrier: patch_state must run alone",
-      "Store todos in a JSON file. Implement list.",
-      calls(
-        ["patch_state", { cwd: { contract: { storage: "todos.json" } }, session: { working: { status: "list implemented" } }, final: true }],
-        ["read_state", { offset: 1 }],
-      ),
-      say("`todo list` reads todos.json. Done."),
-    );
+  stepOf(): string {
+    try {
+      return String(this.sf.read(0).boundary.step);
+    } catch {
+      return "-";
+    }
+  }
 
-    await run(
-      "resolution retry: an answer without final:true",
-      "Add a --done flag.",
-      say("Added --done."),
-      call("patch_state", { session: { working: { task: "--done flag", status: "implemented" } }, final: true }),
-      say("Added `todo done <id>` (the --done flag)."),
-    );
+  footer(): string {
+    return this.ui.footer ?? "";
+  }
 
-    await run(
-      "read_state at offset 1",
-      "What was the session state one transition ago?",
-      call("read_state", { offset: 1, scope: "session" }),
-      call("patch_state", { final: true }),
-      say("One transition ago the task was the --done flag, implemented, before my last answer was recorded."),
-    );
+  errors(): readonly string[] {
+    return this.ui.errors;
+  }
 
-    await command("/state-flow-stop");
-
-    await run("passive mode: State Flow stopped", "Unrelated: what is 2+2?", say("4."));
-
-    await command("/state-flow-start");
-
-    await run(
-      "restart: bootstrap from the frozen handoff",
-      "Back to the CLI: what is next?",
-      call("patch_state", { session: { working: { task: "delete command", status: "next" } }, final: true }),
-      say("Next: `todo rm <id>`."),
-    );
-
+  /** One user prompt answered by exactly the scripted steps. */
+  async run(title: string, prompt: string, ...steps: Step[]): Promise<void> {
+    const { out, session: s, sf } = this;
+    this.runNumber += 1;
+    this.inference = 0;
+    this.previousShown = [];
     out("");
-    out(`── /state-flow-status ${"─".repeat(58)}`);
-    await s.prompt("/state-flow-status");
+    out(`── Run ${this.runNumber}: ${title} ${"─".repeat(Math.max(4, 70 - title.length))}`);
+    out(`  user> ${prompt}`);
+    this.script(...steps);
+    await s.prompt(prompt);
     await s.waitForIdle();
+    const pending = this.faux.getPendingResponseCount();
+    if (pending > 0) {
+      throw new Error(
+        `run ${this.runNumber} ended with ${pending} unused scripted model step(s): the flow diverged from the script`,
+      );
+    }
+    const last = [...s.messages].reverse().find((m) => m.role === "assistant");
+    const answer = last ? messageText(last as never) : "";
+    let accepted = "—";
+    try {
+      accepted = sf.read(0, "session").state.response === answer ? "accepted as session.response" : "not committed";
+    } catch {
+      accepted = "not committed (no runtime)";
+    }
+    out(`  answer: "${answer}" → ${accepted}`);
+    out(`  after:  episode ${sf.episode()}, step ${this.stepOf()}, footer "${this.footer()}"`);
+  }
 
+  /** One slash command. */
+  async command(text: string): Promise<void> {
+    const { out, session: s, sf } = this;
     out("");
-    out(`── the store on disk: ${relative(root, storeRoot)}/ ${"─".repeat(40)}`);
-    for (const line of storeTree(storeRoot)) out(line);
-    const log = spawnSync("git", ["log", "--oneline"], { cwd: storeRoot, env, encoding: "utf8" });
-    if (log.status !== 0) throw new Error(`git log failed in the store: ${log.stderr}`);
-    const gitLog = log.stdout.trim().split("\n");
-    out("");
-    out(`── git log --oneline (store, newest first) ${"─".repeat(36)}`);
-    for (const line of gitLog) out(`  ${line}`);
+    out(`── ${text} ${"─".repeat(Math.max(4, 76 - text.length))}`);
+    await s.prompt(text);
+    await s.waitForIdle();
+    const tools = STATE_FLOW_TOOLS.every((t) => s.getActiveToolNames().includes(t)) ? "on" : "off";
+    const footer = this.footer();
+    out(`  after:  episode ${sf.episode()}, step ${this.stepOf()}, State Flow tools ${tools}, footer "${footer}"`);
+  }
+}
 
-    const finalState = sf.read(0).state;
-    out("");
-    out(`final effective state[0]: ${compact(trimState(finalState as never), 400)}`);
+function printIntro(d: DemoDriver, dirs: DemoDirs): void {
+  const { root, agentDir, cwd, storeRoot } = dirs;
+  const tools = d.session.getActiveToolNames().includes("patch_state") ? "on" : "off";
+  d.out("State Flow demo — a real Pi 0.84 AgentSession, scripted faux model, nothing leaves this machine");
+  d.out(`  temp dir:  ${root}`);
+  d.out(
+    `  agent dir: ${relative(root, agentDir)}/ (PI_CODING_AGENT_DIR)   project: ${relative(root, cwd)}/   ` +
+      `store: ${relative(root, storeRoot)}/ (Git)`,
+  );
+  d.out(`  before:    episode ${d.sf.episode()} (manual activation is the default), State Flow tools ${tools}`);
+}
+
+async function activateAndPatchEveryScope(d: DemoDriver): Promise<void> {
+  await d.command("/state-flow-start");
+  await d.run(
+    "one patch_state, all three scopes",
+    "New project: a todo CLI in TypeScript. I always want short answers. First task: list todos.",
+    call("patch_state", {
+      global: { contract: { answerStyle: "short" } },
+      cwd: { contract: { project: "todo CLI", language: "TypeScript" } },
+      session: { working: { task: "list todos", status: "planned" } },
+      final: true,
+    }),
+    say("Noted: todo CLI in TypeScript, short answers. Next: implement `todo list`."),
+  );
+}
+
+async function runBarrier(d: DemoDriver): Promise<void> {
+  await d.run(
+    "the barrier: patch_state must run alone",
+    "Store todos in a JSON file. Implement list.",
+    calls(
+      [
+        "patch_state",
+        {
+          cwd: { contract: { storage: "todos.json" } },
+          session: { working: { status: "list implemented" } },
+          final: true,
+        },
+      ],
+      ["read_state", { offset: 1 }],
+    ),
+    say("`todo list` reads todos.json. Done."),
+  );
+}
+
+async function runResolutionRetry(d: DemoDriver): Promise<void> {
+  await d.run(
+    "resolution retry: an answer without final:true",
+    "Add a --done flag.",
+    say("Added --done."),
+    call("patch_state", { session: { working: { task: "--done flag", status: "implemented" } }, final: true }),
+    say("Added `todo done <id>` (the --done flag)."),
+  );
+}
+
+async function runHistoricalRead(d: DemoDriver): Promise<void> {
+  await d.run(
+    "read_state at offset 1",
+    "What was the session state one transition ago?",
+    call("read_state", { offset: 1, scope: "session" }),
+    call("patch_state", { final: true }),
+    say("One transition ago the task was the --done flag, implemented, before my last answer was recorded."),
+  );
+}
+
+async function stopIntoPassiveMode(d: DemoDriver): Promise<void> {
+  await d.command("/state-flow-stop");
+  await d.run("passive mode: State Flow stopped", "Unrelated: what is 2+2?", say("4."));
+}
+
+async function restartFromHandoff(d: DemoDriver): Promise<void> {
+  await d.command("/state-flow-start");
+  await d.run(
+    "restart: bootstrap from the frozen handoff",
+    "Back to the CLI: what is next?",
+    call("patch_state", { session: { working: { task: "delete command", status: "next" } }, final: true }),
+    say("Next: `todo rm <id>`."),
+  );
+}
+
+async function printStatus(d: DemoDriver): Promise<void> {
+  d.out("");
+  d.out(`── /state-flow-status ${"─".repeat(58)}`);
+  await d.session.prompt("/state-flow-status");
+  await d.session.waitForIdle();
+}
+
+/** Prints the store's files and its Git history; returns `git log --oneline`, newest first. */
+function printStore(d: DemoDriver, dirs: DemoDirs, env: NodeJS.ProcessEnv): string[] {
+  const { root, storeRoot } = dirs;
+  d.out("");
+  d.out(`── the store on disk: ${relative(root, storeRoot)}/ ${"─".repeat(40)}`);
+  for (const line of storeTree(storeRoot)) d.out(line);
+  const log = spawnSync("git", ["log", "--oneline"], { cwd: storeRoot, env, encoding: "utf8" });
+  if (log.status !== 0) throw new Error(`git log failed in the store: ${log.stderr}`);
+  const gitLog = log.stdout.trim().split("\n");
+  d.out("");
+  d.out(`── git log --oneline (store, newest first) ${"─".repeat(36)}`);
+  for (const line of gitLog) d.out(`  ${line}`);
+  return gitLog;
+}
+
+/** Opens the offline session with State Flow loaded; `onSession` receives it before anything can fail. */
+async function openDemoSession(
+  dirs: DemoDirs,
+  env: NodeJS.ProcessEnv,
+  rec: Recorder,
+  onSession: (session: AgentSession) => void,
+): Promise<DemoDriver> {
+  const { root, agentDir, cwd, sessionDir } = dirs;
+  let accessor: RuntimeAccessor | undefined;
+  const ui: DemoUi = { footer: undefined, notices: [], errors: [] };
+  const created = await createOfflineSession({
+    cwd,
+    agentDir,
+    modelsStorePath: join(root, "models.json"),
+    modelId: "scripted-model",
+    extensionFactories: [createStateFlowExtension({ agentDir, env, onRuntime: (a) => (accessor = a) })],
+    sessionManager: SessionManager.create(cwd, sessionDir),
+  });
+  onSession(created.session);
+  await bindDemoUi(created.session, ui, rec.print);
+  if (!accessor) throw new Error("State Flow did not hand out its runtime accessor: the extension did not load");
+  return new DemoDriver(rec.print, created, accessor, ui);
+}
+
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const started = Date.now();
+  const rec = recorder(options.print);
+  const dirs = makeDemoDirs();
+  const { root, storeRoot } = dirs;
+  const env = gitEnv(root);
+  const previousEnv = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, PI_OFFLINE: process.env.PI_OFFLINE };
+  process.env.PI_CODING_AGENT_DIR = dirs.agentDir; // Pi's getAgentDir() follows this, not the SDK option
+  process.env.PI_OFFLINE = "1";
+  // An interrupted demo (Ctrl-C, a closed pipe) still removes its temporary directory.
+  const cleanupOnExit = () => {
+    if (!options.keep) rmSync(root, { recursive: true, force: true });
+  };
+  process.on("exit", cleanupOnExit);
+
+  let session: AgentSession | undefined;
+  try {
+    const d = await openDemoSession(dirs, env, rec, (s) => (session = s));
+    d.trace();
+    printIntro(d, dirs);
+    await activateAndPatchEveryScope(d);
+    await runBarrier(d);
+    await runResolutionRetry(d);
+    await runHistoricalRead(d);
+    await stopIntoPassiveMode(d);
+    await restartFromHandoff(d);
+    await printStatus(d);
+    const gitLog = printStore(d, dirs, env);
+
+    const finalState = d.sf.read(0).state;
+    d.out("");
+    d.out(`final effective state[0]: ${compact(trimState(finalState as never), 400)}`);
+    const errors = d.errors();
     if (errors.length > 0) throw new Error(`the demo hit ${errors.length} extension error(s): ${errors.join("; ")}`);
-    out(`done in ${((Date.now() - started) / 1000).toFixed(1)} s${options.keep ? ` — kept ${root}` : " — temp dir removed (pass --keep to inspect it)"}`);
-    result = { root, storeRoot, lines: rec.lines, finalState, episode: sf.episode(), gitLog };
-    return result;
+    const kept = options.keep ? ` — kept ${root}` : " — temp dir removed (pass --keep to inspect it)";
+    d.out(`done in ${((Date.now() - started) / 1000).toFixed(1)} s${kept}`);
+    return { root, storeRoot, lines: rec.lines, finalState, episode: d.sf.episode(), gitLog };
   } finally {
     await session?.dispose?.();
     if (previousEnv.PI_CODING_AGENT_DIR === undefined) delete process.env.PI_CODING_AGENT_DIR;

@@ -10,7 +10,7 @@ import { comparePaths, scopeOfPath } from "./layout.ts";
 import { StoreError } from "./store-error.ts";
 import type { CohortBasis, CohortSnapshot, PublishRequest, StorePointer } from "./backend.ts";
 
-export const FILE_POINTER_PREFIX = "file:";
+const FILE_POINTER_PREFIX = "file:";
 const LISTING_HEADER = "state-flow file cohort v1\n";
 
 /** Name of the file-only publication lock in the store root. */
@@ -23,7 +23,7 @@ export function isFilePointer(pointer: StorePointer | null | undefined): boolean
 }
 
 /** Canonical listing of a complete cohort: member path + sha256 of its bytes ("-" when absent), sorted. */
-export function cohortListing(hashes: ReadonlyMap<string, string | null>): string {
+function cohortListing(hashes: ReadonlyMap<string, string | null>): string {
   const paths = [...hashes.keys()].sort(comparePaths);
   let listing = LISTING_HEADER;
   for (const path of paths) {
@@ -47,7 +47,12 @@ function short(hash: string | null | undefined): string {
   return hash ? `sha256 ${hash.slice(0, 12)}…` : "absent";
 }
 
-export function staleBasisError(path: string, expected: string | null | undefined, found: string | null, detail = ""): StoreError {
+function staleBasisError(
+  path: string,
+  expected: string | null | undefined,
+  found: string | null,
+  detail = "",
+): StoreError {
   const scope = scopeOfPath(path);
   return new StoreError(
     "stale-basis",
@@ -127,7 +132,7 @@ export function splitWrites(
 }
 
 /** Order of writes: data files first, then config.json, then meta.json (session last within each group). */
-export function writeOrder(paths: Iterable<string>): string[] {
+function writeOrder(paths: Iterable<string>): string[] {
   const rank = (p: string) => (p.endsWith("/meta.json") || p === "meta.json" ? 2 : p.endsWith("/config.json") || p === "config.json" ? 1 : 0);
   return [...paths].sort((a, b) => rank(a) - rank(b) || a.split("/").length - b.split("/").length || comparePaths(a, b));
 }

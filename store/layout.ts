@@ -17,8 +17,7 @@ import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE } from "../core/c
 import { SCOPES, type ScopeName } from "../core/scope-state.ts";
 import { StoreError } from "./store-error.ts";
 
-export { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE, SCOPES, type ScopeName };
-export const STORE_DIR_NAME = "state-flow";
+const STORE_DIR_NAME = "state-flow";
 
 /** Default store root: `<agentDir>/state-flow` (agentDir follows PI_CODING_AGENT_DIR in Pi). */
 export function defaultStoreRoot(agentDir: string): string {
@@ -32,7 +31,7 @@ export function cwdKey(cwd: string): string {
 }
 
 /** Pi's file-name timestamp: the header's ISO timestamp with ':' and '.' replaced by '-'. */
-export function sessionFileTimestamp(isoTimestamp: string): string {
+function sessionFileTimestamp(isoTimestamp: string): string {
   return isoTimestamp.replace(/[:.]/g, "-");
 }
 
@@ -89,7 +88,7 @@ function rel(dir: string, file: string): string {
   return dir === "" ? file : `${dir}/${file}`;
 }
 
-export function scopeDir(scope: ScopeName, keys: ScopeKeys): string {
+function scopeDir(scope: ScopeName, keys: ScopeKeys): string {
   switch (scope) {
     case "global":
       return "";
@@ -135,51 +134,6 @@ export function scopeOfPath(path: string): ScopeName | undefined {
   return depth === 1 ? "global" : depth === 2 ? "cwd" : depth === 3 ? "session" : undefined;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Pair completeness: an absent checkpoint/patches pair is empty reality; a partial pair is not.
-
-export type PairState = "absent" | "complete" | "partial";
-
-export interface PairStatus {
-  readonly scope: ScopeName;
-  readonly checkpoint: { readonly path: string; readonly present: boolean };
-  readonly patches: { readonly path: string; readonly present: boolean };
-  readonly state: PairState;
-}
-
-/** Reports present/absent per checkpoint/patches pair of a cohort file map (null/missing = absent). */
-export function pairStatus(files: ReadonlyMap<string, Uint8Array | null>, keys: ScopeKeys): PairStatus[] {
-  return SCOPES.map((scope) => {
-    const f = scopeFiles(scope, keys);
-    const checkpoint = files.get(f.checkpoint) != null;
-    const patches = files.get(f.patches) != null;
-    return {
-      scope,
-      checkpoint: { path: f.checkpoint, present: checkpoint },
-      patches: { path: f.patches, present: patches },
-      state: checkpoint && patches ? "complete" : !checkpoint && !patches ? "absent" : "partial",
-    };
-  });
-}
-
-/** Throws `partial-pair` naming the missing member when any scope has only one of checkpoint/patches. */
-export function assertPairsComplete(files: ReadonlyMap<string, Uint8Array | null>, keys: ScopeKeys): PairStatus[] {
-  const status = pairStatus(files, keys);
-  for (const s of status) {
-    if (s.state === "partial") {
-      const missing = s.checkpoint.present ? s.patches.path : s.checkpoint.path;
-      const present = s.checkpoint.present ? s.checkpoint.path : s.patches.path;
-      throw new StoreError(
-        "partial-pair",
-        `The ${s.scope} scope is partial: ${present} exists but ${missing} is missing. A checkpoint/patches pair must be ` +
-          `both present or both absent; State Flow will not guess the missing half. Restore ${missing} (for Git: ` +
-          `git show <revision>:${missing}) or select an earlier checkpoint.`,
-        { file: missing },
-      );
-    }
-  }
-  return status;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Identity ownership: keys are names; the authoritative identity is recorded in the owner's meta.json.

@@ -72,7 +72,7 @@ class OpenedStore implements Store {
   }
 }
 
-export function newGeneration(): string {
+function newGeneration(): string {
   return `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
 }
 

@@ -53,8 +53,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   "store/git/plumbing": ["store", "store/fs"],
   runtime: ["core", "machines", "store", "store/fs", "store/git"],
   "adapters/diagram": ["machines"],
-  "adapters/inspect": [],
-  "adapters/pi": ["core", "machines", "runtime", "store", "store/fs", "store/git", "adapters/inspect"],
+  "adapters/inspect": ["runtime"],
+  "adapters/pi": ["core", "machines", "runtime", "store", "adapters/inspect"],
 };
 
 /** External packages (and Node built-ins) each layer may use. */

@@ -1,16 +1,11 @@
 // Opt-in live inspection: with STATE_FLOW_INSPECT=ws://host:port every machine actor created via
-// createFlowActor streams its events and snapshots through @statelyai/inspect's WebSocket
+// runtime/flow-actor.ts streams its events and snapshots through @statelyai/inspect's WebSocket
 // inspector. Off by default at zero cost: the inspector module is imported dynamically, only when
 // the variable is set, and actors get no inspect observer otherwise.
-import { createActor, type AnyStateMachine, type Actor, type InspectionEvent, type Observer } from "xstate";
+import type { FlowInspection } from "../../runtime/flow-actor.ts";
 
+export type { FlowInspection };
 export const INSPECT_ENV = "STATE_FLOW_INSPECT";
-
-export interface FlowInspection {
-  url: string;
-  inspect: Observer<InspectionEvent>;
-  stop(): void;
-}
 
 export class InspectUrlError extends Error {
   constructor(value: string) {
@@ -33,15 +28,4 @@ export async function loadInspection(env: Record<string, string | undefined> = p
   const { createWebSocketInspector } = await import("@statelyai/inspect");
   const inspector = createWebSocketInspector({ url: value });
   return { url: value, inspect: inspector.inspect, stop: () => inspector.stop() };
-}
-
-/** createActor with the live inspector attached when inspection is enabled. */
-export function createFlowActor<TMachine extends AnyStateMachine>(
-  machine: TMachine,
-  options: { input?: unknown; inspection?: FlowInspection | undefined } = {},
-): Actor<TMachine> {
-  return createActor(machine, {
-    ...(options.input === undefined ? {} : { input: options.input }),
-    ...(options.inspection ? { inspect: options.inspection.inspect } : {}),
-  } as never) as Actor<TMachine>;
 }

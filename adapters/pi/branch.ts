@@ -45,15 +45,6 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
   return markers;
 }
 
-/** The newest well-formed revision at or before the newest disabled marker (the frozen runtime). */
-export function frozenRevision(markers: readonly BranchMarker[]): string | null {
-  for (let i = markers.length - 1; i >= 0; i--) {
-    const m = markers[i]!;
-    if (m.kind === "revision") return m.revision;
-  }
-  return null;
-}
-
 export function branchShape(entries: readonly SessionEntry[]): BranchShape {
   if (entries.some((e) => e.type === "custom" && e.customType === CHECKPOINT_ENTRY)) return "marked";
   return entries.some((e) => e.type === "message") ? "unmarked" : "empty";

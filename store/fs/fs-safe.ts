@@ -16,7 +16,7 @@ import { StoreError, errnoOf } from "../store-error.ts";
 
 /** State can hold private session content: what State Flow creates is its owner's alone. */
 export const PRIVATE_DIR_MODE = 0o700;
-export const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_FILE_MODE = 0o600;
 
 
 /** Validates a store-relative path (`a/b/c.json`): POSIX separators, no empty, `.`, `..`, `.git` or NUL components. */
@@ -36,10 +36,6 @@ export function assertStorePath(rel: string): string[] {
     );
   }
   return segments;
-}
-
-export function storeFilePath(root: string, rel: string): string {
-  return join(root, ...assertStorePath(rel));
 }
 
 function ioError(file: string, action: string, error: unknown): StoreError {

@@ -117,7 +117,7 @@ export function findGitExecutable(env: NodeJS.ProcessEnv = process.env, binary?:
   return null;
 }
 
-export function cleanGitEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+function cleanGitEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const clean: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
     if (value === undefined || REPO_LOCATION_VARS.includes(key.toUpperCase())) continue;

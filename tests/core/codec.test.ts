@@ -10,8 +10,11 @@ import {
   serializeScopeMeta,
   serializeScopeStream,
   serializeSessionConfig,
+  PUBLICATION_POLICIES,
+  type PublicationPolicy,
   type RuntimeMeta,
 } from "../../core/codec.ts";
+import type { PublicationPolicy as MachinePublicationPolicy } from "../../machines/publication.ts";
 import { hashJson } from "../../core/json.ts";
 import { emptyStream, originateView, type TemporalView } from "../../core/temporal.ts";
 
@@ -129,5 +132,17 @@ describe("runtime documents", () => {
     const config = { version: 1 as const, enabled: true, remotePublication: "turn-end" as const };
     expect(parseSessionConfig(serializeSessionConfig(config))).toEqual(config);
     expect(rejection(() => parseSessionConfig(JSON.stringify({ ...config, remotePublication: "always" }), "c.json")).message).toBe("c.json#remotePublication: must be one of off, turn-end, transition");
+  });
+});
+
+// machines/ imports nothing of ours, so the publication machine spells the policy out itself; these
+// conversions stop compiling (npm run typecheck) as soon as the two types drift apart.
+const toMachinePolicy = (policy: PublicationPolicy): MachinePublicationPolicy => policy;
+const toCodecPolicy = (policy: MachinePublicationPolicy): PublicationPolicy => policy;
+
+describe("publication policy", () => {
+  it("is the same type in the codec and in the publication machine", () => {
+    const roundTrip = PUBLICATION_POLICIES.map((policy) => toCodecPolicy(toMachinePolicy(policy)));
+    expect(roundTrip).toEqual(["off", "turn-end", "transition"]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rejection } from "../support/rejection.ts";
-import { parsePatchSet, stageCohort, streamHash } from "../../core/cohort.ts";
+import { parsePatchSet, stageCohort } from "../../core/cohort.ts";
 import { hashJson } from "../../core/json.ts";
 import { originateView, readTemporalState } from "../../core/temporal.ts";
 
@@ -40,7 +40,8 @@ describe("stageCohort", () => {
     const staged = stageCohort(view, parsePatchSet({ cwd: { contract: { lang: "ts" } }, session: { working: { next: "test" } } }).patches, "T1");
     expect(view).toEqual(frozen);
     expect(staged.cohort.basis.head).toEqual({ lineage: "L", id: "L", step: 0 });
-    expect(staged.cohort.basis.hashes.session).toBe(streamHash(view.streams.session));
+    // a stream without records has its checkpoint's semantic hash
+    expect(staged.cohort.basis.hashes.session).toBe(view.streams.session.checkpoint.hash);
     expect(staged.cohort.transition).toEqual({ id: "T1", parent: "L", step: 1 });
     expect(Object.keys(staged.cohort.records).sort()).toEqual(["cwd", "session"]);
     expect(staged.cohort.records.cwd!.hash).toBe(hashJson(staged.view.current.cwd as never));

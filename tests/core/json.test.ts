@@ -6,11 +6,11 @@ import {
   assertJson,
   canonicalJson,
   cloneJson,
-  diffJson,
+  diffFields,
   hashJson,
-  jsonEqual,
   overlayJson,
   toJson,
+  type JsonObject,
   type JsonValue,
 } from "../../core/json.ts";
 
@@ -181,28 +181,30 @@ describe("applyJsonPatch", () => {
   });
 });
 
-describe("diffJson", () => {
+describe("diffFields", () => {
   it("returns the minimal patch that reproduces the target", () => {
-    const before = { a: 1, b: { c: [1], d: "x" }, e: true } as JsonValue;
-    const after = { a: 1, b: { c: [1, 2] }, f: { g: 1 } } as JsonValue;
-    const patch = diffJson(before, after)!;
+    const before = { a: 1, b: { c: [1], d: "x" }, e: true } as JsonObject;
+    const after = { a: 1, b: { c: [1, 2] }, f: { g: 1 } } as JsonObject;
+    const patch = diffFields(before, after)!;
     expect(patch).toEqual({ b: { c: [1, 2], d: null }, e: null, f: { g: 1 } });
     expect(applyJsonPatch(before, patch)).toEqual(after);
   });
 
   it("is undefined for equal values", () => {
-    expect(diffJson({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBeUndefined();
+    expect(diffFields({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBeUndefined();
   });
 });
 
-describe("overlayJson and jsonEqual", () => {
+describe("overlayJson and deep equality", () => {
   it("upper wins, absent keys reveal lower, arrays replace", () => {
     expect(overlayJson({ a: 1, n: { x: 1, y: 1 }, l: [1, 2] }, { n: { y: 2 }, l: [3] })).toEqual({ a: 1, n: { x: 1, y: 2 }, l: [3] });
   });
 
   it("compares deeply", () => {
-    expect(jsonEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBe(true);
-    expect(jsonEqual({ a: [1] }, { a: { 0: 1 } })).toBe(false);
-    expect(jsonEqual({ a: 1 }, { a: 1, b: 2 })).toBe(false);
+    // two states are equal exactly when diffFields has nothing to record
+    const equal = (a: JsonObject, b: JsonObject) => diffFields(a, b) === undefined;
+    expect(equal({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBe(true);
+    expect(equal({ a: [1] }, { a: { 0: 1 } })).toBe(false);
+    expect(equal({ a: 1 }, { a: 1, b: 2 })).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { createActor, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
 import {
@@ -8,6 +9,7 @@ import {
   episodeStateName,
   isGenuinelyNewSession,
   type EpisodeEvent,
+  type EpisodeSnapshot,
 } from "../../machines/episode.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 import {
@@ -38,6 +40,10 @@ interface Trace {
   freshPhysicalSession: boolean;
   /** the last active state seen (where a failed stop must return) */
   lastActive: string | null;
+}
+
+function emittedEffect(step: StepInfo<EpisodeEvent>, effect: string): boolean {
+  return step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === effect);
 }
 
 /** Returns violations (each prefixed with its invariant id) for one step. */
@@ -83,6 +89,14 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
       (event.type === "STORAGE_FAILED" && before === "starting.fromPassive");
     if (!ok) v.push(`I1.5 passive entered from ${before} on ${JSON.stringify(event)}`);
   }
+  // A start that cannot open storage returns to where it started from: a failed restart keeps the
+  // frozen handoff (passive), a failed first start is ordinary mode again; both say so.
+  if (event.type === "STORAGE_FAILED" && before.startsWith("starting") && before !== "starting.adopting") {
+    const expected = before === "starting.fromPassive" ? "passive" : "off";
+    if (after !== expected) v.push(`I1.5 a failed start from ${before} went to ${after}, not back to ${expected}`);
+    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === "start-failed"))
+      v.push(`I1.5 a failed start from ${before} was silent`);
+  }
   // I1.6 / I1.7
   // A failed stop (I1.12) and an adoption (I1.13) return to exactly the active state they left,
   // so they re-enter a bootstrap only if they were in that very bootstrap.
@@ -93,6 +107,10 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     v.push(`I1.6 handoff bootstrap entered from ${before}`);
   if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff" && !returnedFromFailedStop)
     v.push(`I1.6 transcript bootstrap entered from ${before}`);
+  if (before === "starting.fromOff" && event.type === "STORAGE_READY" && after !== "active.bootstrap.fromTranscript")
+    v.push(`I1.6 a mid-conversation start reached ${after} instead of bootstrapping from the transcript`);
+  if (before === "starting.fromPassive" && event.type === "STORAGE_READY" && after !== "active.bootstrap.fromHandoff")
+    v.push(`I1.6 a restart after stop reached ${after} instead of bootstrapping from the frozen handoff`);
   if (before.startsWith("active.bootstrap") && event.type === "RUN_ACCEPTED" && after !== "active.steady")
     v.push(`I1.7 RUN_ACCEPTED in ${before} led to ${after}, not active.steady`);
   if (before === "active.steady" && after.startsWith("active.bootstrap")) v.push("I1.7 steady returned to bootstrap");
@@ -102,8 +120,20 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     if (!step.emitted.some((e) => e.type === "episode.notice")) v.push(`I1.8 ${event.type} on an unproven branch failed silently`);
   }
   // I1.9
-  if (after === "failedClosed.lockBusy" && next.context.retainedRevision !== "r-sel")
-    v.push(`I1.9 lock-busy restore lost the selected revision (${String(next.context.retainedRevision)})`);
+  if (after === "failedClosed.lockBusy" && next.context.retained?.revision !== "r-sel")
+    v.push(`I1.9 lock-busy restore lost the selected revision (${JSON.stringify(next.context.retained)})`);
+  // the retained pointer is the one the failed restore reported, with its reason and detail
+  if (event.type === "RESTORE_RESULT" && before.startsWith("restoring") && after.startsWith("failedClosed")) {
+    const { result } = event;
+    const detail = "detail" in result && result.detail !== undefined ? { detail: result.detail } : {};
+    const expected =
+      result.kind === "unproven" || result.kind === "lockBusy" ? { kind: result.kind, revision: result.revision, ...detail } : null;
+    if (!isDeepStrictEqual(next.context.retained, expected))
+      v.push(`I1.9 retained ${JSON.stringify(next.context.retained)} after the restore said ${JSON.stringify(result)}`);
+  }
+  const retains = after.startsWith("failedClosed") || after.startsWith("restoring");
+  if ((after.startsWith("failedClosed") && next.context.retained === null) || (next.context.retained !== null && !retains))
+    v.push(`I1.9 the retained pointer (${JSON.stringify(next.context.retained)}) disagrees with ${after}`);
   if (before === "failedClosed.lockBusy" && (event.type === "START" || event.type === "STOP") && !after.startsWith("restoring"))
     v.push(`I1.9 ${event.type} after lock-busy went to ${after} instead of retrying restoration`);
   // I1.12
@@ -123,7 +153,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // I1.13
   if (before !== "starting.adopting" && after === "starting.adopting") {
     if (!(event.type === "START" && event.adoptGit === true && before.startsWith("active"))) v.push(`I1.13 adoption entered from ${before} on ${JSON.stringify(event)}`);
-    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "initialize-storage")) v.push("I1.13 adoption entered without initializing storage");
+    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "adopt-git")) v.push("I1.13 adoption entered without initializing storage");
   }
   if (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED")) {
     const expected = trace.lastActive ?? "active.steady";
@@ -135,6 +165,28 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     v.push(`I1.13 START without adoptGit on an active branch moved to ${after} or was silent`);
   if (after.startsWith("active")) trace.lastActive = after;
   if (event.type === "SESSION_START" || event.type === "TREE" || (before === "restoring.retryStop" && event.type === "RESTORE_RESULT")) trace.lastActive = null;
+  // I1.5: a passive /tree re-freezes the handoff at the new position
+  if (before === "passive" && event.type === "TREE" && !emittedEffect(step, "freeze-handoff"))
+    v.push("I1.5 /tree while passive did not freeze the handoff again");
+  // I1.15: tools are registered once, on the first activation
+  const registered = emittedEffect(step, "register-tools");
+  // (a stop retried after a busy lock passes through active within one macrostep)
+  const passedActive = after.startsWith("active") || (before === "restoring.retryStop" && after === "stopping");
+  if (registered && (prev.context.toolsRegistered || !passedActive))
+    v.push(`I1.15 tools registered again or outside active (${before} → ${after})`);
+  if (!prev.context.toolsRegistered && passedActive && !registered)
+    v.push(`I1.15 ${after} reached without registering the tools`);
+  if (prev.context.toolsRegistered && !next.context.toolsRegistered) v.push("I1.15 tools became unregistered");
+  // I1.14: one resolution actor per enabled run, none outside active
+  const resolution = (next as EpisodeSnapshot).children.resolution;
+  if (resolution && !after.startsWith("active")) v.push(`I1.14 a resolution actor survives in ${after}`);
+  if (event.type === "RUN_STARTED" && after.startsWith("active")) {
+    const previous = (prev as EpisodeSnapshot).children.resolution;
+    if (!resolution || resolution === previous) v.push("I1.14 an enabled run started without a fresh resolution actor");
+    if (previous && previous.getSnapshot().status !== "stopped") v.push("I1.14 the previous run's resolution actor kept running");
+  }
+  if (event.type !== "RUN_STARTED" && resolution && resolution !== (prev as EpisodeSnapshot).children.resolution)
+    v.push(`I1.14 a resolution actor appeared on ${event.type}`);
   // I1.10
   if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
   if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");
@@ -160,7 +212,7 @@ describe("episode machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(episodeMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I1.1–I1.10, I1.12 and I1.13 hold after every step of every shortest, simple and edge path", () => {
+  it("I1.1–I1.10 and I1.12–I1.15 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.shortest).toBeGreaterThan(10);
     expect(report.paths.simple).toBeGreaterThan(100);
     expect(violations, violations.join("\n")).toEqual([]);
@@ -169,6 +221,40 @@ describe("episode machine (generated paths)", () => {
   it("covers 100% of transitions (each guarded branch separately)", () => {
     expect(() => assertFullCoverage(report)).not.toThrow();
     expect(report.percent).toBe(100);
+  });
+});
+
+/**
+ * Serialized by what the run and restore effects leave behind as well as by state: an enabled run
+ * (a resolution actor), the retained pointer's kind and tool registration. The main suite's state-only
+ * key merges these, so a `RUN_STARTED` self-loop or a retried restore never leads anywhere there.
+ * Shortest paths and edge tours only: simple paths over this key are several times more.
+ */
+function runEffectTours(machine: typeof episodeMachine) {
+  return runPathSuite<EpisodeEvent, Trace, { autoStart: boolean }>(machine, {
+    inputs: [{ autoStart: true }, { autoStart: false }],
+    spec: (input) => ({
+      events: () => allEvents,
+      simpleEvents: () => [],
+      serializeState: (s) => {
+        const { children, context } = s as EpisodeSnapshot;
+        const run = children.resolution !== undefined;
+        return JSON.stringify([s.value, run, context.retained?.kind ?? null, context.toolsRegistered]);
+      },
+      input,
+    }),
+    trace: () => ({ freshPhysicalSession: false, lastActive: null }),
+    check: (step, trace, input) => checkEpisodeStep(step, trace, input.autoStart),
+  });
+}
+
+describe("episode machine (edge tours after runs and failed restores)", () => {
+  const { report, violations, steps } = runEffectTours(episodeMachine);
+  console.log(formatReport(report) + ` steps=${steps}`);
+
+  it("the invariants hold after every step when a run or a retained pointer precedes each transition", () => {
+    expect(report.paths.edge).toBeGreaterThan(report.paths.shortest);
+    expect(violations, violations.join("\n")).toEqual([]);
   });
 });
 
@@ -276,7 +362,7 @@ describe("episode scenarios", () => {
       a.send({ type: "START", adoptGit: true });
       expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
       expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);
-      expect(effects.at(-1)).toBe("initialize-storage");
+      expect(effects.at(-1)).toBe("adopt-git");
       a.send({ type: outcome });
       expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe("active.bootstrap.fromTranscript");
       expect(notices.at(-1)).toBe(outcome === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed");

@@ -4,7 +4,7 @@ import {
   publicationMachine,
   publicationStatus,
   type PublicationContext,
-  type PublicationEmitted,
+  type PushAnnounced,
   type PublicationEvent,
   type PublicationInput,
 } from "../../machines/publication.ts";
@@ -71,11 +71,15 @@ export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Tr
   const after = flattenValue(next.value);
   const isResult = event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY" || event.type === "PUSH_UNREACHABLE";
   const isCurrent = isResult && event.target === p.inflight && event.generation === p.generation;
-  const pushes = step.emitted.filter((e): e is PublicationEmitted => e.type === "publication.push");
+  const pushes = step.emitted.filter((e): e is PushAnnounced => e.type === "publication.push");
   const started = pushes[0] ?? null;
   const wasPushing = before.startsWith("remote.pushing");
   const isPushing = after.startsWith("remote.pushing");
   if (event.type === "ACCEPTED") trace.lastAccepted = event.target;
+  // I3.8
+  const announcedStale = step.emitted.some((e) => e.type === "publication.stale");
+  if (isResult && !isCurrent && prev.status === "active" && !announcedStale) v.push(`I3.8 a stale ${event.type} was not announced`);
+  if (announcedStale && (!isResult || isCurrent)) v.push(`I3.8 ${event.type} announced stale although it counted`);
   // I3.1
   if (n.queued !== null && n.queued !== trace.lastAccepted) v.push(`I3.1 queued ${n.queued} is not the newest accepted ${trace.lastAccepted}`);
   if (event.type === "ACCEPTED" && wasPushing && event.target === p.inflight && (n.queued !== null || started))

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
 import {
-  MAX_RESOLUTION_STEERS,
   createResolutionMachine,
   resolutionMachine,
   isTerminalEligible,
@@ -20,6 +19,9 @@ import {
 import { RESOLUTION_EVENTS } from "../support/alphabets.ts";
 
 const events = RESOLUTION_EVENTS;
+// The spec's budget of hidden steers, written out here rather than read from the machine module,
+// so a changed MAX_RESOLUTION_STEERS cannot move the expectation along with the machine.
+const SPEC_STEERS = 2;
 
 interface Trace {
   unresolvedCompletes: number;
@@ -63,13 +65,22 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
     trace.unresolvedCompletes++;
     const n = trace.unresolvedCompletes;
     if (!emitted.some((e) => e.type === "resolution.discardDraft")) v.push(`I2.5 unresolved draft ${n} not discarded`);
-    if (n <= MAX_RESOLUTION_STEERS && (steers !== 1 || after === "exhausted"))
+    if (n <= SPEC_STEERS && (steers !== 1 || after === "exhausted"))
       v.push(`I2.5 unresolved attempt ${n} must steer exactly once (steers=${steers}, ${after})`);
-    if (n === MAX_RESOLUTION_STEERS + 1 && (after !== "exhausted" || steers !== 0 || exhaustedNow !== 1))
+    if (n === SPEC_STEERS + 1 && (after !== "exhausted" || steers !== 0 || exhaustedNow !== 1))
       v.push(`I2.5 attempt ${n} must exhaust with one error and no steer (${after}, steers=${steers})`);
   }
-  if (trace.steers > MAX_RESOLUTION_STEERS) v.push(`I2.5 ${trace.steers} steers exceed ${MAX_RESOLUTION_STEERS}`);
-  if ((after.startsWith("ineligible") || after === "exhausted") && steersUsed(next as never) !== Math.min(trace.steers, MAX_RESOLUTION_STEERS))
+  // Each steer and the final error name the attempt they answer (1, 2, then 3 exhausts).
+  for (const e of emitted) {
+    const { attempt, attempts } = e as { attempt?: number; attempts?: number };
+    if (e.type === "resolution.steer" && attempt !== trace.unresolvedCompletes)
+      v.push(`I2.5 steer names attempt ${attempt}, but this is unresolved attempt ${trace.unresolvedCompletes}`);
+    if (e.type === "resolution.exhausted" && attempts !== SPEC_STEERS + 1)
+      v.push(`I2.5 exhausted after ${attempts} attempts, not ${SPEC_STEERS + 1}`);
+  }
+  if (trace.steers > 2) v.push(`I2.5 ${trace.steers} steers on one path exceed the budget of 2`);
+  const used = Math.min(trace.steers, SPEC_STEERS);
+  if ((after.startsWith("ineligible") || after === "exhausted") && steersUsed(next as never) !== used)
     v.push("I2.5 steersUsed disagrees with emitted steers");
   // I2.6
   if (commits && !(before === "candidate" && event.type === "TURN_END")) v.push(`I2.6 response committed from ${before} on ${event.type}`);
@@ -107,9 +118,11 @@ describe("resolution machine (generated paths)", () => {
 });
 
 describe("resolution negative controls", () => {
-  it("I2.5 check catches an off-by-one steering bound (three steers instead of two)", () => {
-    const { violations } = runSuite(createResolutionMachine(MAX_RESOLUTION_STEERS + 1));
-    expect(violations.some((v) => v.startsWith("I2.5")), "off-by-one bound must violate I2.5").toBe(true);
+  it("I2.5 check catches an off-by-one steering bound (three steers instead of two, or one)", () => {
+    for (const steers of [3, 1]) {
+      const { violations } = runSuite(createResolutionMachine(steers));
+      expect(violations.some((v) => v.startsWith("I2.5")), `a budget of ${steers} must violate I2.5`).toBe(true);
+    }
   });
 
   it("I2.4 check catches an interrupted ending treated as a complete draft", () => {
@@ -128,6 +141,25 @@ describe("resolution negative controls", () => {
 });
 
 describe("resolution scenarios", () => {
+  it("I2.5 the production machine's budget is two hidden steers: attempts 1 and 2 steer, attempt 3 exhausts", () => {
+    const actor = createActor(resolutionMachine).start();
+    const seen: unknown[] = [];
+    actor.on("*", (e) => seen.push(e));
+    for (let i = 0; i < 3; i++) actor.send({ type: "DRAFT", ending: "complete", text: `draft ${i + 1}` });
+    expect(seen, "I2.5 exactly two steers, then one error").toEqual([
+      { type: "resolution.discardDraft", reason: "unresolved" },
+      { type: "resolution.steer", attempt: 1 },
+      { type: "resolution.discardDraft", reason: "unresolved" },
+      { type: "resolution.steer", attempt: 2 },
+      { type: "resolution.discardDraft", reason: "unresolved" },
+      { type: "resolution.exhausted", attempts: 3 },
+    ]);
+    expect(actor.getSnapshot().value).toBe("exhausted");
+    expect(actor.getSnapshot().status, "I2.5 steering ends once exhausted").toBe("done");
+    expect(steersUsed(actor.getSnapshot())).toBe(2);
+    actor.stop();
+  });
+
   it("I2.7 a later successful final:true after two steers permits the final answer", () => {
     const actor = createActor(resolutionMachine).start();
     const seen: string[] = [];

@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
 import {
   assertIdentityOwns,
-  assertPairsComplete,
   cohortPaths,
   cwdIdentity,
   cwdKey,
   defaultStoreRoot,
-  pairStatus,
   scopeFiles,
   scopeOfPath,
   sessionIdOfKey,
@@ -77,25 +75,6 @@ describe("layout", () => {
     expect(all.map(scopeOfPath)).toContain("session");
     expect(() => scopeFiles("cwd", { cwdKey: "..", sessionKey: "s" })).toThrow(expect.objectContaining({ code: "invalid-key" }));
     expect(() => scopeFiles("session", { cwdKey: "--a--", sessionKey: "x/y" })).toThrow(expect.objectContaining({ code: "invalid-key" }));
-  });
-
-  it("reports present/absent per checkpoint/patches pair and refuses a partial pair", () => {
-    const s = scopeFiles("session", keys);
-    const c = scopeFiles("cwd", keys);
-    const files = new Map<string, Buffer | null>([
-      ["checkpoint.json", Buffer.from("{}")],
-      ["patches.jsonl", Buffer.from("")],
-      [c.checkpoint, Buffer.from("{}")],
-      [s.checkpoint, null],
-    ]);
-    const status = pairStatus(files, keys);
-    expect(status.map((x) => x.state)).toEqual(["complete", "partial", "absent"]);
-    expect(status[1]!.patches).toEqual({ path: c.patches, present: false });
-    expect(() => assertPairsComplete(files, keys)).toThrow(
-      expect.objectContaining({ code: "partial-pair", file: c.patches, message: expect.stringContaining(`${c.patches} is missing`) }),
-    );
-    files.set(c.patches, Buffer.from(""));
-    expect(assertPairsComplete(files, keys).map((x) => x.state)).toEqual(["complete", "complete", "absent"]);
   });
 
   it("rejects a foreign identity owning a key", () => {

@@ -25,6 +25,7 @@ export const EPISODE_EVENTS: EpisodeEvent[] = [
   { type: "STOP" },
   { type: "TREE" },
   { type: "RUN_ACCEPTED" },
+  { type: "RUN_STARTED" },
   { type: "STORAGE_READY" },
   { type: "STORAGE_FAILED" },
   { type: "STOP_PERSISTED" },

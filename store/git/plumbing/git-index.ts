@@ -31,7 +31,7 @@ const ASSUME_VALID = 0x8000;
 const MODE_OFFSET = 24; // within the stat block
 
 /** Regular file mode as the index stores it (S_IFREG | 0644). */
-export const REGULAR_FILE_MODE = 0o100644;
+const REGULAR_FILE_MODE = 0o100644;
 
 /** One stage-0 index entry. `path` holds the raw path bytes as a latin1 string, so `<` compares bytes as git does. */
 export interface IndexEntry {

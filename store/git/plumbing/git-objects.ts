@@ -118,7 +118,7 @@ export function parseGitIdent(line: string): { person: string; date: string; sec
 }
 
 /** The message bytes `git commit-tree -m <message>` stores: the text, completed with a final newline if non-empty. */
-export function commitTreeMessage(message: string): string {
+function commitTreeMessage(message: string): string {
   return message.length > 0 && !message.endsWith("\n") ? `${message}\n` : message;
 }
 

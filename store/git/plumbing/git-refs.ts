@@ -168,17 +168,11 @@ export interface PreparedRefUpdate {
 
 /**
  * Moves `ref` from `oldId` to `newId` exactly as `git update-ref -m <message> <ref> <new> <old>`
- * does with the files backend. Throws `stale-basis` when the ref is not at `oldId`, `lock-held`
- * when git's lock stays held, `git-failed` otherwise; the ref is unchanged after any throw.
- */
-export async function compareAndSwapRef(options: RefCasOptions): Promise<void> {
-  await (await prepareRefUpdate(options)).commit();
-}
-
-/**
- * First half of compareAndSwapRef (steps 1–3): takes the locks, checks the current value and
- * writes + fsyncs the new one into the lock, so that it can overlap other durable work; the ref
- * moves only on `commit()`. On any throw the locks this call created are already removed.
+ * does with the files backend, in two halves so that the update can overlap other durable work:
+ * this call takes the locks, checks the current value and writes + fsyncs the new one into the
+ * lock (steps 1–3); the ref moves only on `commit()` (steps 4–5). Throws `stale-basis` when the
+ * ref is not at `oldId`, `lock-held` when git's lock stays held, `git-failed` otherwise; the ref
+ * is unchanged after any throw, and the locks this call created are already removed.
  */
 export async function prepareRefUpdate(options: RefCasOptions): Promise<PreparedRefUpdate> {
   const { commonDir, gitDir, ref, newId, oldId, zeroId } = options;

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
-import { createFlowActor, loadInspection, InspectUrlError, INSPECT_ENV } from "../../../adapters/inspect/inspector.ts";
+import { loadInspection, InspectUrlError, INSPECT_ENV } from "../../../adapters/inspect/inspector.ts";
+import { createFlowActor } from "../../../runtime/flow-actor.ts";
 import { episodeMachine } from "../../../machines/episode.ts";
 
 const source = readFileSync(join(import.meta.dirname, "..", "..", "..", "adapters", "inspect", "inspector.ts"), "utf8");

@@ -1,6 +1,7 @@
 import type { SessionEntry } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import { CHECKPOINT_ENTRY, branchMarkers, branchShape, frozenRevision } from "../../../adapters/pi/branch.ts";
+import { CHECKPOINT_ENTRY, branchMarkers, branchShape } from "../../../adapters/pi/branch.ts";
+import { frozenRevision } from "../../../machines/restore.ts";
 import { STOP_HANDOFF } from "../../../adapters/pi/context.ts";
 
 let n = 0;

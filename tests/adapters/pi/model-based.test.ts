@@ -5,7 +5,7 @@
 // after every step the observable behaviour is compared with a pure actor fed the same events:
 // the episode the accessor reports, the active tools, the store files, the status text, the
 // notices, and the context the faux model receives. The adapter's own actors are observed (not
-// replaced) through createFlowActor, so the test also proves the adapter sends exactly the
+// replaced) through runtime/flow-actor.ts, so the test also proves the adapter sends exactly the
 // translated events: it holds no lifecycle flags of its own.
 
 import { existsSync, rmSync, writeFileSync } from "node:fs";
@@ -38,21 +38,34 @@ interface Recorded {
 }
 const recorded = vi.hoisted(() => ({ actors: [] as Recorded[] }));
 
-vi.mock(import("../../../adapters/inspect/inspector.ts"), async (importOriginal) => {
+vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
   const original = await importOriginal();
   const { createActor: create } = await import("xstate");
+  type Inspected = { type: string; actorRef?: unknown; event?: AnyEventObject };
   return {
     ...original,
-    // Same actor as production (same machine, same input); only an inspect observer is added.
+    // Same actor as production (same machine, same input); only an inspect observer is added. It
+    // watches the actor's whole system, so the resolution actors the episode spawns are recorded too.
     createFlowActor: ((machine: { id: string }, options: { input?: unknown } = {}) => {
-      const entry = { machine: machine.id, events: [] as AnyEventObject[] } as Recorded;
+      const entries = new Map<unknown, Recorded>();
       const actor = create(machine as never, {
         ...(options.input === undefined ? {} : { input: options.input }),
-        inspect: (ev: { type: string; actorRef?: unknown; event?: AnyEventObject }) => {
-          if (ev.type === "@xstate.event" && ev.actorRef === actor && ev.event && !ev.event.type.startsWith("xstate.")) entry.events.push(ev.event);
+        inspect: (ev: Inspected) => {
+          // (the root actor's own creation is reported before `actor` is assigned: tell it by its logic)
+          if (ev.type === "@xstate.actor") {
+            const logic = (ev.actorRef as { logic?: { id?: string } }).logic;
+            if (logic?.id !== "resolution" || machine.id === "resolution") return;
+            const child = { machine: "resolution", events: [] as AnyEventObject[], actor: ev.actorRef } as Recorded;
+            entries.set(ev.actorRef, child);
+            recorded.actors.push(child);
+            return;
+          }
+          if (ev.type !== "@xstate.event" || !ev.event || ev.event.type.startsWith("xstate.")) return;
+          entries.get(ev.actorRef)?.events.push(ev.event);
         },
       } as never);
-      entry.actor = actor as never;
+      const entry = { machine: machine.id, events: [] as AnyEventObject[], actor } as unknown as Recorded;
+      entries.set(actor, entry);
       recorded.actors.push(entry);
       return actor;
     }) as never,
@@ -335,11 +348,11 @@ class EpisodeWorld {
     const request = `PROBE ${name}`;
     if (enabled) {
       h.script(call("patch_state", { session: { working: { probe: name } }, final: true }), say(`probe answer ${name}`));
-      await this.step(`run "${request}"`, [{ type: "RUN_ACCEPTED" }], () => h.prompt(request));
+      await this.step(`run "${request}"`, [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () => h.prompt(request));
       expect(h.accessor.read(0, "session").state.response, `I1.7 the probe run was accepted — ${where}`).toBe(`probe answer ${name}`);
     } else {
       h.script(say(`probe answer ${name}`));
-      await this.step(`run "${request}"`, [], () => h.prompt(request));
+      await this.step(`run "${request}"`, [{ type: "RUN_STARTED" }], () => h.prompt(request));
     }
     const context = h.contexts[n]!;
     const text = contextText(context);
@@ -379,7 +392,7 @@ class EpisodeWorld {
       expect(h.accessor.episode(), `I1.7 one accepted run ends bootstrap — ${where}`).toBe("active.steady");
       const m = h.contexts.length;
       h.script(call("patch_state", { final: true }), say("steady answer"));
-      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_ACCEPTED" }], () => h.prompt("AFTER BOOTSTRAP"));
+      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () => h.prompt("AFTER BOOTSTRAP"));
       const next = contextText(h.contexts[m]!);
       expect(next, `I1.7 the pre-Flow/handoff context left the projection — ${where}`).not.toContain("## Bootstrap");
       expect(next, `I1.7 no frozen handoff after bootstrap — ${where}`).not.toContain("frozen exit handoff");

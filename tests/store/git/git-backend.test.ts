@@ -1,11 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { GitBackend, detectGit, gitBlobId, openGitBackend, parseCatFileBatch } from "../../../store/git/git-backend.ts";
+import { GitBackend, openGitBackend, parseCatFileBatch } from "../../../store/git/git-backend.ts";
+import { gitObjectId } from "../../../store/git/plumbing/git-objects.ts";
 import { findGitExecutable } from "../../../store/git/git-runner.ts";
 import { cohortPaths } from "../../../store/layout.ts";
 import { acquirePublicationLock } from "../../../store/fs/lock.ts";
-import type { CohortSnapshot } from "../../../store/open-store.ts";
+import { openStore, type CohortSnapshot } from "../../../store/open-store.ts";
 import { TempDirs, git, gitTestEnv, cohortFixture } from "../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -40,18 +41,21 @@ function cohort(n: number, size = 64): Map<string, Buffer> {
 
 describe("git backend", () => {
   it("detects git, and reports absence only when the executable is absent", async () => {
-    expect(await detectGit()).toMatchObject({ kind: "present" });
+    const root = temps.make();
+    expect(await openStore({ root })).toMatchObject({ gitAvailable: true });
     const empty = temps.make();
-    expect(await detectGit({ env: { PATH: empty } })).toEqual({ kind: "absent" });
-    expect(await detectGit({ binary: join(empty, "git") })).toEqual({ kind: "absent" });
-    // A present but failing "git" is an error, not absence.
+    expect(await openStore({ root, env: { PATH: empty } })).toMatchObject({ kind: "file", gitAvailable: false });
+    const missingBinary = await openStore({ root, gitBinary: join(empty, "git") });
+    expect(missingBinary).toMatchObject({ kind: "file", gitAvailable: false });
+    // A present but failing "git" is an error, not absence (it runs once a repository is there to open).
     const fake = join(empty, "git");
     writeFileSync(fake, "#!/bin/sh\necho broken >&2\nexit 3\n", { mode: 0o755 });
-    await expect(detectGit({ env: { PATH: empty } })).rejects.toMatchObject({ code: "git-failed" });
+    mkdirSync(join(root, ".git"));
+    await expect(openStore({ root, env: { PATH: empty } })).rejects.toMatchObject({ code: "git-failed" });
   });
 
   it("computes git blob ids and parses cat-file batches", () => {
-    expect(gitBlobId(Buffer.from("hello\n"))).toBe("ce013625030ba8dba906f756967f9e9ca394464a");
+    expect(gitObjectId("blob", Buffer.from("hello\n"))).toBe("ce013625030ba8dba906f756967f9e9ca394464a");
     const raw = Buffer.from("aaaa blob 3\nabc\nbbbb missing\ncccc blob 0\n\n");
     expect(parseCatFileBatch(raw).map((o) => o?.bytes.toString())).toEqual(["abc", undefined, ""]);
     expect(() => parseCatFileBatch(Buffer.from("aaaa blob 10\nabc\n"))).toThrow(/Truncated/);

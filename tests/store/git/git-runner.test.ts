@@ -1,7 +1,12 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { GitCommandError, GitRunner, cleanGitEnv, findGitExecutable, type GitProcessCounter } from "../../../store/git/git-runner.ts";
+import {
+  GitCommandError,
+  GitRunner,
+  findGitExecutable,
+  type GitProcessCounter,
+} from "../../../store/git/git-runner.ts";
 import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -19,8 +24,9 @@ function runner(counter: GitProcessCounter = { count: 0 }) {
 
 describe("git runner", () => {
   it("never inherits repository-location variables", () => {
-    const clean = cleanGitEnv({ PATH: "/bin", GIT_DIR: "/x", git_work_tree: "/y", GIT_AUTHOR_NAME: "a" });
-    expect(clean).toEqual({ PATH: "/bin", GIT_AUTHOR_NAME: "a" });
+    const env = { PATH: "/bin", GIT_DIR: "/x", git_work_tree: "/y", GIT_AUTHOR_NAME: "a" };
+    const clean = new GitRunner({ cwd: "/", env, binary: GIT });
+    expect(Object.keys(env).map((name) => clean.envValue(name))).toEqual(["/bin", undefined, undefined, "a"]);
     const r = new GitRunner({ cwd: "/", env: { GIT_DIR: "/x", GIT_AUTHOR_DATE: "1700000000 +0000" }, binary: GIT });
     expect([r.envValue("GIT_AUTHOR_DATE"), r.envValue("GIT_DIR")]).toEqual(["1700000000 +0000", undefined]);
   });

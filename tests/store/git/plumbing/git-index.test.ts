@@ -2,7 +2,13 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { REGULAR_FILE_MODE, indexPathOf, overlayEntries, parseIndex, serializeIndex, type IndexEntry } from "../../../../store/git/plumbing/git-index.ts";
+import {
+  indexPathOf,
+  overlayEntries,
+  parseIndex,
+  serializeIndex,
+  type IndexEntry,
+} from "../../../../store/git/plumbing/git-index.ts";
 import { TempDirs, git, initRepo } from "../../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -97,7 +103,8 @@ describe("git index", () => {
     if (!parsed.supported) throw new Error(parsed.reason);
     const ours = overlayEntries(parsed.entries, overlay);
     expect(ours.map((e) => e.path)).toEqual([...ours.map((e) => e.path)].sort());
-    expect(ours.find((e) => e.path === indexPathOf("new/dir/ü.json"))).toMatchObject({ mode: REGULAR_FILE_MODE, oid: one });
+    const added = ours.find((e) => e.path === indexPathOf("new/dir/ü.json"));
+    expect(added).toMatchObject({ mode: 0o100644, oid: one }); // git's regular-file mode
     writeFileSync(index, serializeIndex(ours, parsed.version));
     expect(lsFiles(dir, env, index)).toBe(lsFiles(dir, env, copy));
     expect(readFileSync(index).equals(readFileSync(copy))).toBe(true); // byte-identical, stat blocks included

@@ -2,7 +2,16 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { commitObjectBody, commitTreeMessage, formatGitTimezone, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "../../../../store/git/plumbing/git-objects.ts";
+import {
+  commitObjectBody,
+  formatGitTimezone,
+  gitDateOf,
+  gitObjectId,
+  isPlainCommitMessage,
+  parseGitIdent,
+  writeLooseObject,
+  writeSmallLooseObjectSync,
+} from "../../../../store/git/plumbing/git-objects.ts";
 import { TempDirs, git, gitTestEnv } from "../../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -27,9 +36,12 @@ describe("git objects", () => {
     expect(gitDateOf(now)).toBe(`${Math.floor(now / 1000)} ${formatGitTimezone(-new Date(now).getTimezoneOffset())}`);
     expect(parseGitIdent("A B <a@b> 1700000000 +0100\n")).toEqual({ person: "A B <a@b>", date: "1700000000 +0100", seconds: 1700000000 });
     expect(parseGitIdent("garbage")).toBeNull();
-    expect(commitTreeMessage("m")).toBe("m\n");
-    expect(commitTreeMessage("m\n")).toBe("m\n");
-    expect(commitTreeMessage("")).toBe("");
+    // the message is stored as `git commit-tree -m` stores it: completed with a final newline if non-empty
+    const storedMessage = (message: string) =>
+      commitObjectBody({ tree: "t", parents: [], author: "a", committer: "c", message }).toString("utf8");
+    expect(storedMessage("m")).toBe("tree t\nauthor a\ncommitter c\n\nm\n");
+    expect(storedMessage("m\n")).toBe("tree t\nauthor a\ncommitter c\n\nm\n");
+    expect(storedMessage("")).toBe("tree t\nauthor a\ncommitter c\n\n");
     expect(isPlainCommitMessage("ok ü")).toBe(true);
     expect(isPlainCommitMessage("a\0b")).toBe(false);
     expect(isPlainCommitMessage("\ud800x")).toBe(false);

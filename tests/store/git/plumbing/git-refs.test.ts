@@ -2,13 +2,23 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { compareAndSwapRef, isPlainBranchRef, prepareRefUpdate, readRefValue, type RefCasOptions } from "../../../../store/git/plumbing/git-refs.ts";
+import {
+  isPlainBranchRef,
+  prepareRefUpdate,
+  readRefValue,
+  type RefCasOptions,
+} from "../../../../store/git/plumbing/git-refs.ts";
 import { TempDirs, git, gitTestEnv } from "../../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 const ZERO = "0".repeat(40);
 const DATE = "1700000000 +0200";
+
+/** The whole update, both halves of prepareRefUpdate, as the Git backend runs it. */
+async function compareAndSwapRef(options: RefCasOptions): Promise<void> {
+  await (await prepareRefUpdate(options)).commit();
+}
 
 /** A repository with two commits (c1, c2) that HEAD's branch does not point to yet (unborn). */
 function repo(config: string[] = []) {

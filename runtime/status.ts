@@ -3,9 +3,9 @@
 // without dumping bodies. Evidence that could not be read is reported as unavailable, never as
 // a clean zero.
 
-import { SCOPES } from "../../core/scope-state.ts";
-import type { BranchRuntime } from "../../store/state-store.ts";
-import { availableOffsets, headBoundary, readTemporalState } from "../../core/temporal.ts";
+import { SCOPES } from "../core/scope-state.ts";
+import type { BranchRuntime } from "../store/state-store.ts";
+import { availableOffsets, headBoundary, readTemporalState } from "../core/temporal.ts";
 
 export interface StatusInput {
   episode: string;

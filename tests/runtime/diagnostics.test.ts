@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Diagnostics, diagnosticsPath } from "../../../adapters/pi/diagnostics.ts";
+import { Diagnostics, diagnosticsPath } from "../../runtime/diagnostics.ts";
 
 const dirs: string[] = [];
 const temp = () => {

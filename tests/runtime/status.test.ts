@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { compactStatus, renderStatus, type StatusInput } from "../../../adapters/pi/status.ts";
-import { parsePatchSet, stageCohort } from "../../../core/cohort.ts";
-import type { BranchRuntime } from "../../../store/state-store.ts";
-import { originateView } from "../../../core/temporal.ts";
+import { compactStatus, renderStatus, type StatusInput } from "../../runtime/status.ts";
+import { parsePatchSet, stageCohort } from "../../core/cohort.ts";
+import type { BranchRuntime } from "../../store/state-store.ts";
+import { originateView } from "../../core/temporal.ts";
 
 function runtime(): BranchRuntime {
   let view = originateView("L");

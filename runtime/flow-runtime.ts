@@ -1,0 +1,536 @@
+// The Pi-free runtime of one branch. It owns the episode and barrier actors (the episode spawns
+// one resolution actor per enabled run), the state store, the publication driver and the branch
+// runtime they produce, and it carries out every effect the machines emit, answering each with the
+// machine's result event. The host (the Pi adapter) turns its lifecycle events into the calls
+// below and implements `BranchHost`; every lifecycle question is the machines' to answer.
+
+import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
+import { StateFlowError } from "../core/errors.ts";
+import type { ScopeSelector } from "../core/scope-state.ts";
+import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
+import { barrierMachine, inCurrentBatch, toolCallDecision, type BarrierDecision, type ToolCallRef } from "../machines/barrier.ts";
+import {
+  episodeMachine,
+  episodeStateName,
+  isToolsActive,
+  isToolsRegistered,
+  projectionMode,
+  retainedPointer,
+  runResolution,
+  type EpisodeEffect,
+  type EpisodeEvent,
+  type EpisodeNoticeCode,
+  type SessionStartReason,
+  type BranchShape,
+} from "../machines/episode.ts";
+import {
+  isResolutionSettled,
+  isTerminalEligible,
+  steersUsed,
+  type DraftEnding,
+  type ResolutionEmitted,
+  type ResolutionEvent,
+} from "../machines/resolution.ts";
+import { killPoint } from "../store/fs/crash-points.ts";
+import { findGitExecutable } from "../store/git/git-runner.ts";
+import { openStore } from "../store/open-store.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
+import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
+import type { BranchHost } from "./host.ts";
+import { NOTICES } from "./notices.ts";
+import { gitPusher, openPublication, type PublicationDriver, type PublicationPolicy } from "./publication.ts";
+import { errorMessage, frozenRuntime, restoreBranch } from "./restore-branch.ts";
+import { compactStatus, renderStatus } from "./status.ts";
+import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
+
+export interface FlowRuntimeOptions {
+  /** Store root (SDK `repositoryRoot`, else state-flow.json's directory). */
+  storeRoot: string;
+  /** Environment for git (tests isolate identity and PATH here). */
+  env: NodeJS.ProcessEnv;
+  autoStart: boolean;
+  remotePublication: PublicationPolicy;
+  diagnostics: { agentDir: string; enabled: boolean };
+  inspection: FlowInspection | undefined;
+}
+
+/** What the next inference is built from; the host renders it. */
+export type Projection =
+  | { mode: "ordinary" }
+  | { mode: "passive"; sessionId: string; discarded: ReadonlySet<number> }
+  | {
+      mode: "steady" | "bootstrap";
+      sessionId: string;
+      discarded: ReadonlySet<number>;
+      specification: string;
+      view: TemporalView;
+      resolution: { eligible: boolean; steers: number } | null;
+    };
+
+/** A terminal assistant draft of the current run (`id` tells the host's messages apart). */
+export interface Draft {
+  id: number;
+  ending: DraftEnding;
+  text: string;
+  stopReason: string | undefined;
+}
+
+export interface PatchAccepted {
+  text: string;
+  details: Record<string, unknown>;
+}
+
+export class FlowRuntime {
+  readonly episode;
+  private readonly barrier;
+  private readonly host: BranchHost;
+  private readonly options: FlowRuntimeOptions;
+  private readonly diagnostics: Diagnostics;
+  private publication: PublicationDriver | null = null;
+  private store: StateStore | null = null;
+  private runtime: BranchRuntime | null = null;
+  private identity: SessionIdentity | null = null;
+  private specification = "";
+  private readonly discarded = new Set<number>();
+  private effects: EpisodeEffect[] = [];
+  private notices: EpisodeNoticeCode[] = [];
+  private resolutionEffects: ResolutionEmitted[] = [];
+
+  constructor(host: BranchHost, options: FlowRuntimeOptions) {
+    this.host = host;
+    this.options = options;
+    this.episode = createFlowActor(episodeMachine, { input: { autoStart: options.autoStart }, inspection: options.inspection });
+    this.episode.on("episode.effect", (e) => this.effects.push(e.effect));
+    this.episode.on("episode.notice", (e) => this.notices.push(e.code));
+    this.episode.start();
+    this.barrier = createFlowActor(barrierMachine, { inspection: options.inspection });
+    this.barrier.start();
+    const { agentDir, enabled } = options.diagnostics;
+    this.diagnostics = new Diagnostics(agentDir, enabled, options.storeRoot, (m) => host.notify(m, "warning"));
+  }
+
+  // ---- lifecycle ------------------------------------------------------------------------------
+
+  async sessionStart(reason: SessionStartReason, identity: SessionIdentity, branch: BranchShape): Promise<void> {
+    this.identity = identity;
+    this.runtime = null;
+    await this.send({ type: "SESSION_START", reason, branch });
+  }
+
+  async tree(): Promise<void> {
+    await this.send({ type: "TREE" });
+  }
+
+  async command(which: "start" | "stop"): Promise<void> {
+    if (this.episode.getSnapshot().status !== "active") {
+      this.host.notify("State Flow has shut down for this session runtime; reload or reopen the session first.", "warning");
+      return;
+    }
+    await this.send(which === "start" ? { type: "START", adoptGit: this.gitAdoptable() } : { type: "STOP" });
+  }
+
+  shutdown(): void {
+    this.episode.send({ type: "SHUTDOWN" });
+    this.publication?.shutdown();
+    this.barrier.stop();
+    this.options.inspection?.stop();
+  }
+
+  /** A user run begins; true when it is an enabled run (the host then adds the protocol and anchor). */
+  runStarted(specification: string): boolean {
+    this.discarded.clear();
+    this.episode.send({ type: "RUN_STARTED" });
+    const resolution = runResolution(this.episode.getSnapshot());
+    if (!resolution || !this.runtime) return false;
+    resolution.on("*", (e) => this.resolutionEffects.push(e as ResolutionEmitted));
+    this.specification = specification;
+    return true;
+  }
+
+  projection(): Projection {
+    const mode = projectionMode(this.episode.getSnapshot());
+    if (mode === "ordinary" || mode === "failedClosed" || !this.identity) return { mode: "ordinary" };
+    const sessionId = this.identity.sessionId;
+    if (mode === "passive") return { mode: "passive", sessionId, discarded: this.discarded };
+    if (!this.runtime) return { mode: "ordinary" };
+    return {
+      mode: mode === "active" ? "steady" : "bootstrap",
+      sessionId,
+      discarded: this.discarded,
+      specification: this.specification,
+      view: this.runtime.view,
+      resolution: this.resolutionView(),
+    };
+  }
+
+  /** The patch_state barrier over the current assistant batch (`batch` reads it when a new one begins). */
+  toolCall(toolCallId: string, batch: () => readonly ToolCallRef[] | null): BarrierDecision {
+    if (!isToolsActive(this.episode.getSnapshot())) return { block: false };
+    if (!inCurrentBatch(this.barrier.getSnapshot(), toolCallId)) {
+      const calls = batch();
+      if (calls) this.barrier.send({ type: "BATCH", calls });
+    }
+    this.barrier.send({ type: "TOOL_CALL", id: toolCallId });
+    return toolCallDecision(this.barrier.getSnapshot(), toolCallId);
+  }
+
+  /** message_end of a terminal draft: the resolution machine decides what becomes of it. */
+  draft(draft: Draft): void {
+    const resolution = this.activeResolution();
+    if (!resolution) return;
+    const eligible = isTerminalEligible(resolution.getSnapshot());
+    this.toResolution({ type: "DRAFT", ending: draft.ending, text: draft.text });
+    const unresolved = (attempt: number) =>
+      this.diagnostics.write({ kind: "unresolved-draft", text: draft.text, stopReason: draft.stopReason, attempt, eligible });
+    for (const effect of this.resolutionEffects.splice(0)) {
+      if (effect.type === "resolution.discardDraft") {
+        this.discarded.add(draft.id);
+      } else if (effect.type === "resolution.steer") {
+        unresolved(effect.attempt);
+        this.host.steer(effect.attempt);
+      } else if (effect.type === "resolution.exhausted") {
+        unresolved(effect.attempts);
+        this.host.notify(
+          `State Flow: the answer was not accepted after ${effect.attempts} attempts without patch_state ` +
+            "final:true. Committed state and enablement are kept; ask again to continue.",
+          "error",
+        );
+      }
+    }
+  }
+
+  /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
+  async turnEnd(): Promise<void> {
+    this.barrier.send({ type: "BATCH_END" });
+    if (!this.activeResolution()) return;
+    this.toResolution({ type: "TURN_END" });
+    for (const effect of this.resolutionEffects.splice(0)) {
+      if (effect.type === "resolution.commitResponse") await this.commitResponse(effect.text);
+    }
+  }
+
+  runEnded(): void {
+    if (this.activeResolution()) this.toResolution({ type: "RUN_ENDED" });
+    this.resolutionEffects.splice(0);
+    this.publication?.turnEnd();
+  }
+
+  /** Logs a refused patch_state call with the run's resolution position (opt-in diagnostics). */
+  patchRefused(record: Omit<DiagnosticRecord, "kind">): void {
+    const resolution = runResolution(this.episode.getSnapshot());
+    this.diagnostics.write({
+      kind: "rejected-patch",
+      ...record,
+      attempt: resolution ? steersUsed(resolution.getSnapshot()) : null,
+      eligible: resolution ? isTerminalEligible(resolution.getSnapshot()) : null,
+    });
+  }
+
+  // ---- tools ----------------------------------------------------------------------------------
+
+  async patchState(set: PatchSet): Promise<PatchAccepted> {
+    if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime || !this.store) {
+      throw new Error("State Flow is not enabled on this branch; /state-flow-start enables it.");
+    }
+    const scopes = Object.keys(set.patches);
+    if (scopes.length === 0) {
+      this.toResolution({ type: "FINAL_ONLY" });
+      return {
+        text: "Terminal eligibility latched (final:true); no semantic transition. Give your final answer.",
+        details: { final: true, transition: null },
+      };
+    }
+    try {
+      const { runtime, staged } = await this.store.commit(this.runtime, set.patches, `state-flow: patch_state ${scopes.join("+")}`);
+      await this.accept(runtime);
+      this.toResolution({ type: "PATCH_ACCEPTED", final: set.final });
+      const step = staged.cohort.transition.step;
+      const changed = Object.keys(staged.cohort.records);
+      const unchanged = staged.cohort.unchanged.length > 0 ? ` Unchanged and not recorded: ${staged.cohort.unchanged.join(", ")}.` : "";
+      const finalNote = set.final ? " Terminal eligibility latched: your next complete answer is accepted." : "";
+      return {
+        text:
+          `Accepted transition step ${step} (${changed.join(", ")}).${unchanged}${finalNote} ` +
+          "state[0] is rebuilt for your next inference; do not restate it.",
+        details: { step, transition: staged.cohort.transition.id, scopes: changed, revision: runtime.pointer.revision, final: set.final },
+      };
+    } catch (error) {
+      this.toResolution({ type: "PATCH_REJECTED" });
+      throw error;
+    }
+  }
+
+  readState(offset: number, scope: ScopeSelector): TemporalRead {
+    if (!isToolsActive(this.episode.getSnapshot())) throw new Error("State Flow is not enabled on this branch.");
+    return this.read(offset, scope);
+  }
+
+  /** Lazy temporal read from the cached runtime: no publication, no history step. */
+  read(offset: number, scope: ScopeSelector): TemporalRead {
+    if (!this.runtime) throw new StateFlowError("offset-unavailable", "no State Flow runtime is selected on this branch");
+    return readTemporalState(this.runtime.view, offset, scope);
+  }
+
+  /** Flat episode state, e.g. "active.steady". */
+  episodeName(): string {
+    return episodeStateName(this.episode.getSnapshot());
+  }
+
+  status(): string {
+    const snapshot = this.episode.getSnapshot();
+    const retained = retainedPointer(snapshot);
+    const pending = this.publication?.pending ?? null;
+    const publication = !this.publication
+      ? "none"
+      : this.store?.store.kind !== "git"
+        ? "file-only (nothing to publish)"
+        : this.publication.policy;
+    return renderStatus({
+      episode: episodeStateName(snapshot),
+      toolsActive: isToolsActive(snapshot),
+      storeRoot: this.options.storeRoot,
+      storeKind: this.store?.store.kind ?? "unopened",
+      runtime: this.runtime,
+      unavailable: retained ? (retained.detail ?? `branch revision ${retained.revision ?? "(none valid)"} is ${retained.kind}`) : null,
+      publication,
+      pendingTarget: pending?.revision ?? null,
+    });
+  }
+
+  // ---- machine plumbing -----------------------------------------------------------------------
+
+  private async send(event: EpisodeEvent): Promise<void> {
+    this.episode.send(event);
+    await this.flush();
+  }
+
+  /** Carries out emitted effects in order; each may feed the machine a result event. */
+  private async flush(): Promise<void> {
+    while (this.effects.length > 0 || this.notices.length > 0) {
+      const notice = this.notices.shift();
+      if (notice) this.host.notify(NOTICES[notice].text, NOTICES[notice].level);
+      const effect = this.effects.shift();
+      if (effect) await this.carryOut(effect);
+    }
+    this.syncHost();
+  }
+
+  private async carryOut(effect: EpisodeEffect): Promise<void> {
+    switch (effect) {
+      case "start-origin":
+        return this.startStorage(false);
+      case "start-from-frozen":
+        return this.startStorage(true);
+      case "adopt-git":
+        return this.adoptIntoGit();
+      case "select-restore":
+        return this.selectRestore();
+      case "freeze-handoff":
+        return this.freezeHandoff();
+      case "persist-disabled":
+        return this.persistDisabled();
+      case "register-tools":
+        return this.host.registerTools();
+    }
+  }
+
+  private syncHost(): void {
+    const snapshot = this.episode.getSnapshot();
+    const mode = projectionMode(snapshot);
+    const footer =
+      mode === "ordinary"
+        ? undefined
+        : mode === "passive"
+          ? "state-flow stopped"
+          : mode === "failedClosed"
+            ? "state-flow unavailable"
+            : this.runtime
+              ? compactStatus(headBoundary(this.runtime.view.lineage).step)
+              : undefined;
+    this.host.sync({ toolsActive: isToolsActive(snapshot), toolsRegistered: isToolsRegistered(snapshot), footer });
+  }
+
+  /** The current run's resolution actor while its run is still being resolved. */
+  private activeResolution() {
+    const resolution = runResolution(this.episode.getSnapshot());
+    return resolution && !isResolutionSettled(resolution.getSnapshot()) ? resolution : null;
+  }
+
+  private toResolution(event: ResolutionEvent): void {
+    runResolution(this.episode.getSnapshot())?.send(event);
+  }
+
+  private resolutionView(): { eligible: boolean; steers: number } | null {
+    const resolution = runResolution(this.episode.getSnapshot());
+    if (!resolution) return null;
+    const snapshot = resolution.getSnapshot();
+    return { eligible: isTerminalEligible(snapshot), steers: steersUsed(snapshot) };
+  }
+
+  // ---- effects --------------------------------------------------------------------------------
+
+  /** The branch's store is file-only while a git executable is available now (the machine decides what START means). */
+  private gitAdoptable(): boolean {
+    return this.store?.store.kind === "file" && findGitExecutable(this.options.env) !== null;
+  }
+
+  private async startStorage(fromFrozen: boolean): Promise<void> {
+    try {
+      const store = await this.openStateStore(true);
+      const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
+      const runtime = await store.start(selected, this.options.remotePublication);
+      // Bind the branch first, then publish: the new driver restores this revision as its
+      // unconfirmed intent and pushes it once.
+      await this.accept(runtime);
+      await this.installPublication(runtime);
+      this.episode.send({ type: "STORAGE_READY" });
+    } catch (error) {
+      this.host.notify(`State Flow start failed: ${errorMessage(error)}`, "error");
+      this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
+    }
+  }
+
+  /**
+   * Commits the active branch's exact current file cohort into Git (initializing the repository
+   * when needed) with a config-only publication, binds the branch to that commit and hands
+   * publication to a Git-backed driver. On failure nothing changed in the files and the branch
+   * keeps its file-only store.
+   */
+  private async adoptIntoGit(): Promise<void> {
+    const fileStore = this.store;
+    try {
+      if (!this.runtime) throw new Error("no runtime is selected on this branch");
+      const store = await this.openStateStore(true);
+      const runtime = await store.start(this.runtime, this.runtime.config.remotePublication);
+      // The file-only driver has nothing to publish; the Git-backed one restores this revision
+      // as its unconfirmed intent and pushes it once (as after a start).
+      this.publication?.shutdown();
+      this.publication = null;
+      await this.accept(runtime);
+      await this.installPublication(runtime);
+      this.episode.send({ type: "STORAGE_READY" });
+    } catch (error) {
+      this.store = fileStore; // a repository opened before the failure is not used until the next start
+      this.host.notify(`State Flow could not adopt the store into Git: ${errorMessage(error)}`, "error");
+      this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
+    }
+  }
+
+  private async selectRestore(): Promise<void> {
+    let outcome;
+    try {
+      const store = await this.openStateStore(false);
+      outcome = await restoreBranch({
+        store,
+        host: this.host,
+        sessionId: this.identity!.sessionId,
+        current: this.runtime,
+        freeze: (stopped) => {
+          this.runtime = stopped;
+          this.freezeHandoff();
+        },
+      });
+      if (outcome.runtime) await this.installPublication(outcome.runtime);
+    } catch (error) {
+      const detail = errorMessage(error);
+      outcome = { result: { kind: "unproven", revision: null, reason: "noValidPointer", detail } as const, runtime: null };
+    }
+    this.runtime = outcome.runtime;
+    this.episode.send({ type: "RESTORE_RESULT", result: outcome.result });
+  }
+
+  /**
+   * The frozen exit handoff (effective state at the stop boundary) followed by the branch's
+   * disabled marker: together they make this physical session's passive projection durable
+   * across reload, resume and /tree, while another session reading the branch sees plain off.
+   */
+  private freezeHandoff(): void {
+    if (!this.identity) return;
+    this.host.sendHandoff(this.runtime ? readTemporalState(this.runtime.view).state : null);
+    // The stopped revision follows the handoff on the branch, so any position that holds it also
+    // holds the handoff, and a restart (or a restore after /tree) finds that exact boundary.
+    if (this.runtime) this.host.appendCheckpoint({ revision: this.runtime.pointer.revision });
+    this.host.appendCheckpoint({ disabled: true });
+  }
+
+  /** Stop is config-only: the disabled runtime revision is published, then the machine learns the outcome. */
+  private async persistDisabled(): Promise<void> {
+    if (!this.runtime || !this.store) {
+      this.episode.send({ type: "STOP_FAILED", error: "no runtime is selected on this branch" });
+      return;
+    }
+    try {
+      const runtime = await this.store.publishConfig(this.runtime, { ...this.runtime.config, enabled: false }, "state-flow: stop");
+      this.runtime = runtime;
+      this.episode.send({ type: "STOP_PERSISTED" });
+      this.host.notify("State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.", "info");
+    } catch (error) {
+      this.host.notify(`State Flow could not persist the stop: ${errorMessage(error)}`, "error");
+      this.episode.send({ type: "STOP_FAILED", error: errorMessage(error) });
+    }
+  }
+
+  /** A new durable revision: bind the branch to it (a checkpoint entry) and hand it to publication. */
+  private async accept(runtime: BranchRuntime): Promise<void> {
+    const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
+    this.runtime = runtime;
+    if (changed) {
+      killPoint("branch.appending");
+      this.host.appendCheckpoint({ revision: runtime.pointer.revision });
+      killPoint("branch.appended");
+      await this.publication?.accepted(runtime.pointer.revision);
+    }
+    this.syncHost();
+  }
+
+  private async commitResponse(text: string): Promise<void> {
+    if (!this.runtime || !this.store) return;
+    try {
+      const { patches } = parsePatchSet({ session: { response: text } }, { allowResponse: true });
+      const { runtime } = await this.store.commit(this.runtime, patches, "state-flow: response", { run: true });
+      await this.accept(runtime);
+    } catch (error) {
+      if (!(error instanceof StateFlowError && error.code === "no-op-cohort")) {
+        this.host.notify(`State Flow could not commit the response: ${errorMessage(error)}`, "error");
+        return;
+      }
+    }
+    await this.send({ type: "RUN_ACCEPTED" });
+  }
+
+  // ---- publication ----------------------------------------------------------------------------
+
+  /**
+   * One driver per runtime generation. The intent it starts from is the one the selected
+   * revision's meta records (`unconfirmed`, written inside the accepted commit), so a restored
+   * or restarted runtime pushes it again; a push of an already published commit is a no-op.
+   */
+  private async installPublication(runtime: BranchRuntime): Promise<void> {
+    if (this.publication) return;
+    const git = this.store?.store.git ?? null;
+    const unconfirmed = runtime.meta.publication.intent === "unconfirmed";
+    this.publication = await openPublication({
+      policy: runtime.config.remotePublication,
+      pusher: git ? gitPusher(git) : null,
+      restored: git && unconfirmed ? { revision: runtime.pointer.revision, attempts: 0 } : null,
+      onPendingChange: (pending) => {
+        if (!pending?.lastError) return;
+        this.host.notify(
+          `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); it is retried later.`,
+          "warning",
+        );
+      },
+      ...(this.options.inspection ? { inspect: this.options.inspection.inspect } : {}),
+    });
+    if (this.publication.pending) void this.publication.retry();
+  }
+
+  private async openStateStore(initGit: boolean): Promise<StateStore> {
+    // (git availability is checked now, not when the store was opened: it may have been installed since)
+    const reusable = !initGit || this.store?.store.kind === "git" || findGitExecutable(this.options.env) === null;
+    if (this.store && reusable) return this.store;
+    const store = await openStore({ root: this.options.storeRoot, env: this.options.env, initGit });
+    this.store = new StateStore(store, this.identity!);
+    return this.store;
+  }
+}

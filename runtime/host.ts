@@ -1,0 +1,36 @@
+// What the runtime needs from the program that hosts it (the Pi adapter implements it): the
+// selected branch's checkpoint markers, a way to append to that branch, hidden messages, notices
+// and tool switching. Nothing here names Pi; the runtime is tested through the real Pi adapter.
+
+import type { ScopeState } from "../core/scope-state.ts";
+import type { BranchMarker } from "../machines/restore.ts";
+
+export type NoticeLevel = "info" | "warning" | "error";
+
+/** A branch checkpoint: the durable cohort the branch is bound to, or the stop that disabled it. */
+export type CheckpointData = { revision: string } | { disabled: true };
+
+/** What the host shows once a lifecycle step is done: tools on or off, and the footer text. */
+export interface HostView {
+  toolsActive: boolean;
+  /** False until the first activation: an ordinary session never offers State Flow's tools. */
+  toolsRegistered: boolean;
+  /** The compact footer; undefined clears it. */
+  footer: string | undefined;
+}
+
+export interface BranchHost {
+  /** State Flow markers of the selected branch, oldest first. */
+  markers(): BranchMarker[];
+  /** Every revision any branch of this session recorded (a cohort outside all of them was never recorded). */
+  recordedRevisions(): ReadonlySet<string>;
+  appendCheckpoint(data: CheckpointData): void;
+  /** The frozen exit handoff as a hidden message: the effective state at the stop boundary (null: none). */
+  sendHandoff(state: ScopeState | null): void;
+  /** A hidden same-run instruction after an unresolved draft (`attempt` of the steering budget). */
+  steer(attempt: number): void;
+  notify(message: string, level: NoticeLevel): void;
+  /** Registers patch_state and read_state (asked once, on the first activation). */
+  registerTools(): void;
+  sync(view: HostView): void;
+}

@@ -1,0 +1,55 @@
+// The user-facing text of every notice the episode machine emits, with its level.
+
+import type { EpisodeNoticeCode } from "../machines/episode.ts";
+import type { NoticeLevel } from "./host.ts";
+
+export const NOTICES: Record<EpisodeNoticeCode, { text: string; level: NoticeLevel }> = {
+  "not-enabled": { text: "State Flow is not enabled on this branch; nothing to stop.", level: "info" },
+  "already-active": { text: "State Flow is already active on this branch.", level: "info" },
+  "stop-refused-unproven": {
+    text:
+      "State Flow cannot stop: this branch's provenance is unproven, and stopping would let failed recovery " +
+      "replace existing runtime. Select a valid checkpoint with /tree, then retry.",
+    level: "error",
+  },
+  "start-refused-unproven": {
+    text:
+      "State Flow cannot start: this branch's provenance is unproven. Select a valid checkpoint with /tree, " +
+      "then retry.",
+    level: "error",
+  },
+  "start-failed": {
+    text: "State Flow could not initialize its store; see the previous error. Nothing was enabled.",
+    level: "error",
+  },
+  "adopted-into-git": {
+    text:
+      "State Flow adopted this branch's file-only store into Git: its current state is now a commit, and " +
+      "every later transition is one too.",
+    level: "info",
+  },
+  "adoption-failed": {
+    text:
+      "State Flow could not adopt this branch's store into Git (see the previous error); it stays enabled on " +
+      "its unchanged file-only store. Fix the cause and run /state-flow-start again.",
+    level: "error",
+  },
+  "stop-failed": {
+    text:
+      "State Flow could not persist the stop (see the previous error); the branch stays enabled. Retry " +
+      "/state-flow-stop once the store is writable.",
+    level: "error",
+  },
+  "restore-lock-busy": {
+    text:
+      "State Flow could not restore this branch: the store's publication lock is held. The selected revision " +
+      "is kept; retry /state-flow-start once the other writer is done.",
+    level: "warning",
+  },
+  "restore-unproven": {
+    text:
+      "State Flow could not prove this branch's revision (replaced or missing); it stays failed-closed. " +
+      "Select a valid checkpoint with /tree.",
+    level: "error",
+  },
+};

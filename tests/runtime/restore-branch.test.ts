@@ -1,0 +1,88 @@
+// restoreBranch over a real Git store: which cohort a branch's markers bind it to, what it says
+// about checkpoints it had to skip, and a cohort the store accepted that the branch never recorded.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { parsePatchSet } from "../../core/cohort.ts";
+import type { BranchMarker } from "../../machines/restore.ts";
+import type { BranchHost, CheckpointData, NoticeLevel } from "../../runtime/host.ts";
+import { restoreBranch } from "../../runtime/restore-branch.ts";
+import { cwdKey } from "../../store/layout.ts";
+import { openStore } from "../../store/open-store.ts";
+import { StateStore, type BranchRuntime } from "../../store/state-store.ts";
+import { TempDirs, gitTestEnv } from "../support/store-fixtures.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+
+async function storeWithTwoCohorts() {
+  const cfg = join(temps.make(), "gitconfig");
+  writeFileSync(cfg, "");
+  const cwd = temps.make();
+  const identity = {
+    cwd,
+    cwdKey: cwdKey(cwd),
+    sessionId: "11111111-2222-7333-8444-555555555555",
+    sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555",
+  };
+  const store = new StateStore(await openStore({ root: temps.make(), env: gitTestEnv(cfg), initGit: true }), identity);
+  const first = await store.start(null, "turn-end");
+  const { patches } = parsePatchSet({ session: { working: { step: 2 } } });
+  const { runtime: second } = await store.commit(first, patches, "state-flow: test");
+  return { store, first, second, sessionId: identity.sessionId };
+}
+
+function host(markers: BranchMarker[]) {
+  const appended: CheckpointData[] = [];
+  const notices: { message: string; level: NoticeLevel }[] = [];
+  const h: BranchHost = {
+    markers: () => [...markers, ...appended.map((d) => ("revision" in d ? { kind: "revision" as const, revision: d.revision } : { kind: "disabled" as const }))],
+    recordedRevisions: () => new Set(h.markers().flatMap((m) => (m.kind === "revision" ? [m.revision] : []))),
+    appendCheckpoint: (data) => void appended.push(data),
+    sendHandoff: () => {},
+    steer: () => {},
+    notify: (message, level) => void notices.push({ message, level }),
+    registerTools: () => {},
+    sync: () => {},
+  };
+  return { h, appended, notices };
+}
+
+const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
+  store,
+  host: h,
+  sessionId,
+  current: null,
+  freeze: (_: BranchRuntime) => {
+    throw new Error("no stop to complete here");
+  },
+});
+
+describe("restoreBranch", () => {
+  it("binds the newest valid checkpoint and names the newer one it skipped", async () => {
+    const { store, second, sessionId } = await storeWithTwoCohorts();
+    const { h, notices } = host([{ kind: "revision", revision: second.pointer.revision }, { kind: "revision", revision: "f".repeat(40) }]);
+    const outcome = await restoreBranch(context(store, h, sessionId));
+    expect(outcome.result).toEqual({ kind: "revision", revision: second.pointer.revision, skippedInvalid: 1 });
+    expect(outcome.runtime?.pointer).toEqual(second.pointer);
+    expect(notices).toEqual([
+      { level: "warning", message: expect.stringMatching(/not the newest checkpoint of this branch: 1 newer checkpoint entry could not be loaded \(ffffffff/) },
+    ]);
+  });
+
+  it("records a cohort the store accepted on top of the branch's newest checkpoint, and restores it", async () => {
+    const { store, first, second, sessionId } = await storeWithTwoCohorts();
+    const { h, appended, notices } = host([{ kind: "revision", revision: first.pointer.revision }]);
+    const outcome = await restoreBranch(context(store, h, sessionId));
+    expect(appended).toEqual([{ revision: second.pointer.revision }]);
+    expect(outcome.result).toMatchObject({ kind: "revision", revision: second.pointer.revision });
+    expect(notices[0]?.message).toMatch(/the store had accepted it, but the session ended before this branch recorded it/);
+  });
+
+  it("restores nothing and says nothing for a branch without checkpoints", async () => {
+    const { store, sessionId } = await storeWithTwoCohorts();
+    const { h, notices } = host([]);
+    expect(await restoreBranch(context(store, h, sessionId))).toEqual({ result: { kind: "none" }, runtime: null });
+    expect(notices).toEqual([]);
+  });
+});
