@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { selectRestore, type BranchMarker, type PointerCheck } from "../../machines/restore.ts";
+import { frozenRevision, selectRestore, type BranchMarker, type PointerCheck } from "../../machines/restore.ts";
 
 const checks = (table: Record<string, PointerCheck>) => (rev: string) => table[rev] ?? "invalid";
 const rev = (revision: string): BranchMarker => ({ kind: "revision", revision });
@@ -86,5 +86,19 @@ describe("selectRestore (I1.11)", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("frozenRevision", () => {
+  it("is the newest well-formed revision of the branch (the stop appends it right before its disabled marker)", () => {
+    const markers: BranchMarker[] = [
+      { kind: "revision", revision: "r1" },
+      { kind: "revision", revision: "r2" },
+      { kind: "malformed" },
+      { kind: "disabled", stoppedBy: "S" },
+    ];
+    expect(frozenRevision(markers)).toBe("r2");
+    expect(frozenRevision([{ kind: "disabled" }])).toBeNull();
+    expect(frozenRevision([])).toBeNull();
   });
 });

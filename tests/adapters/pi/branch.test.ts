@@ -1,7 +1,6 @@
 import type { SessionEntry } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
 import { CHECKPOINT_ENTRY, branchMarkers, branchShape } from "../../../adapters/pi/branch.ts";
-import { frozenRevision } from "../../../machines/restore.ts";
 import { STOP_HANDOFF } from "../../../adapters/pi/context.ts";
 
 let n = 0;
@@ -31,10 +30,6 @@ describe("branchMarkers", () => {
     expect(branchMarkers([handoff("PARENT"), checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled" }]);
   });
 
-  it("frozenRevision picks the newest well-formed revision", () => {
-    expect(frozenRevision(branchMarkers([checkpoint({ revision: sha }), checkpoint({ revision: "bad" }), checkpoint({ disabled: true })], "S"))).toBe(sha);
-    expect(frozenRevision([])).toBeNull();
-  });
 });
 
 describe("branchShape", () => {

@@ -1,0 +1,475 @@
+// npm run mutate:machines: checks that the generated machine suites (tests/machines) notice
+// plausible single mistakes in the machines. Each mutant is one exact text replacement in one
+// machine source file; it is applied to a private copy of the repository and tests/machines run
+// there (`-- <id> ...` runs only those). A mutant is caught when at least one test fails, survived
+// when all pass. Exits 1 if any mutant survived, or if one could not be judged (the unmutated copy
+// failing, a mutant that no longer loads, a timeout), since then "caught" would prove nothing.
+import { spawn } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+export interface Mutant {
+  id: string;
+  /** Repository-relative path of the machine source the replacement applies to. */
+  file: string;
+  /** Text that occurs exactly once in `file`. */
+  from: string;
+  to: string;
+  /** The mistake this stands for (what a reviewer would worry about). */
+  why: string;
+}
+
+export const MUTANTS: readonly Mutant[] = [
+  // resolution
+  {
+    id: "resolution-three-steers",
+    file: "machines/resolution.ts",
+    from: "export const resolutionMachine = createResolutionMachine(MAX_RESOLUTION_STEERS);",
+    to: "export const resolutionMachine = createResolutionMachine(3);",
+    why: "the production machine is built with a budget of three hidden steers instead of two",
+  },
+  {
+    id: "resolution-budget-constant",
+    file: "machines/resolution.ts",
+    from: "export const MAX_RESOLUTION_STEERS = 2;",
+    to: "export const MAX_RESOLUTION_STEERS = 3;",
+    why: "the budget constant itself drifts (anything reading it moves along)",
+  },
+  {
+    id: "resolution-interrupted-never",
+    file: "machines/resolution.ts",
+    from: 'isInterruptedDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "complete",',
+    to: "isInterruptedDraft: () => false,",
+    why: "aborted, length-limited, error and empty endings count as attempted answers",
+  },
+  {
+    id: "resolution-steer-attempt-number",
+    file: "machines/resolution.ts",
+    from: 'params: { attempt: n + 1 } }] },',
+    to: 'params: { attempt: n } }] },',
+    why: "a hidden steer names the wrong attempt (off by one)",
+  },
+  {
+    id: "resolution-exhausted-attempts",
+    file: "machines/resolution.ts",
+    from: 'params: { attempts: n + 1 } }] }',
+    to: 'params: { attempts: n } }] }',
+    why: "the exhaustion error reports one attempt too few",
+  },
+  {
+    id: "resolution-final-only-ignored",
+    file: "machines/resolution.ts",
+    from: 'FINAL_ONLY: { target: "eligible" },',
+    to: "FINAL_ONLY: {},",
+    why: "a final-only patch no longer latches terminal eligibility",
+  },
+  // episode
+  {
+    id: "episode-passive-tree-no-refreeze",
+    file: "machines/episode.ts",
+    from: 'TREE: { actions: ["freezeHandoff"] },',
+    to: "TREE: {},",
+    why: "/tree while passive keeps the handoff frozen at the old position",
+  },
+  {
+    id: "episode-stop-persisted-no-freeze",
+    file: "machines/episode.ts",
+    from: 'STOP_PERSISTED: { target: "passive", actions: ["freezeHandoff"] },',
+    to: 'STOP_PERSISTED: { target: "passive" },',
+    why: "passive begins without freezing the exit handoff",
+  },
+  {
+    id: "episode-retain-revision-noop",
+    file: "machines/episode.ts",
+    from: "retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),",
+    to: "retainRevision: () => {},",
+    why: "a failed-closed branch forgets the pointer it could not restore",
+  },
+  {
+    id: "episode-retained-kind-lost",
+    file: "machines/episode.ts",
+    from: "return { kind: result.kind, revision: result.revision,",
+    to: 'return { kind: "unproven" as const, revision: result.revision,',
+    why: "a busy lock is retained as if the pointer were unproven",
+  },
+  {
+    id: "episode-restore-keeps-pointer",
+    file: "machines/episode.ts",
+    from: '{ guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision"] },',
+    to: '{ guard: "restoredRevision", target: "#episode.active.steady" },',
+    why: "a successful retry leaves the failed pointer retained on an active branch",
+  },
+  {
+    id: "episode-from-off-skips-bootstrap",
+    file: "machines/episode.ts",
+    from: 'STORAGE_READY: { target: "#episode.active.bootstrap.fromTranscript" },',
+    to: 'STORAGE_READY: { target: "#episode.active.steady" },',
+    why: "a mid-conversation start drops the pre-Flow transcript instead of migrating it",
+  },
+  {
+    id: "episode-failed-restart-leaves-passive",
+    file: "machines/episode.ts",
+    from: 'STORAGE_FAILED: { target: "#episode.passive", actions: ["reportStartFailed"] },',
+    to: 'STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },',
+    why: "a restart after stop that cannot open storage loses the frozen handoff",
+  },
+  {
+    id: "episode-failed-stop-forgets-bootstrap",
+    file: "machines/episode.ts",
+    from: 'STOP_FAILED: { target: "#episode.active.hist", actions: ["reportStopFailed"] },',
+    to: 'STOP_FAILED: { target: "#episode.active.steady", actions: ["reportStopFailed"] },',
+    why: "a stop that cannot be persisted skips the bootstrap it interrupted",
+  },
+  {
+    id: "episode-lock-busy-stop-skips-retry",
+    file: "machines/episode.ts",
+    from: 'STOP: { target: "#episode.restoring.retryStop" },',
+    to: 'STOP: { target: "#episode.restoring.branch" },',
+    why: "STOP after a busy lock restores the branch and then forgets to stop",
+  },
+  {
+    id: "episode-register-tools-every-activation",
+    file: "machines/episode.ts",
+    from: 'if (!check("toolsNotRegistered")) return;',
+    to: "",
+    why: "tools are registered with Pi again on every activation",
+  },
+  {
+    id: "episode-run-started-no-spawn",
+    file: "machines/episode.ts",
+    from: 'RUN_STARTED: { actions: ["endRun", "spawnResolution"] },',
+    to: 'RUN_STARTED: { actions: ["endRun"] },',
+    why: "an enabled run starts without a resolution actor",
+  },
+  {
+    id: "episode-active-exit-keeps-run",
+    file: "machines/episode.ts",
+    from: 'exit: ["endRun"],',
+    to: "exit: [],",
+    why: "the run's resolution actor outlives the active branch (steering a stopped branch)",
+  },
+  {
+    id: "episode-fork-like-resume",
+    file: "machines/episode.ts",
+    from: '(event.reason === "fork" || event.reason === "new")',
+    to: 'event.reason === "new"',
+    why: "a fork consults its parent's markers and inherits its stop projection",
+  },
+  {
+    id: "episode-autostart-ignores-config",
+    file: "machines/episode.ts",
+    from: "autoStartNewSession: ({ context, event }) => context.autoStart && isGenuinelyNewSession(event),",
+    to: "autoStartNewSession: ({ event }) => isGenuinelyNewSession(event),",
+    why: "a new session initializes storage although autoStart is off",
+  },
+  // publication
+  {
+    id: "publication-current-result-always",
+    file: "machines/publication.ts",
+    from: "isCurrentResult: ({ context, event }) => isCurrentResult(context, event),",
+    to: "isCurrentResult: () => true,",
+    why: "a late result of an older push or generation acknowledges the push in flight",
+  },
+  {
+    id: "publication-push-newest-silent",
+    file: "machines/publication.ts",
+    from: 'enqueue.emit({ type: "publication.push", target: event.target, generation: context.generation });',
+    to: "",
+    why: "a push start assigns the in-flight target but the driver never hears of it",
+  },
+  {
+    id: "publication-failure-count-stuck",
+    file: "machines/publication.ts",
+    from: "context.pending === context.inflight ? context.attempts + 1 : 1),",
+    to: "context.pending === context.inflight ? context.attempts : 1),",
+    why: "repeated failures of the same pending target are not counted",
+  },
+  {
+    id: "publication-shutdown-no-fence",
+    file: "machines/publication.ts",
+    from: "generation: ({ context }) => context.generation + 1,",
+    to: "generation: ({ context }) => context.generation,",
+    why: "shutdown does not fence the generation, so late results still count",
+  },
+  {
+    id: "publication-transition-queued-waits",
+    file: "machines/publication.ts",
+    from: '{ guard: "hasQueuedUnderTransitionPolicy", target: "pushing", actions: ["startPushQueued"] },',
+    to: "",
+    why: "under the transition policy a target queued behind a push waits for a turn end",
+  },
+  // barrier
+  {
+    id: "barrier-call-allowed-always",
+    file: "machines/barrier.ts",
+    from: "callAllowed: ({ context, event }) => !decide(context, toolCallId(event)).block,",
+    to: "callAllowed: () => true,",
+    why: "siblings of patch_state run in the same batch",
+  },
+  {
+    id: "barrier-last-patch-runs",
+    file: "machines/barrier.ts",
+    from: "return calls.find((c) => c.name === PATCH_TOOL)?.id ?? null;",
+    to: "return calls.findLast((c) => c.name === PATCH_TOOL)?.id ?? null;",
+    why: "the last patch_state of a batch runs instead of the first",
+  },
+  // restore selection
+  {
+    id: "restore-unavailable-falls-through",
+    file: "machines/restore.ts",
+    from: 'if (verdict === "unavailable") return',
+    to: 'if (verdict === "unavailable" && false) return',
+    why: "a replaced file-only cohort falls through to older markers instead of failing closed",
+  },
+  {
+    id: "restore-foreign-stop-is-passive",
+    file: "machines/restore.ts",
+    from: "marker.stoppedBy !== undefined && marker.stoppedBy === physicalSessionId",
+    to: "marker.stoppedBy !== undefined",
+    why: "a stop marker written by another physical session restores its passive handoff",
+  },
+  {
+    id: "restore-only-invalid-is-none",
+    file: "machines/restore.ts",
+    from: 'if (skippedInvalid > 0) return { kind: "unproven", revision: null, reason: "noValidPointer" };',
+    to: "",
+    why: "a branch whose every pointer is invalid restores as ordinary instead of failing closed",
+  },
+];
+
+/** Copied into each mutant's directory: everything the machine tests and the config import. */
+const COPIED = [
+  "core",
+  "machines",
+  "store",
+  "runtime",
+  "adapters",
+  "tests",
+  "scripts",
+  "package.json",
+  "tsconfig.json",
+  "vitest.config.ts",
+  "index.ts",
+];
+const PARALLEL = 2;
+const TIMEOUT_MS = 180_000;
+
+export function occurrences(text: string, needle: string): number {
+  if (needle === "") return 0;
+  let count = 0;
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) count++;
+  return count;
+}
+
+/** The mutated source; throws unless `from` occurs exactly once and `to` differs from it. */
+export function applyMutant(source: string, mutant: Mutant): string {
+  const count = occurrences(source, mutant.from);
+  if (count !== 1) throw new Error(`${mutant.id}: "from" occurs ${count} times in ${mutant.file}, expected once`);
+  if (mutant.to === mutant.from) throw new Error(`${mutant.id}: "to" equals "from"`);
+  return source.replace(mutant.from, () => mutant.to);
+}
+
+type Verdict = "caught" | "survived" | "error";
+interface Outcome {
+  id: string;
+  verdict: Verdict;
+  /** Failing tests, each with the invariant ids its failure names. */
+  by: string[];
+  seconds: number;
+  detail?: string;
+}
+
+interface JsonReport {
+  testResults?: Array<{
+    name: string;
+    status: string;
+    message?: string;
+    assertionResults?: Array<{ fullName: string; status: string; failureMessages?: string[] }>;
+  }>;
+}
+
+/** A runnable copy of `source`'s files, with `repo`'s packages. */
+function copyRepo(source: string, repo: string, id: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `sf-mutant-${id}-`));
+  for (const entry of COPIED) {
+    const from = join(source, entry);
+    if (existsSync(from)) cpSync(from, join(dir, entry), { recursive: true });
+  }
+  // Packages are linked one by one into a private node_modules: vitest writes its cache under
+  // node_modules/.vite, which must not be the shared checkout's while other runs use it.
+  mkdirSync(join(dir, "node_modules"));
+  for (const entry of readdirSync(join(repo, "node_modules"))) {
+    if (entry !== ".vite") symlinkSync(join(repo, "node_modules", entry), join(dir, "node_modules", entry));
+  }
+  return dir;
+}
+
+function runVitest(dir: string, report: string): Promise<{ code: number | null; output: string; timedOut: boolean }> {
+  return new Promise((done) => {
+    // The project's Node (this process) runs vitest, whatever `node` the PATH would pick.
+    const args = [join(dir, "node_modules/.bin/vitest"), "run", "tests/machines"];
+    const child = spawn(process.execPath, [...args, "--reporter=json", `--outputFile=${report}`], {
+      cwd: dir,
+      env: { ...process.env, CI: "1", FORCE_COLOR: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => void (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => void (output += d.toString()));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, TIMEOUT_MS);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      done({ code, output, timedOut });
+    });
+  });
+}
+
+function invariantIds(messages: readonly string[]): string[] {
+  const ids = new Set<string>();
+  for (const m of messages) for (const id of m.match(/\bI\d+\.\d+\b/g) ?? []) ids.add(id);
+  return [...ids].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+}
+
+async function judge(snapshot: string, repo: string, mutant: Mutant | null): Promise<Outcome> {
+  const id = mutant?.id ?? "baseline";
+  const started = Date.now();
+  const dir = copyRepo(snapshot, repo, id);
+  try {
+    if (mutant) {
+      const path = join(dir, mutant.file);
+      writeFileSync(path, applyMutant(readFileSync(path, "utf8"), mutant));
+    }
+    const reportPath = join(dir, "vitest-report.json");
+    const { code, output, timedOut } = await runVitest(dir, reportPath);
+    const seconds = (Date.now() - started) / 1000;
+    const tail = output.trim().split("\n").slice(-15).join("\n");
+    if (timedOut) return { id, verdict: "error", by: [], seconds, detail: `timed out after ${TIMEOUT_MS / 1000} s` };
+    if (!existsSync(reportPath))
+      return { id, verdict: "error", by: [], seconds, detail: `no report (exit ${code})\n${tail}` };
+    const report = JSON.parse(readFileSync(reportPath, "utf8")) as JsonReport;
+    const files = report.testResults ?? [];
+    // A file that fails without any failed test did not load: the mutant broke the build, which
+    // says nothing about the invariants.
+    const broken = files.filter(
+      (f) => f.status === "failed" && !(f.assertionResults ?? []).some((a) => a.status === "failed"),
+    );
+    if (broken.length > 0) {
+      const what = broken.map((f) => `${basename(f.name)}: ${(f.message ?? "").split("\n")[0]}`).join("; ");
+      return { id, verdict: "error", by: [], seconds, detail: `test file failed to run: ${what}` };
+    }
+    const by: string[] = [];
+    for (const f of files) {
+      for (const a of f.assertionResults ?? []) {
+        if (a.status !== "failed") continue;
+        const ids = invariantIds(a.failureMessages ?? []);
+        by.push(`${basename(f.name)} › ${a.fullName}${ids.length ? ` [${ids.join(", ")}]` : ""}`);
+      }
+    }
+    if (code === 0 && by.length === 0) return { id, verdict: "survived", by, seconds };
+    if (by.length > 0) return { id, verdict: "caught", by, seconds };
+    return { id, verdict: "error", by, seconds, detail: `vitest exited ${code} without a failed test\n${tail}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function pool<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return results;
+}
+
+async function main(): Promise<void> {
+  const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+  const started = Date.now();
+  // One snapshot of the checkout for the baseline and every mutant: the sources may change while
+  // this runs, and each mutant must differ from the baseline by its one replacement only.
+  const snapshot = copyRepo(repo, repo, "snapshot");
+  try {
+    await judgeAll(snapshot, repo, started);
+  } finally {
+    rmSync(snapshot, { recursive: true, force: true });
+  }
+}
+
+async function judgeAll(snapshot: string, repo: string, started: number): Promise<void> {
+  // Validate every replacement before spending minutes on test runs.
+  for (const m of MUTANTS) applyMutant(readFileSync(join(snapshot, m.file), "utf8"), m);
+  // Ids given on the command line select mutants (e.g. to recheck a survivor after a test change).
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((id) => !MUTANTS.some((m) => m.id === id));
+  if (unknown.length > 0) throw new Error(`unknown mutant ids: ${unknown.join(", ")}`);
+  const selected = wanted.length > 0 ? MUTANTS.filter((m) => wanted.includes(m.id)) : MUTANTS;
+  console.log(`[mutate] ${selected.length} mutants of machines/*.ts, ${PARALLEL} at a time, each on tests/machines`);
+  const jobs: Array<Mutant | null> = [null, ...selected];
+  const outcomes = await pool(jobs, PARALLEL, async (m) => {
+    const outcome = await judge(snapshot, repo, m);
+    const verdict = m ? outcome.verdict : outcome.verdict === "survived" ? "passes" : "FAILS";
+    console.log(`[mutate] ${outcome.id}: ${verdict} (${outcome.seconds.toFixed(1)} s)`);
+    return outcome;
+  });
+  const [baseline, ...results] = outcomes as [Outcome, ...Outcome[]];
+
+  console.log("\nmutant → caught by");
+  for (const r of results) {
+    const head = `${r.id} → ${r.verdict === "caught" ? "" : r.verdict.toUpperCase()}`;
+    if (r.verdict !== "caught") console.log(`${head}${r.detail ? ` (${r.detail})` : ""}`);
+    else r.by.forEach((b, i) => console.log(i === 0 ? `${head}${b}` : `${" ".repeat(r.id.length + 3)}${b}`));
+  }
+  const caught = results.filter((r) => r.verdict === "caught").length;
+  const survived = results.filter((r) => r.verdict === "survived").length;
+  const errors = results.filter((r) => r.verdict === "error").length;
+  const seconds = (Date.now() - started) / 1000;
+  const counts = `${caught}/${results.length} caught, ${survived} survived, ${errors} not judged`;
+  console.log(`\n${counts} in ${seconds.toFixed(0)} s`);
+  // The baseline is exactly what every mutant is compared against: if the unmutated copy fails,
+  // every "caught" above is meaningless.
+  const baselineOk = baseline.verdict === "survived";
+  if (!baselineOk)
+    console.error(`the unmutated copy does not pass tests/machines: ${baseline.detail ?? baseline.by.join("; ")}`);
+  const summary = {
+    total: results.length,
+    caught,
+    survived,
+    ...(errors > 0 ? { errors } : {}),
+    ...(baselineOk ? {} : { baseline: "failed" }),
+    mutants: results.map((r) => ({
+      id: r.id,
+      caught: r.verdict === "caught",
+      by: r.by,
+      ...(r.verdict === "error" ? { error: r.detail } : {}),
+    })),
+  };
+  console.log(`MUTATE ${JSON.stringify(summary)}`);
+  process.exitCode = baselineOk && survived === 0 && errors === 0 ? 0 : 1;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}
