@@ -25,7 +25,10 @@ import { openStore } from "../store/open-store.ts";
 const ITERATIONS = 25;
 const WARMUP = 3;
 const SIZES = [8 * 1024, 128 * 1024];
-const keys = { cwdKey: "--home-user-project--", sessionKey: "2026-09-07T20-01-08-993Z_0198f1c2-aaaa-7bbb-8ccc-123456789abc" };
+const keys = {
+  cwdKey: "--home-user-project--",
+  sessionKey: "2026-09-07T20-01-08-993Z_0198f1c2-aaaa-7bbb-8ccc-123456789abc",
+};
 const paths = cohortPaths(keys);
 const g = scopeFiles("global", keys);
 const c = scopeFiles("cwd", keys);
@@ -51,7 +54,9 @@ if (!gitBinary) throw new Error("bench:store needs git on PATH");
 function cohortBytes(n: number, size: number): Map<string, Buffer> {
   const json = (tag: string, bytes: number) => {
     const head = `{"tag":"${tag}","n":${n},"data":"`;
-    const body = `${tag}-${n}-`.repeat(Math.ceil(bytes / (tag.length + 4))).slice(0, Math.max(0, bytes - head.length - 3));
+    const body = `${tag}-${n}-`
+      .repeat(Math.ceil(bytes / (tag.length + 4)))
+      .slice(0, Math.max(0, bytes - head.length - 3));
     return Buffer.from(`${head}${body}"}\n`);
   };
   const share = (f: number) => Math.floor(size * f);
@@ -99,7 +104,7 @@ async function benchFile(size: number) {
     writeFileSync(join(baseDir, "cohort.tmp"), bytes);
     renameSync(join(baseDir, "cohort.tmp"), join(baseDir, "cohort.json"));
     const baseMs = performance.now() - tb;
-    if (i >= WARMUP) times.push(ms), base.push(baseMs);
+    if (i >= WARMUP) (times.push(ms), base.push(baseMs));
   }
   return { ms: median(times), baselineMs: median(base) };
 }
@@ -186,7 +191,7 @@ async function benchSpawn() {
     t = performance.now();
     await new Promise((done) => spawn("true", { stdio: "ignore" }).on("close", done));
     const tr = performance.now() - t;
-    if (i >= WARMUP) direct.push(d), viaSimpleGit.push(sg), trueMs.push(tr);
+    if (i >= WARMUP) (direct.push(d), viaSimpleGit.push(sg), trueMs.push(tr));
   }
   return { directMs: median(direct), simpleGitMs: median(viaSimpleGit), trueMs: median(trueMs) };
 }
@@ -201,16 +206,25 @@ async function benchLoad1000() {
   let last = new Map<string, Buffer>();
   for (let n = 1; n <= 1000; n++) {
     const files = cohortBytes(n, 8 * 1024);
-    if (n % 3 !== 0) files.delete(g.checkpoint), files.delete(g.patches); // sparse global scope
+    if (n % 3 !== 0) (files.delete(g.checkpoint), files.delete(g.patches)); // sparse global scope
     const msg = `cohort ${n}`;
-    chunks.push(Buffer.from(`commit ${branch}\ncommitter Bench <bench@state-flow.invalid> ${1_700_000_000 + n} +0000\ndata ${msg.length}\n${msg}\n`));
+    chunks.push(
+      Buffer.from(
+        `commit ${branch}\ncommitter Bench <bench@state-flow.invalid> ${1_700_000_000 + n} +0000\ndata ${msg.length}\n${msg}\n`,
+      ),
+    );
     for (const [path, bytes] of files) {
       chunks.push(Buffer.from(`M 100644 inline ${path}\ndata ${bytes.length}\n`), bytes, Buffer.from("\n"));
       last.set(path, bytes);
     }
     chunks.push(Buffer.from("\n"));
   }
-  const fi = spawnSync(gitBinary!, ["fast-import", "--quiet"], { cwd: root, env, input: Buffer.concat(chunks), maxBuffer: 1 << 30 });
+  const fi = spawnSync(gitBinary!, ["fast-import", "--quiet"], {
+    cwd: root,
+    env,
+    input: Buffer.concat(chunks),
+    maxBuffer: 1 << 30,
+  });
   if (fi.status !== 0) throw new Error(`fast-import: ${fi.stderr}`);
   runGit(root, ["reset", "-q", "--hard"]);
   last = new Map(last);
@@ -220,9 +234,14 @@ async function benchLoad1000() {
   const view = await store.loadCurrent(paths);
   const ms = performance.now() - t;
   const loadProcesses = counter.count;
-  for (const [path, bytes] of last) if (!view.files.get(path)?.equals(bytes)) throw new Error(`load mismatch at ${path}`);
+  for (const [path, bytes] of last)
+    if (!view.files.get(path)?.equals(bytes)) throw new Error(`load mismatch at ${path}`);
   // historical read of the first cohort while the worktree holds the 1,000th
-  const first = spawnSync(gitBinary!, ["rev-list", "--max-parents=0", "HEAD"], { cwd: root, env, encoding: "utf8" }).stdout.trim();
+  const first = spawnSync(gitBinary!, ["rev-list", "--max-parents=0", "HEAD"], {
+    cwd: root,
+    env,
+    encoding: "utf8",
+  }).stdout.trim();
   const before = counter.count;
   const t2 = performance.now();
   await store.loadRevision({ revision: first }, paths);
@@ -240,11 +259,32 @@ try {
     const bytes = totalBytes(cohortBytes(1, size));
     const f = await benchFile(size);
     const fr = f.ms / f.baselineMs;
-    rows.push(["file-only cohort", `${bytes} B`, `${round(f.ms)}`, `${round(f.baselineMs, 3)}`, `${round(fr)}×`, "0", "0"]);
+    rows.push([
+      "file-only cohort",
+      `${bytes} B`,
+      `${round(f.ms)}`,
+      `${round(f.baselineMs, 3)}`,
+      `${round(fr)}×`,
+      "0",
+      "0",
+    ]);
     const gi = await benchGit(size);
     const gr = gi.ms / gi.baselineMs;
-    rows.push(["git cohort", `${bytes} B`, `${round(gi.ms)}`, `${round(gi.baselineMs)}`, `${round(gr)}×`, `${gi.processes}`, `${gi.baselineProcesses}`]);
-    results[`file_${label}`] = { ms: round(f.ms, 3), baselineMs: round(f.baselineMs, 3), ratio: round(fr), processes: 0 };
+    rows.push([
+      "git cohort",
+      `${bytes} B`,
+      `${round(gi.ms)}`,
+      `${round(gi.baselineMs)}`,
+      `${round(gr)}×`,
+      `${gi.processes}`,
+      `${gi.baselineProcesses}`,
+    ]);
+    results[`file_${label}`] = {
+      ms: round(f.ms, 3),
+      baselineMs: round(f.baselineMs, 3),
+      ratio: round(fr),
+      processes: 0,
+    };
     results[`git_${label}`] = {
       ms: round(gi.ms, 3),
       baselineMs: round(gi.baselineMs, 3),
@@ -255,15 +295,38 @@ try {
       perProcessMs: gi.perProcessMs,
       liveWriteMs: round(gi.liveWriteMs, 3),
     };
-    breakdown.push(`git ${label}: per process ${Object.entries(gi.perProcessMs).map(([k, v]) => `${k} ${v}`).join(", ")} ms; live-file write alone (fsync) ${round(gi.liveWriteMs)} ms`);
+    breakdown.push(
+      `git ${label}: per process ${Object.entries(gi.perProcessMs)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")} ms; live-file write alone (fsync) ${round(gi.liveWriteMs)} ms`,
+    );
   }
   const spawnCost = await benchSpawn();
-  results.spawn = { directMs: round(spawnCost.directMs, 3), simpleGitMs: round(spawnCost.simpleGitMs, 3), trueMs: round(spawnCost.trueMs, 3) };
-  breakdown.push(`spawn: git --version direct ${round(spawnCost.directMs)} ms, via simple-git ${round(spawnCost.simpleGitMs)} ms; /bin/true ${round(spawnCost.trueMs)} ms`);
+  results.spawn = {
+    directMs: round(spawnCost.directMs, 3),
+    simpleGitMs: round(spawnCost.simpleGitMs, 3),
+    trueMs: round(spawnCost.trueMs, 3),
+  };
+  breakdown.push(
+    `spawn: git --version direct ${round(spawnCost.directMs)} ms, via simple-git ${round(spawnCost.simpleGitMs)} ms; /bin/true ${round(spawnCost.trueMs)} ms`,
+  );
   const load = await benchLoad1000();
   rows.push(["load current (1,000 commits)", "", `${round(load.ms)}`, "", "", `${load.processes}`, ""]);
-  rows.push(["read revision #1 (1,000 commits)", "", `${round(load.revisionMs)}`, "", "", `${load.revisionProcesses}`, ""]);
-  results.load_1000 = { ms: round(load.ms, 3), processes: load.processes, revisionMs: round(load.revisionMs, 3), revisionProcesses: load.revisionProcesses };
+  rows.push([
+    "read revision #1 (1,000 commits)",
+    "",
+    `${round(load.revisionMs)}`,
+    "",
+    "",
+    `${load.revisionProcesses}`,
+    "",
+  ]);
+  results.load_1000 = {
+    ms: round(load.ms, 3),
+    processes: load.processes,
+    revisionMs: round(load.revisionMs, 3),
+    revisionProcesses: load.revisionProcesses,
+  };
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -45,10 +45,22 @@ function payload(bytes: number, prefix: string): Record<string, unknown> {
 function seeded(bytes: number): TemporalView {
   let view = originateView("bench");
   const third = Math.floor(bytes / 3);
-  view = stageCohort(view, parsePatchSet({ global: { working: payload(third, "g") }, cwd: { working: payload(third, "c") }, session: { working: payload(third, "s") } }).patches, "seed").view;
+  view = stageCohort(
+    view,
+    parsePatchSet({
+      global: { working: payload(third, "g") },
+      cwd: { working: payload(third, "c") },
+      session: { working: payload(third, "s") },
+    }).patches,
+    "seed",
+  ).view;
   // Fill every tail so each measured transition also folds one record into the checkpoint.
   for (let i = 0; i < 8; i++) {
-    view = stageCohort(view, parsePatchSet({ session: { working: { counter: i } }, cwd: { working: { counter: i } } }).patches, `warm-${i}`).view;
+    view = stageCohort(
+      view,
+      parsePatchSet({ session: { working: { counter: i } }, cwd: { working: { counter: i } } }).patches,
+      `warm-${i}`,
+    ).view;
   }
   return view;
 }
@@ -63,7 +75,10 @@ for (const size of SIZES) {
   let n = 0;
   const transition = time(size.iterations, () => {
     n++;
-    const { patches } = parsePatchSet({ session: { working: { counter: n, note: `step ${n}` } }, cwd: { working: { counter: n } } });
+    const { patches } = parsePatchSet({
+      session: { working: { counter: n, note: `step ${n}` } },
+      cwd: { working: { counter: n } },
+    });
     const staged = stageCohort(view, patches, `t-${n}`);
     for (const scope of SCOPES) if (staged.cohort.records[scope]) serializeScopeStream(staged.view.streams[scope]);
     view = staged.view;

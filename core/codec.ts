@@ -52,7 +52,11 @@ function decodeJson(bytes: Bytes, file: string): unknown {
   try {
     return JSON.parse(source);
   } catch (error) {
-    return fail("invalid-document", file, `is not valid JSON (${(error as Error).message}); it may be truncated or corrupt`);
+    return fail(
+      "invalid-document",
+      file,
+      `is not valid JSON (${(error as Error).message}); it may be truncated or corrupt`,
+    );
   }
 }
 
@@ -101,9 +105,26 @@ export interface StreamFiles {
 export function serializeScopeStream(stream: ScopeStream): StreamFiles {
   const { scope, checkpoint } = stream;
   return {
-    checkpoint: pretty({ version: FORMAT_VERSION, scope, through: checkpoint.through, hash: checkpoint.hash, state: checkpoint.state }),
+    checkpoint: pretty({
+      version: FORMAT_VERSION,
+      scope,
+      through: checkpoint.through,
+      hash: checkpoint.hash,
+      state: checkpoint.state,
+    }),
     patches: stream.tail
-      .map((r) => line({ version: FORMAT_VERSION, scope, lineage: r.lineage, id: r.id, parent: r.parent, step: r.step, patch: r.patch, hash: r.hash }))
+      .map((r) =>
+        line({
+          version: FORMAT_VERSION,
+          scope,
+          lineage: r.lineage,
+          id: r.id,
+          parent: r.parent,
+          step: r.step,
+          patch: r.patch,
+          hash: r.hash,
+        }),
+      )
       .join(""),
   };
 }
@@ -121,13 +142,27 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: stri
   const checkpointFile = `${dir}/${CHECKPOINT_FILE}`;
   const patchesFile = `${dir}/${PATCHES_FILE}`;
   if (input.checkpoint === null && input.patches === null) return emptyStream(scope);
-  if (input.checkpoint === null) fail("incomplete-pair", checkpointFile, `is missing while ${PATCHES_FILE} exists; restore it (e.g. from Git) rather than recreating it`);
-  if (input.patches === null) fail("incomplete-pair", patchesFile, `is missing while ${CHECKPOINT_FILE} exists; restore it (an empty tail is an empty file)`);
+  if (input.checkpoint === null)
+    fail(
+      "incomplete-pair",
+      checkpointFile,
+      `is missing while ${PATCHES_FILE} exists; restore it (e.g. from Git) rather than recreating it`,
+    );
+  if (input.patches === null)
+    fail(
+      "incomplete-pair",
+      patchesFile,
+      `is missing while ${CHECKPOINT_FILE} exists; restore it (an empty tail is an empty file)`,
+    );
 
   const doc = check(checkpointSchema(scope), decodeJson(input.checkpoint!, checkpointFile), checkpointFile);
   const state = parseScopeState(doc.state, `${checkpointFile}#state`);
   if (hashJson(state as unknown as JsonObject) !== doc.hash) {
-    fail("replay-mismatch", checkpointFile, "state does not reproduce its recorded hash; the file was edited or corrupted");
+    fail(
+      "replay-mismatch",
+      checkpointFile,
+      "state does not reproduce its recorded hash; the file was edited or corrupted",
+    );
   }
   const checkpoint: Checkpoint = { through: doc.through, state, hash: doc.hash };
 
@@ -153,7 +188,11 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: stri
     if (raw.trim().length === 0) fail("invalid-document", where, "is an empty line");
     const doc = check(recordSchema(scope), decodeJson(raw, where), where);
     if (doc.step <= previous.step) {
-      fail("invalid-lineage", where, `step ${doc.step} does not follow step ${previous.step}; records must be in lineage order`);
+      fail(
+        "invalid-lineage",
+        where,
+        `step ${doc.step} does not follow step ${previous.step}; records must be in lineage order`,
+      );
     }
     if (seen.has(doc.id)) fail("invalid-lineage", where, `transition id ${doc.id} repeats`);
     seen.add(doc.id);
@@ -199,11 +238,11 @@ const LineageSchema = v.strictObject({
 
 const RuntimeMetaSchema = v.strictObject({
   version: v.literal(FORMAT_VERSION, `must be format version ${FORMAT_VERSION}`),
-  kind: v.literal("session", "must be \"session\""),
+  kind: v.literal("session", 'must be "session"'),
   identity: v.strictObject({ cwd: Id, cwdKey: Id, sessionId: Id, sessionKey: Id }),
   lineage: LineageSchema,
   counters: v.strictObject({ transitions: Step, runs: Step }),
-  revision: v.literal("self", "must be \"self\" (the commit owning this file resolves it)"),
+  revision: v.literal("self", 'must be "self" (the commit owning this file resolves it)'),
   // Written inside the accepted commit itself, so no push can have confirmed it yet: on restart
   // the selected revision is pushed again (idempotent) unless the policy is off or no remote exists.
   publication: v.strictObject({ intent: v.literal("unconfirmed", 'must be "unconfirmed"') }),
@@ -217,7 +256,7 @@ export type RuntimeMeta = v.InferOutput<typeof RuntimeMetaSchema>;
 
 const ScopeMetaSchema = v.strictObject({
   version: v.literal(FORMAT_VERSION, `must be format version ${FORMAT_VERSION}`),
-  kind: v.picklist(["global", "cwd"], "must be \"global\" or \"cwd\""),
+  kind: v.picklist(["global", "cwd"], 'must be "global" or "cwd"'),
   identity: v.optional(v.strictObject({ cwd: Id, cwdKey: Id })),
   artifacts: v.record(v.string(), ProvenanceSchema),
 });

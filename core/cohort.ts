@@ -22,9 +22,9 @@ export interface PatchSet {
 }
 
 const RETIRED_KEYS: Record<string, string> = {
-  scope: "the retired {scope, patch} form is not accepted; name scopes directly, e.g. {\"session\":{\"working\":{…}}}",
-  patch: "the retired {scope, patch} form is not accepted; name scopes directly, e.g. {\"session\":{\"working\":{…}}}",
-  unchanged: "the retired unchanged form is not accepted; send {\"final\":true} alone when nothing changes",
+  scope: 'the retired {scope, patch} form is not accepted; name scopes directly, e.g. {"session":{"working":{…}}}',
+  patch: 'the retired {scope, patch} form is not accepted; name scopes directly, e.g. {"session":{"working":{…}}}',
+  unchanged: 'the retired unchanged form is not accepted; send {"final":true} alone when nothing changes',
 };
 
 /**
@@ -55,10 +55,7 @@ export function parsePatchSet(input: unknown, options: { allowResponse?: boolean
     }
   }
   if (Object.keys(patches).length === 0 && !final) {
-    throw new StateFlowError(
-      "empty-cohort",
-      "patch_state needs at least one of global, cwd, session, or final:true",
-    );
+    throw new StateFlowError("empty-cohort", "patch_state needs at least one of global, cwd, session, or final:true");
   }
   return { patches, final };
 }

@@ -47,7 +47,10 @@ const TagsSchema = v.pipe(
 const ArtifactSchema = v.looseObject({
   description: v.pipe(
     v.string("must be a string"),
-    v.check((d) => d.trim().length > 0, "must be a non-empty description of what the source holds and when it is useful"),
+    v.check(
+      (d) => d.trim().length > 0,
+      "must be a non-empty description of what the source holds and when it is useful",
+    ),
   ),
   kind: v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"))),
   compilation: v.optional(JsonObjectSchema),
@@ -139,14 +142,14 @@ export type ScopePatch = Partial<Record<"artifacts" | "contract" | "working", Js
  */
 export function parseScopePatch(value: unknown, path: string, options: ScopePatchOptions): ScopePatch {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new StateFlowError("invalid-patch", "a scope patch must be an object such as {\"working\":{…}}", path);
+    throw new StateFlowError("invalid-patch", 'a scope patch must be an object such as {"working":{…}}', path);
   }
   const json = toJson(value, path, { allowNull: "merge-members" }) as JsonObject;
   const keys = Object.keys(json);
   if (keys.length === 0) {
     throw new StateFlowError(
       "invalid-patch",
-      "empty scope patch; omit scopes you do not change, or send {\"final\":true} alone when nothing changes",
+      'empty scope patch; omit scopes you do not change, or send {"final":true} alone when nothing changes',
       path,
     );
   }

@@ -91,7 +91,11 @@ export interface TemporalRead {
 
 export function emptyStream(scope: ScopeName): ScopeStream {
   const state = emptyScopeState();
-  return { scope, checkpoint: { through: { ...GENESIS }, state, hash: hashJson(state as unknown as JsonObject) } , tail: [] };
+  return {
+    scope,
+    checkpoint: { through: { ...GENESIS }, state, hash: hashJson(state as unknown as JsonObject) },
+    tail: [],
+  };
 }
 
 function streamMaxStep(stream: ScopeStream): number {
@@ -158,8 +162,10 @@ export function assertLineage(lineage: Lineage, path = "lineage"): void {
     throw new StateFlowError("invalid-lineage", message, path);
   };
   if (typeof lineage.id !== "string" || lineage.id.length === 0) fail("lineage id must be a non-empty string");
-  if (!Number.isInteger(lineage.originStep) || lineage.originStep < 0) fail("originStep must be a non-negative integer");
-  if (lineage.window.length > HOT_OFFSETS) fail(`window holds ${lineage.window.length} transitions; at most ${HOT_OFFSETS} are retained`);
+  if (!Number.isInteger(lineage.originStep) || lineage.originStep < 0)
+    fail("originStep must be a non-negative integer");
+  if (lineage.window.length > HOT_OFFSETS)
+    fail(`window holds ${lineage.window.length} transitions; at most ${HOT_OFFSETS} are retained`);
   const ids = new Set<string>([lineage.id]);
   lineage.window.forEach((ref, i) => {
     if (ids.has(ref.id)) fail(`transition id ${ref.id} repeats`);
@@ -171,11 +177,15 @@ export function assertLineage(lineage: Lineage, path = "lineage"): void {
   });
   const first = lineage.window[0];
   if (!first) return;
-  if (first.step <= lineage.originStep) fail(`window[0] step ${first.step} is not after the origin step ${lineage.originStep}`);
+  if (first.step <= lineage.originStep)
+    fail(`window[0] step ${first.step} is not after the origin step ${lineage.originStep}`);
   const reachesOrigin = first.step === lineage.originStep + 1;
-  if (reachesOrigin && first.parent !== lineage.id) fail(`window[0] (${first.id}) must descend from the origin ${lineage.id}`);
+  if (reachesOrigin && first.parent !== lineage.id)
+    fail(`window[0] (${first.id}) must descend from the origin ${lineage.id}`);
   if (!reachesOrigin && lineage.window.length < HOT_OFFSETS) {
-    fail(`window holds ${lineage.window.length} transitions but ${first.step - lineage.originStep - 1} more since the origin are missing`);
+    fail(
+      `window holds ${lineage.window.length} transitions but ${first.step - lineage.originStep - 1} more since the origin are missing`,
+    );
   }
 }
 
@@ -193,7 +203,9 @@ export function assertStreamInLineage(stream: ScopeStream, lineage: Lineage): vo
     };
     if (b.lineage !== lineage.id) {
       if (b.step > lineage.originStep) {
-        fail(`belongs to lineage ${b.lineage} and follows this lineage's origin (step ${b.step} > ${lineage.originStep}); adopt it at a fresh origin`);
+        fail(
+          `belongs to lineage ${b.lineage} and follows this lineage's origin (step ${b.step} > ${lineage.originStep}); adopt it at a fresh origin`,
+        );
       }
       return;
     }
@@ -253,7 +265,10 @@ function appendRecord(stream: ScopeStream, record: PatchRecord): ScopeStream {
     const oldest = tail.shift()!;
     checkpoint = {
       through: { lineage: oldest.lineage, id: oldest.id, step: oldest.step },
-      state: applyJsonPatch(checkpoint.state as unknown as JsonObject, oldest.patch as unknown as JsonObject) as unknown as ScopeState,
+      state: applyJsonPatch(
+        checkpoint.state as unknown as JsonObject,
+        oldest.patch as unknown as JsonObject,
+      ) as unknown as ScopeState,
       hash: oldest.hash,
     };
   }
@@ -310,7 +325,7 @@ export function applyTransition(
   if (Object.keys(records).length === 0) {
     throw new StateFlowError(
       "no-op-cohort",
-      "this patch changes nothing; omit unchanged scopes and send {\"final\":true} alone when no semantic update is needed",
+      'this patch changes nothing; omit unchanged scopes and send {"final":true} alone when no semantic update is needed',
     );
   }
   const window = [...view.lineage.window, transition].slice(-HOT_OFFSETS);
@@ -336,7 +351,11 @@ function stateAt(view: TemporalView, boundary: Boundary, scope: ScopeSelector, o
  */
 export function readTemporalState(view: TemporalView, offset = 0, scope: ScopeSelector = "effective"): TemporalRead {
   if (scope !== "effective" && !(SCOPES as readonly string[]).includes(scope)) {
-    throw new StateFlowError("offset-out-of-contract", `unknown scope ${JSON.stringify(scope)}; use effective, global, cwd or session`, "scope");
+    throw new StateFlowError(
+      "offset-out-of-contract",
+      `unknown scope ${JSON.stringify(scope)}; use effective, global, cwd or session`,
+      "scope",
+    );
   }
   const boundary = boundaryAt(view.lineage, offset);
   const state = stateAt(view, boundary, scope, offset);
@@ -368,11 +387,14 @@ function changedPaths(patch: JsonObject, prefix = ""): string[] {
  */
 export function recentTransitions(view: TemporalView, limit = MAX_TAIL): CompactTransition[] {
   const byId = new Map<string, CompactTransition>();
-  const ordered = [...view.lineage.window].reverse().slice(0, limit).map((ref) => {
-    const entry: CompactTransition = { id: ref.id, step: ref.step, changes: {} };
-    byId.set(ref.id, entry);
-    return entry;
-  });
+  const ordered = [...view.lineage.window]
+    .reverse()
+    .slice(0, limit)
+    .map((ref) => {
+      const entry: CompactTransition = { id: ref.id, step: ref.step, changes: {} };
+      byId.set(ref.id, entry);
+      return entry;
+    });
   for (const scope of SCOPES) {
     for (const record of view.streams[scope].tail) {
       const entry = record.lineage === view.lineage.id ? byId.get(record.id) : undefined;

@@ -12,12 +12,9 @@ export interface ToolCallRef {
   name: string;
 }
 export type BarrierEvent =
-  | { type: "BATCH"; calls: readonly ToolCallRef[] }
-  | { type: "TOOL_CALL"; id: string }
-  | { type: "BATCH_END" };
+  { type: "BATCH"; calls: readonly ToolCallRef[] } | { type: "TOOL_CALL"; id: string } | { type: "BATCH_END" };
 export type BarrierEmitted =
-  | { type: "barrier.allow"; id: string }
-  | { type: "barrier.block"; id: string; reason: string };
+  { type: "barrier.allow"; id: string } | { type: "barrier.block"; id: string; reason: string };
 export type BarrierDecision = { block: false } | { block: true; reason: string };
 
 export interface BarrierContext {

@@ -1,7 +1,17 @@
 // Episode machine: activation lifecycle of one Pi branch (spec 001 "Usage and activation",
 // "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. The Pi adapter sends
 // events and asks the query helpers below; it holds no lifecycle flags of its own.
-import { setup, assign, emit, enqueueActions, raise, spawnChild, stopChild, type ActorRefFrom, type SnapshotFrom } from "xstate";
+import {
+  setup,
+  assign,
+  emit,
+  enqueueActions,
+  raise,
+  spawnChild,
+  stopChild,
+  type ActorRefFrom,
+  type SnapshotFrom,
+} from "xstate";
 import { resolutionMachine } from "./resolution.ts";
 import type { RestoreResult } from "./restore.ts";
 
@@ -45,8 +55,7 @@ export type EpisodeEvent =
   | { type: "SHUTDOWN" };
 
 export type EpisodeEmitted =
-  | { type: "episode.notice"; code: EpisodeNoticeCode }
-  | { type: "episode.effect"; effect: EpisodeEffect };
+  { type: "episode.notice"; code: EpisodeNoticeCode } | { type: "episode.effect"; effect: EpisodeEffect };
 export type EpisodeNoticeCode =
   | "not-enabled"
   | "already-active"
@@ -81,15 +90,17 @@ function retainedOf(event: EpisodeEvent): RetainedPointer | null {
   if (event.type !== "RESTORE_RESULT") return null;
   const { result } = event;
   if (result.kind !== "unproven" && result.kind !== "lockBusy") return null;
-  return { kind: result.kind, revision: result.revision, ...(result.detail === undefined ? {} : { detail: result.detail }) };
+  return {
+    kind: result.kind,
+    revision: result.revision,
+    ...(result.detail === undefined ? {} : { detail: result.detail }),
+  };
 }
 
 /** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
 export function isGenuinelyNewSession(event: EpisodeEvent): boolean {
   return (
-    event.type === "SESSION_START" &&
-    (event.reason === "startup" || event.reason === "new") &&
-    event.branch === "empty"
+    event.type === "SESSION_START" && (event.reason === "startup" || event.reason === "new") && event.branch === "empty"
   );
 }
 
@@ -195,7 +206,8 @@ export const episodeMachine = setup({
           },
         },
         fromPassive: {
-          description: "Restart after stop: bootstraps from the frozen exit handoff, never the raw pre-stop transcript.",
+          description:
+            "Restart after stop: bootstraps from the frozen exit handoff, never the raw pre-stop transcript.",
           entry: ["startFromFrozen"],
           on: {
             STORAGE_READY: { target: "#episode.active.bootstrap.fromHandoff" },
@@ -229,7 +241,8 @@ export const episodeMachine = setup({
         hist: {
           type: "history",
           history: "deep",
-          description: "Where a failed stop or a finished adoption returns to: the exact bootstrap (transcript or handoff) or steady.",
+          description:
+            "Where a failed stop or a finished adoption returns to: the exact bootstrap (transcript or handoff) or steady.",
         },
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
@@ -272,7 +285,11 @@ export const episodeMachine = setup({
           { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
           { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
           { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
-          { guard: "restoredLockBusy", target: "#episode.failedClosed.lockBusy", actions: ["retainRevision", "reportLockBusy"] },
+          {
+            guard: "restoredLockBusy",
+            target: "#episode.failedClosed.lockBusy",
+            actions: ["retainRevision", "reportLockBusy"],
+          },
         ],
       },
       states: {
@@ -281,7 +298,11 @@ export const episodeMachine = setup({
           on: {
             RESTORE_RESULT: [
               { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision"] },
-              { guard: "restoredUnproven", target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportUnproven"] },
+              {
+                guard: "restoredUnproven",
+                target: "#episode.failedClosed.unproven",
+                actions: ["retainRevision", "reportUnproven"],
+              },
             ],
           },
         },
@@ -289,8 +310,16 @@ export const episodeMachine = setup({
           description: "STOP after a lock-busy restore: retry restoration before durably disabling the branch.",
           on: {
             RESTORE_RESULT: [
-              { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision", "retryStopFromRestored"] },
-              { guard: "restoredUnproven", target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportStopRefused"] },
+              {
+                guard: "restoredRevision",
+                target: "#episode.active.steady",
+                actions: ["clearRetainedRevision", "retryStopFromRestored"],
+              },
+              {
+                guard: "restoredUnproven",
+                target: "#episode.failedClosed.unproven",
+                actions: ["retainRevision", "reportStopRefused"],
+              },
             ],
           },
         },
@@ -346,7 +375,8 @@ export function runResolution(s: EpisodeSnapshot): ActorRefFrom<typeof resolutio
 export function mayInitializeStorage(s: EpisodeSnapshot): boolean {
   return s.matches("starting");
 }
-export type ProjectionMode = "ordinary" | "bootstrapTranscript" | "bootstrapHandoff" | "active" | "passive" | "failedClosed";
+export type ProjectionMode =
+  "ordinary" | "bootstrapTranscript" | "bootstrapHandoff" | "active" | "passive" | "failedClosed";
 /** Which context projection the adapter builds for the next inference. */
 export function projectionMode(s: EpisodeSnapshot): ProjectionMode {
   if (s.matches({ active: { bootstrap: "fromTranscript" } })) return "bootstrapTranscript";

@@ -162,7 +162,10 @@ export function generatePaths<TEvent extends AnyEventObject>(
     if (simple.length > max) throw new TooManyPathsError(machine.id, simple.length, max);
     for (const p of simple) add("simple", stripInit<TEvent>(p.steps));
   }
-  const adjacency = getAdjacencyMap(machine, opts) as unknown as Record<string, { transitions: Record<string, { event: TEvent }> }>;
+  const adjacency = getAdjacencyMap(machine, opts) as unknown as Record<
+    string,
+    { transitions: Record<string, { event: TEvent }> }
+  >;
   for (const [vertex, value] of Object.entries(adjacency)) {
     const prefix = bySerialized.get(vertex);
     if (!prefix) continue;

@@ -58,15 +58,28 @@ export type PublicationEvent =
 export type PushAnnounced = { type: "publication.push"; target: string; generation: number };
 export type PublicationEmitted = PushAnnounced | { type: "publication.stale"; target: string };
 
-export type PushResultEvent = Extract<PublicationEvent, { type: "PUSH_OK" | "PUSH_FAILED" | "PUSH_LOCAL_ONLY" | "PUSH_UNREACHABLE" }>;
+export type PushResultEvent = Extract<
+  PublicationEvent,
+  { type: "PUSH_OK" | "PUSH_FAILED" | "PUSH_LOCAL_ONLY" | "PUSH_UNREACHABLE" }
+>;
 
 export function isPushResult(event: PublicationEvent): event is PushResultEvent {
-  return event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY" || event.type === "PUSH_UNREACHABLE";
+  return (
+    event.type === "PUSH_OK" ||
+    event.type === "PUSH_FAILED" ||
+    event.type === "PUSH_LOCAL_ONLY" ||
+    event.type === "PUSH_UNREACHABLE"
+  );
 }
 
 /** A push result counts only for the target in flight under the current generation. */
 export function isCurrentResult(context: PublicationContext, event: PublicationEvent): boolean {
-  return isPushResult(event) && context.inflight !== null && event.target === context.inflight && event.generation === context.generation;
+  return (
+    isPushResult(event) &&
+    context.inflight !== null &&
+    event.target === context.inflight &&
+    event.generation === context.generation
+  );
 }
 
 export const publicationMachine = setup({
@@ -94,7 +107,8 @@ export const publicationMachine = setup({
     // commit would be redundant and would reset its failure count). Not needed for liveness any more
     // (every push start is an emitted event, so a same-target restart would run): see ISS-2.
     queueNewest: assign({
-      queued: ({ context, event }) => (event.type !== "ACCEPTED" || event.target === context.inflight ? null : event.target),
+      queued: ({ context, event }) =>
+        event.type !== "ACCEPTED" || event.target === context.inflight ? null : event.target,
     }),
     // Every push start assigns the in-flight target AND announces it: no transition can start a
     // push the driver does not hear of, and a restart of the same target is a second announcement.
@@ -117,7 +131,8 @@ export const publicationMachine = setup({
     failInflight: assign({
       pending: ({ context }) => context.inflight,
       inflight: () => null,
-      attempts: ({ context }) => (context.pending !== null && context.pending === context.inflight ? context.attempts + 1 : 1),
+      attempts: ({ context }) =>
+        context.pending !== null && context.pending === context.inflight ? context.attempts + 1 : 1,
       lastError: ({ event }) => (event.type === "PUSH_FAILED" ? (event.error ?? "push failed") : "push failed"),
     }),
     /** The in-flight target is unreachable and a newer queued target supersedes it: drop it, never retry it. */
@@ -127,7 +142,9 @@ export const publicationMachine = setup({
       attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
       lastError: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.error ?? null) : null),
     }),
-    ignoreStaleResult: emit(({ event }) => ({ type: "publication.stale", target: isPushResult(event) ? event.target : "" }) as const),
+    ignoreStaleResult: emit(
+      ({ event }) => ({ type: "publication.stale", target: isPushResult(event) ? event.target : "" }) as const,
+    ),
     fenceGeneration: assign({
       generation: ({ context }) => context.generation + 1,
       queued: () => null,
@@ -170,7 +187,9 @@ export const publicationMachine = setup({
       ],
     },
     fileOnly: { description: "Git absent: persistence is file-only; nothing to publish, no fake pushes." },
-    localOnly: { description: "Git without a remote (at start, or a push found none): intentionally local, not a pending error." },
+    localOnly: {
+      description: "Git without a remote (at start, or a push found none): intentionally local, not a pending error.",
+    },
     off: { description: "Policy off: commits stay local." },
     remote: {
       description: "Git with a remote under turn-end or transition policy.",
@@ -179,7 +198,10 @@ export const publicationMachine = setup({
         idle: {
           description: "Nothing accepted yet in this runtime (or the lineage was reset).",
           on: {
-            ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
+            ACCEPTED: [
+              { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
+              { target: "queued", actions: ["queueNewest"] },
+            ],
             RESTORED_PENDING: { target: "pending", actions: ["restorePending"] },
           },
         },
@@ -195,8 +217,14 @@ export const publicationMachine = setup({
           initial: "inFlight",
           on: {
             ACCEPTED: { actions: ["queueNewest"] },
-            PUSH_OK: [{ guard: "isCurrentResult", target: "settling", actions: ["confirmInflight"] }, { actions: ["ignoreStaleResult"] }],
-            PUSH_FAILED: [{ guard: "isCurrentResult", target: "settling", actions: ["failInflight"] }, { actions: ["ignoreStaleResult"] }],
+            PUSH_OK: [
+              { guard: "isCurrentResult", target: "settling", actions: ["confirmInflight"] },
+              { actions: ["ignoreStaleResult"] },
+            ],
+            PUSH_FAILED: [
+              { guard: "isCurrentResult", target: "settling", actions: ["failInflight"] },
+              { actions: ["ignoreStaleResult"] },
+            ],
             PUSH_LOCAL_ONLY: [
               { guard: "isCurrentResult", target: "#publication.localOnly", actions: ["fenceGeneration"] },
               { actions: ["ignoreStaleResult"] },
@@ -216,9 +244,21 @@ export const publicationMachine = setup({
               description: "A turn ended after a newer target was queued: the current result starts its push at once.",
               on: {
                 ACCEPTED: { target: "inFlight", actions: ["queueNewest"] },
-                PUSH_OK: { guard: "isCurrentResult", target: "inFlight", actions: ["confirmInflight", "startPushQueued"] },
-                PUSH_FAILED: { guard: "isCurrentResult", target: "inFlight", actions: ["failInflight", "startPushQueued"] },
-                PUSH_UNREACHABLE: { guard: "isCurrentResult", target: "inFlight", actions: ["dropInflight", "startPushQueued"] },
+                PUSH_OK: {
+                  guard: "isCurrentResult",
+                  target: "inFlight",
+                  actions: ["confirmInflight", "startPushQueued"],
+                },
+                PUSH_FAILED: {
+                  guard: "isCurrentResult",
+                  target: "inFlight",
+                  actions: ["failInflight", "startPushQueued"],
+                },
+                PUSH_UNREACHABLE: {
+                  guard: "isCurrentResult",
+                  target: "inFlight",
+                  actions: ["dropInflight", "startPushQueued"],
+                },
               },
             },
           },
@@ -235,13 +275,19 @@ export const publicationMachine = setup({
         confirmed: {
           description: "The newest accepted target is confirmed on the remote.",
           on: {
-            ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
+            ACCEPTED: [
+              { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
+              { target: "queued", actions: ["queueNewest"] },
+            ],
           },
         },
         pending: {
           description: "Unconfirmed publication: retried on turn_end or RETRY; survives restart.",
           on: {
-            ACCEPTED: [{ guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] }, { target: "queued", actions: ["queueNewest"] }],
+            ACCEPTED: [
+              { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
+              { target: "queued", actions: ["queueNewest"] },
+            ],
             TURN_END: { target: "pushing", actions: ["startPushPending"] },
             RETRY: { target: "pushing", actions: ["startPushPending"] },
           },
@@ -254,13 +300,15 @@ export const publicationMachine = setup({
 
 export type PublicationSnapshot = SnapshotFrom<typeof publicationMachine>;
 
-export type PublicationStatus = "file-only" | "local-only" | "off" | "idle" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
+export type PublicationStatus =
+  "file-only" | "local-only" | "off" | "idle" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
 export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("fileOnly")) return "file-only";
   if (s.matches("localOnly")) return "local-only";
   if (s.matches("off")) return "off";
   if (s.matches("closed")) return "closed";
-  for (const k of ["idle", "queued", "pushing", "confirmed", "pending"] as const) if (s.matches({ remote: k })) return k;
+  for (const k of ["idle", "queued", "pushing", "confirmed", "pending"] as const)
+    if (s.matches({ remote: k })) return k;
   return "idle";
 }
 

@@ -53,8 +53,14 @@ export function createResolutionMachine(maxSteers: number) {
         DRAFT: [
           { guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] },
           last
-            ? { target: "#resolution.exhausted", actions: ["discardUnresolvedDraft", { type: "reportExhausted", params: { attempts: n + 1 } }] }
-            : { target: retryState(n + 1), actions: ["discardUnresolvedDraft", { type: "steerHiddenSameRun", params: { attempt: n + 1 } }] },
+            ? {
+                target: "#resolution.exhausted",
+                actions: ["discardUnresolvedDraft", { type: "reportExhausted", params: { attempts: n + 1 } }],
+              }
+            : {
+                target: retryState(n + 1),
+                actions: ["discardUnresolvedDraft", { type: "steerHiddenSameRun", params: { attempt: n + 1 } }],
+              },
         ],
       },
     };
@@ -72,10 +78,16 @@ export function createResolutionMachine(maxSteers: number) {
     actions: {
       discardUnresolvedDraft: emit({ type: "resolution.discardDraft", reason: "unresolved" } as const),
       discardInterruptedDraft: emit({ type: "resolution.discardDraft", reason: "interrupted" } as const),
-      steerHiddenSameRun: emit((_, params: { attempt: number }) => ({ type: "resolution.steer", attempt: params.attempt }) as const),
-      reportExhausted: emit((_, params: { attempts: number }) => ({ type: "resolution.exhausted", attempts: params.attempts }) as const),
+      steerHiddenSameRun: emit(
+        (_, params: { attempt: number }) => ({ type: "resolution.steer", attempt: params.attempt }) as const,
+      ),
+      reportExhausted: emit(
+        (_, params: { attempts: number }) => ({ type: "resolution.exhausted", attempts: params.attempts }) as const,
+      ),
       keepCandidate: assign({ candidate: ({ event }) => (event.type === "DRAFT" ? (event.text ?? "") : null) }),
-      commitResponse: emit(({ context }) => ({ type: "resolution.commitResponse", text: context.candidate ?? "" }) as const),
+      commitResponse: emit(
+        ({ context }) => ({ type: "resolution.commitResponse", text: context.candidate ?? "" }) as const,
+      ),
     },
   }).createMachine({
     id: "resolution",
@@ -99,7 +111,10 @@ export function createResolutionMachine(maxSteers: number) {
           PATCH_ACCEPTED: {},
           FINAL_ONLY: {},
           PATCH_REJECTED: {},
-          DRAFT: [{ guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] }, { target: "candidate", actions: ["keepCandidate"] }],
+          DRAFT: [
+            { guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] },
+            { target: "candidate", actions: ["keepCandidate"] },
+          ],
           RUN_ENDED: { target: "abandoned" },
         },
       },
@@ -116,7 +131,8 @@ export function createResolutionMachine(maxSteers: number) {
       },
       exhausted: {
         type: "final",
-        description: "Unresolved attempt past the budget: one concise error; committed state and enablement kept; steering ends.",
+        description:
+          "Unresolved attempt past the budget: one concise error; committed state and enablement kept; steering ends.",
       },
       abandoned: {
         type: "final",

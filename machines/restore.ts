@@ -8,7 +8,10 @@ export type BranchMarker =
   | { kind: "revision"; revision: string }
   /** A checkpoint entry that is not a valid `{revision}` / `{disabled:true}`: always skipped. */
   | { kind: "malformed" }
-  | { kind: "disabled"; /** physical session whose STOP wrote this marker and its frozen handoff */ stoppedBy?: string };
+  | {
+      kind: "disabled";
+      /** physical session whose STOP wrote this marker and its frozen handoff */ stoppedBy?: string;
+    };
 
 /**
  * What checking a revision pointer found:

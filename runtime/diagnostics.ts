@@ -38,14 +38,18 @@ export class Diagnostics {
     if (!this.enabled) return;
     try {
       if (this.insideStore()) {
-        throw new Error(`the diagnostics path ${this.path} lies inside the state store ${this.storeRoot}; refusing to log there`);
+        throw new Error(
+          `the diagnostics path ${this.path} lies inside the state store ${this.storeRoot}; refusing to log there`,
+        );
       }
       mkdirSync(dirname(this.path), { recursive: true });
       appendFileSync(this.path, `${JSON.stringify({ time: new Date().toISOString(), ...record })}\n`);
     } catch (error) {
       if (this.warned) return;
       this.warned = true;
-      this.warn(`State Flow diagnostics could not be written (${(error as Error).message}); logging continues to be skipped.`);
+      this.warn(
+        `State Flow diagnostics could not be written (${(error as Error).message}); logging continues to be skipped.`,
+      );
     }
   }
 }

@@ -8,7 +8,13 @@ import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
 import { StateFlowError } from "../core/errors.ts";
 import type { ScopeSelector } from "../core/scope-state.ts";
 import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
-import { barrierMachine, inCurrentBatch, toolCallDecision, type BarrierDecision, type ToolCallRef } from "../machines/barrier.ts";
+import {
+  barrierMachine,
+  inCurrentBatch,
+  toolCallDecision,
+  type BarrierDecision,
+  type ToolCallRef,
+} from "../machines/barrier.ts";
 import {
   episodeMachine,
   episodeStateName,
@@ -99,7 +105,10 @@ export class FlowRuntime {
   constructor(host: BranchHost, options: FlowRuntimeOptions) {
     this.host = host;
     this.options = options;
-    this.episode = createFlowActor(episodeMachine, { input: { autoStart: options.autoStart }, inspection: options.inspection });
+    this.episode = createFlowActor(episodeMachine, {
+      input: { autoStart: options.autoStart },
+      inspection: options.inspection,
+    });
     this.episode.on("episode.effect", (e) => this.effects.push(e.effect));
     this.episode.on("episode.notice", (e) => this.notices.push(e.code));
     this.episode.start();
@@ -123,7 +132,10 @@ export class FlowRuntime {
 
   async command(which: "start" | "stop"): Promise<void> {
     if (this.episode.getSnapshot().status !== "active") {
-      this.host.notify("State Flow has shut down for this session runtime; reload or reopen the session first.", "warning");
+      this.host.notify(
+        "State Flow has shut down for this session runtime; reload or reopen the session first.",
+        "warning",
+      );
       return;
     }
     await this.send(which === "start" ? { type: "START", adoptGit: this.gitAdoptable() } : { type: "STOP" });
@@ -181,7 +193,13 @@ export class FlowRuntime {
     const eligible = isTerminalEligible(resolution.getSnapshot());
     this.toResolution({ type: "DRAFT", ending: draft.ending, text: draft.text });
     const unresolved = (attempt: number) =>
-      this.diagnostics.write({ kind: "unresolved-draft", text: draft.text, stopReason: draft.stopReason, attempt, eligible });
+      this.diagnostics.write({
+        kind: "unresolved-draft",
+        text: draft.text,
+        stopReason: draft.stopReason,
+        attempt,
+        eligible,
+      });
     for (const effect of this.resolutionEffects.splice(0)) {
       if (effect.type === "resolution.discardDraft") {
         this.discarded.add(draft.id);
@@ -241,18 +259,29 @@ export class FlowRuntime {
       };
     }
     try {
-      const { runtime, staged } = await this.store.commit(this.runtime, set.patches, `state-flow: patch_state ${scopes.join("+")}`);
+      const { runtime, staged } = await this.store.commit(
+        this.runtime,
+        set.patches,
+        `state-flow: patch_state ${scopes.join("+")}`,
+      );
       await this.accept(runtime);
       this.toResolution({ type: "PATCH_ACCEPTED", final: set.final });
       const step = staged.cohort.transition.step;
       const changed = Object.keys(staged.cohort.records);
-      const unchanged = staged.cohort.unchanged.length > 0 ? ` Unchanged and not recorded: ${staged.cohort.unchanged.join(", ")}.` : "";
+      const unchanged =
+        staged.cohort.unchanged.length > 0 ? ` Unchanged and not recorded: ${staged.cohort.unchanged.join(", ")}.` : "";
       const finalNote = set.final ? " Terminal eligibility latched: your next complete answer is accepted." : "";
       return {
         text:
           `Accepted transition step ${step} (${changed.join(", ")}).${unchanged}${finalNote} ` +
           "state[0] is rebuilt for your next inference; do not restate it.",
-        details: { step, transition: staged.cohort.transition.id, scopes: changed, revision: runtime.pointer.revision, final: set.final },
+        details: {
+          step,
+          transition: staged.cohort.transition.id,
+          scopes: changed,
+          revision: runtime.pointer.revision,
+          final: set.final,
+        },
       };
     } catch (error) {
       this.toResolution({ type: "PATCH_REJECTED" });
@@ -267,7 +296,8 @@ export class FlowRuntime {
 
   /** Lazy temporal read from the cached runtime: no publication, no history step. */
   read(offset: number, scope: ScopeSelector): TemporalRead {
-    if (!this.runtime) throw new StateFlowError("offset-unavailable", "no State Flow runtime is selected on this branch");
+    if (!this.runtime)
+      throw new StateFlowError("offset-unavailable", "no State Flow runtime is selected on this branch");
     return readTemporalState(this.runtime.view, offset, scope);
   }
 
@@ -291,7 +321,9 @@ export class FlowRuntime {
       storeRoot: this.options.storeRoot,
       storeKind: this.store?.store.kind ?? "unopened",
       runtime: this.runtime,
-      unavailable: retained ? (retained.detail ?? `branch revision ${retained.revision ?? "(none valid)"} is ${retained.kind}`) : null,
+      unavailable: retained
+        ? (retained.detail ?? `branch revision ${retained.revision ?? "(none valid)"} is ${retained.kind}`)
+        : null,
       publication,
       pendingTarget: pending?.revision ?? null,
     });
@@ -433,7 +465,10 @@ export class FlowRuntime {
       if (outcome.runtime) await this.installPublication(outcome.runtime);
     } catch (error) {
       const detail = errorMessage(error);
-      outcome = { result: { kind: "unproven", revision: null, reason: "noValidPointer", detail } as const, runtime: null };
+      outcome = {
+        result: { kind: "unproven", revision: null, reason: "noValidPointer", detail } as const,
+        runtime: null,
+      };
     }
     this.runtime = outcome.runtime;
     this.episode.send({ type: "RESTORE_RESULT", result: outcome.result });
@@ -460,10 +495,17 @@ export class FlowRuntime {
       return;
     }
     try {
-      const runtime = await this.store.publishConfig(this.runtime, { ...this.runtime.config, enabled: false }, "state-flow: stop");
+      const runtime = await this.store.publishConfig(
+        this.runtime,
+        { ...this.runtime.config, enabled: false },
+        "state-flow: stop",
+      );
       this.runtime = runtime;
       this.episode.send({ type: "STOP_PERSISTED" });
-      this.host.notify("State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.", "info");
+      this.host.notify(
+        "State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.",
+        "info",
+      );
     } catch (error) {
       this.host.notify(`State Flow could not persist the stop: ${errorMessage(error)}`, "error");
       this.episode.send({ type: "STOP_FAILED", error: errorMessage(error) });

@@ -105,7 +105,11 @@ export function intentOf(context: PublicationContext): PendingPublication | null
   const revision = context.queued ?? context.inflight ?? context.pending;
   if (revision === null) return null;
   if (revision !== context.pending) return { revision, attempts: 0 };
-  return { revision, attempts: context.attempts, ...(context.lastError === null ? {} : { lastError: context.lastError }) };
+  return {
+    revision,
+    attempts: context.attempts,
+    ...(context.lastError === null ? {} : { lastError: context.lastError }),
+  };
 }
 
 function sameIntent(a: PendingPublication | null | undefined, b: PendingPublication | null): boolean {
@@ -138,15 +142,26 @@ function resultEvent(target: string, generation: number, result: GitPushResult):
  * What one push result meant for its target: superseded when the machine announced it stale,
  * otherwise read from the snapshot after its event.
  */
-function resultOutcome(event: PushResultEvent, result: GitPushResult, stale: boolean, next: PublicationSnapshot): PublicationOutcome {
+function resultOutcome(
+  event: PushResultEvent,
+  result: GitPushResult,
+  stale: boolean,
+  next: PublicationSnapshot,
+): PublicationOutcome {
   const revision = event.target;
   if (stale) return { kind: "superseded", revision };
   switch (event.type) {
     case "PUSH_OK":
-      return { kind: "pushed", revision, ...(result.kind === "pushed" && result.remote ? { remote: result.remote } : {}) };
+      return {
+        kind: "pushed",
+        revision,
+        ...(result.kind === "pushed" && result.remote ? { remote: result.remote } : {}),
+      };
     case "PUSH_FAILED":
       // kept as the intent to persist, unless a newer accepted target took its place
-      return intentOf(next.context)?.revision === revision ? { kind: "pending", revision, error: event.error ?? "push failed" } : { kind: "superseded", revision };
+      return intentOf(next.context)?.revision === revision
+        ? { kind: "pending", revision, error: event.error ?? "push failed" }
+        : { kind: "superseded", revision };
     case "PUSH_LOCAL_ONLY":
       return { kind: "local-only", revision };
     case "PUSH_UNREACHABLE":
@@ -180,19 +195,24 @@ export function createPublication(options: PublicationOptions): PublicationDrive
    * Sends one event (the pushes it starts run from the emitted events); reports the intent change;
    * settles the waiters of a delivered result and of superseded or fenced targets.
    */
-  function dispatch(event: PublicationEvent, delivered?: (stale: boolean, next: PublicationSnapshot) => PublicationOutcome): void {
+  function dispatch(
+    event: PublicationEvent,
+    delivered?: (stale: boolean, next: PublicationSnapshot) => PublicationOutcome,
+  ): void {
     if (!isOpen()) return;
     const prev = snap();
     stale.clear();
     actor.send(event);
     const next = snap();
-    if (next.status === "active" && !sameIntent(intentOf(prev.context), intentOf(next.context))) options.onPendingChange?.(intentOf(next.context));
+    if (next.status === "active" && !sameIntent(intentOf(prev.context), intentOf(next.context)))
+      options.onPendingChange?.(intentOf(next.context));
     for (const push of announced.splice(0)) run(push.target, push.generation);
     const c = next.context;
     const live = (revision: string) => next.status === "active" && (c.queued === revision || c.inflight === revision);
     // A result settles its target's callers unless a push of that same target is in flight again
     // (a same-target restart): then they wait for that push, which reports to them in turn.
-    if (delivered && isPushResult(event) && !(next.status === "active" && c.inflight === event.target)) settle(event.target, delivered(stale.has(event.target), next));
+    if (delivered && isPushResult(event) && !(next.status === "active" && c.inflight === event.target))
+      settle(event.target, delivered(stale.has(event.target), next));
     for (const waiter of [...waiters]) {
       if (next.status !== "active") settle(waiter.revision, { kind: "fenced" });
       else if (!live(waiter.revision)) settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
@@ -273,7 +293,10 @@ export function createPublication(options: PublicationOptions): PublicationDrive
       dispatch({ type: "ACCEPTED", target: revision });
       if (outcome) return outcome; // transition: resolves after this cohort's push result
       // turn-end: queued for its turn end, or already covered by its own push in flight
-      return routeOutcome(revision) ?? (snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision });
+      return (
+        routeOutcome(revision) ??
+        (snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision })
+      );
     },
     turnEnd() {
       const fixed = routeOutcome(null);
@@ -305,7 +328,10 @@ export function createPublication(options: PublicationOptions): PublicationDrive
 }
 
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
-export function gitPusher(git: { pushRevision(revision: string): Promise<GitPushResult>; publicationRemote?(): Promise<string | null> }): Pusher {
+export function gitPusher(git: {
+  pushRevision(revision: string): Promise<GitPushResult>;
+  publicationRemote?(): Promise<string | null>;
+}): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
   return {
     push: (revision) => git.pushRevision(revision),

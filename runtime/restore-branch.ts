@@ -5,7 +5,13 @@
 // recorded. Its answer is the RESTORE_RESULT the episode machine decides on.
 
 import { headBoundary } from "../core/temporal.ts";
-import { frozenRevision, selectRestore, type BranchMarker, type PointerCheck, type RestoreResult } from "../machines/restore.ts";
+import {
+  frozenRevision,
+  selectRestore,
+  type BranchMarker,
+  type PointerCheck,
+  type RestoreResult,
+} from "../machines/restore.ts";
 import type { BranchRuntime, StateStore } from "../store/state-store.ts";
 import { isStoreError } from "../store/store-error.ts";
 import type { BranchHost } from "./host.ts";
@@ -37,7 +43,11 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
   const markers = host.markers();
   const runtimes = new Map<string, BranchRuntime>();
   const failures: string[] = [];
-  const result = await selectRestore(markers, (revision) => check(context, revision, runtimes, failures), context.sessionId);
+  const result = await selectRestore(
+    markers,
+    (revision) => check(context, revision, runtimes, failures),
+    context.sessionId,
+  );
   if (result.kind === "revision") {
     const runtime = runtimes.get(result.revision)!;
     if (result.skippedInvalid > 0) notifySkipped(host, runtime, result.skippedInvalid, failures);

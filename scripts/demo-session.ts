@@ -12,16 +12,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import {
-  type AssistantMessage,
-  type Context,
-  type FauxResponseStep,
-} from "@earendil-works/pi-ai";
-import {
-  SessionManager,
-  type AgentSession,
-  type AgentSessionEvent,
-} from "@earendil-works/pi-coding-agent";
+import { type AssistantMessage, type Context, type FauxResponseStep } from "@earendil-works/pi-ai";
+import { SessionManager, type AgentSession, type AgentSessionEvent } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
 import { createOfflineSession, scriptedSteps, type OfflineSession } from "../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
@@ -72,7 +64,9 @@ function messageText(message: Context["messages"][number]): string {
   const content = (message as { content: unknown }).content;
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map((block: { type?: string; text?: string }) => (block.type === "text" ? (block.text ?? "") : "")).join("");
+  return content
+    .map((block: { type?: string; text?: string }) => (block.type === "text" ? (block.text ?? "") : ""))
+    .join("");
 }
 
 /** One line naming each message the model receives. */
@@ -87,7 +81,9 @@ function describeMessages(context: Context): string {
         return `user "${text.length > 40 ? `${text.slice(0, 39)}…` : text}"`;
       }
       if (message.role === "assistant") {
-        const tools = (message.content as { type: string; name?: string }[]).filter((b) => b.type === "toolCall").map((b) => b.name);
+        const tools = (message.content as { type: string; name?: string }[])
+          .filter((b) => b.type === "toolCall")
+          .map((b) => b.name);
         return tools.length > 0 ? `assistant→${tools.join("+")}` : "assistant";
       }
       return `result(${(message as { toolName?: string }).toolName})`;
@@ -136,7 +132,8 @@ function gitEnv(root: string): NodeJS.ProcessEnv {
   const gitConfig = join(root, "gitconfig");
   writeFileSync(gitConfig, "");
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
-  for (const key of Object.keys(env)) if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
+  for (const key of Object.keys(env))
+    if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
   return {
     ...env,
     GIT_AUTHOR_NAME: "State Flow Demo",
@@ -149,7 +146,9 @@ function gitEnv(root: string): NodeJS.ProcessEnv {
 function storeTree(storeRoot: string): string[] {
   const out: string[] = [];
   const walk = (dir: string, depth: number) => {
-    const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name));
+    const entries = readdirSync(dir, { withFileTypes: true }).sort(
+      (a, b) => Number(b.isDirectory()) - Number(a.isDirectory()) || a.name.localeCompare(b.name),
+    );
     for (const entry of entries) {
       const path = join(dir, entry.name);
       const indent = "  ".repeat(depth);

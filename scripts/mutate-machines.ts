@@ -57,15 +57,15 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "resolution-steer-attempt-number",
     file: "machines/resolution.ts",
-    from: 'params: { attempt: n + 1 } }] },',
-    to: 'params: { attempt: n } }] },',
+    from: "params: { attempt: n + 1 } }],",
+    to: "params: { attempt: n } }],",
     why: "a hidden steer names the wrong attempt (off by one)",
   },
   {
     id: "resolution-exhausted-attempts",
     file: "machines/resolution.ts",
-    from: 'params: { attempts: n + 1 } }] }',
-    to: 'params: { attempts: n } }] }',
+    from: "params: { attempts: n + 1 } }],",
+    to: "params: { attempts: n } }],",
     why: "the exhaustion error reports one attempt too few",
   },
   {
@@ -100,8 +100,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-retained-kind-lost",
     file: "machines/episode.ts",
-    from: "return { kind: result.kind, revision: result.revision,",
-    to: 'return { kind: "unproven" as const, revision: result.revision,',
+    from: "    kind: result.kind,\n",
+    to: '    kind: "unproven" as const,\n',
     why: "a busy lock is retained as if the pointer were unproven",
   },
   {
@@ -192,8 +192,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "publication-failure-count-stuck",
     file: "machines/publication.ts",
-    from: "context.pending === context.inflight ? context.attempts + 1 : 1),",
-    to: "context.pending === context.inflight ? context.attempts : 1),",
+    from: "context.pending === context.inflight ? context.attempts + 1 : 1,",
+    to: "context.pending === context.inflight ? context.attempts : 1,",
     why: "repeated failures of the same pending target are not counted",
   },
   {

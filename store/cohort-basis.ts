@@ -85,7 +85,11 @@ export function loadIfCurrent(pointer: StorePointer, current: CohortSnapshot): C
 /** Validates a publish request against its basis: writes must be cohort members. */
 export function validateRequest(request: PublishRequest): string[] {
   const members = [...request.basis.hashes.keys()];
-  if (members.length === 0) throw new StoreError("invalid-request", "A publish request needs a basis naming the complete cohort (load the current view first).");
+  if (members.length === 0)
+    throw new StoreError(
+      "invalid-request",
+      "A publish request needs a basis naming the complete cohort (load the current view first).",
+    );
   for (const path of members) assertStorePath(path);
   for (const path of request.writes.keys()) {
     if (!request.basis.hashes.has(path)) {
@@ -118,9 +122,10 @@ export function journalEntries(
 }
 
 /** The members a publication writes (in write order) and the ones it deletes. */
-export function splitWrites(
-  writes: ReadonlyMap<string, Buffer | null>,
-): { puts: [string, Buffer][]; deletions: string[] } {
+export function splitWrites(writes: ReadonlyMap<string, Buffer | null>): {
+  puts: [string, Buffer][];
+  deletions: string[];
+} {
   const order = writeOrder(writes.keys());
   return {
     puts: order.flatMap((path) => {
@@ -133,8 +138,11 @@ export function splitWrites(
 
 /** Order of writes: data files first, then config.json, then meta.json (session last within each group). */
 function writeOrder(paths: Iterable<string>): string[] {
-  const rank = (p: string) => (p.endsWith("/meta.json") || p === "meta.json" ? 2 : p.endsWith("/config.json") || p === "config.json" ? 1 : 0);
-  return [...paths].sort((a, b) => rank(a) - rank(b) || a.split("/").length - b.split("/").length || comparePaths(a, b));
+  const rank = (p: string) =>
+    p.endsWith("/meta.json") || p === "meta.json" ? 2 : p.endsWith("/config.json") || p === "config.json" ? 1 : 0;
+  return [...paths].sort(
+    (a, b) => rank(a) - rank(b) || a.split("/").length - b.split("/").length || comparePaths(a, b),
+  );
 }
 
 /** Per-file compare-and-swap of every cohort member against the basis. */

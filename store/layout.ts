@@ -134,7 +134,6 @@ export function scopeOfPath(path: string): ScopeName | undefined {
   return depth === 1 ? "global" : depth === 2 ? "cwd" : depth === 3 ? "session" : undefined;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Identity ownership: keys are names; the authoritative identity is recorded in the owner's meta.json.
 

@@ -67,7 +67,11 @@ function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<Scop
   const streams = {} as Record<ScopeName, ScopeStream>;
   for (const scope of SCOPES) {
     const p = scopeFiles(scope, id);
-    streams[scope] = parseScopeStream(scope, { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) }, p.dir || ".");
+    streams[scope] = parseScopeStream(
+      scope,
+      { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) },
+      p.dir || ".",
+    );
   }
   return streams;
 }
@@ -77,7 +81,11 @@ function checkCwdOwner(snapshot: CohortSnapshot, id: SessionIdentity): void {
   const path = scopeFiles("cwd", id).meta;
   const bytes = file(snapshot, path);
   const stored = bytes ? parseScopeMeta(bytes, path).identity : undefined;
-  assertIdentityOwns({ file: path, stored: stored ? cwdIdentity(stored.cwd) : undefined, claimed: cwdIdentity(id.cwd) });
+  assertIdentityOwns({
+    file: path,
+    stored: stored ? cwdIdentity(stored.cwd) : undefined,
+    claimed: cwdIdentity(id.cwd),
+  });
 }
 
 function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string): void {
@@ -97,7 +105,11 @@ export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): Br
   if (!metaBytes && !configBytes) return null;
   if (!metaBytes || !configBytes) {
     const missing = metaBytes ? scopeFiles("session", id).config! : metaPath;
-    throw new StoreError("partial-pair", `${missing} is missing while its runtime partner exists; restore it (e.g. from Git) or select an earlier checkpoint.`, { file: missing });
+    throw new StoreError(
+      "partial-pair",
+      `${missing} is missing while its runtime partner exists; restore it (e.g. from Git) or select an earlier checkpoint.`,
+      { file: missing },
+    );
   }
   const meta = parseRuntimeMeta(metaBytes, metaPath);
   checkSessionOwner(meta, id, metaPath);
@@ -183,7 +195,10 @@ export class StateStore {
     const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
     const runtime = decodeRuntime(snapshot, this.identity);
     if (!runtime) {
-      throw new StoreError("revision-missing", `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`);
+      throw new StoreError(
+        "revision-missing",
+        `${pointer.revision} holds no runtime for session ${this.identity.sessionId}.`,
+      );
     }
     return runtime;
   }
@@ -243,7 +258,11 @@ export class StateStore {
     const live = await this.loadCurrentSnapshot();
     checkCwdOwner(live, this.identity);
     const streams = readStreams(live, this.identity);
-    const view = originateView(newLineageId(), { global: streams.global, cwd: streams.cwd, session: emptyStream("session") });
+    const view = originateView(newLineageId(), {
+      global: streams.global,
+      cwd: streams.cwd,
+      session: emptyStream("session"),
+    });
     const id = this.identity;
     const meta: RuntimeMeta = {
       version: 1,
@@ -265,16 +284,31 @@ export class StateStore {
     writes.set(sp.meta, utf8(serializeRuntimeMeta(meta)));
     writes.set(scopeFiles("session", id).config!, utf8(serializeSessionConfig(config)));
     if (!file(live, scopeFiles("global", id).meta)) {
-      writes.set(scopeFiles("global", id).meta, utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })));
+      writes.set(
+        scopeFiles("global", id).meta,
+        utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })),
+      );
     }
     if (!file(live, scopeFiles("cwd", id).meta)) {
       writes.set(
         scopeFiles("cwd", id).meta,
-        utf8(serializeScopeMeta({ version: 1, kind: "cwd", identity: { cwd: id.cwd, cwdKey: id.cwdKey }, artifacts: {} })),
+        utf8(
+          serializeScopeMeta({ version: 1, kind: "cwd", identity: { cwd: id.cwd, cwdKey: id.cwdKey }, artifacts: {} }),
+        ),
       );
     }
-    const receipt = await this.store.publish({ basis: live, writes, message: `state-flow: start session ${id.sessionKey}` });
-    return this.afterPublish({ identity: id, pointer: receipt.pointer, view, meta, config, basis: live }, live, writes, receipt.pointer, receipt.hashes);
+    const receipt = await this.store.publish({
+      basis: live,
+      writes,
+      message: `state-flow: start session ${id.sessionKey}`,
+    });
+    return this.afterPublish(
+      { identity: id, pointer: receipt.pointer, view, meta, config, basis: live },
+      live,
+      writes,
+      receipt.pointer,
+      receipt.hashes,
+    );
   }
 
   /** Stop (or any config-only change): no semantic history step. */
@@ -282,7 +316,11 @@ export class StateStore {
     return retryTransient(() => this.publishConfigOnce(runtime, config, message));
   }
 
-  private async publishConfigOnce(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
+  private async publishConfigOnce(
+    runtime: BranchRuntime,
+    config: SessionConfig,
+    message: string,
+  ): Promise<BranchRuntime> {
     const { live, view } = await this.prepare(runtime);
     const meta = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
     const writes = this.sessionWrites(view, meta, live);
@@ -339,7 +377,13 @@ export class StateStore {
       writes.set(p.patches, utf8(files.patches));
     }
     const receipt = await this.store.publish({ basis: live, writes, message });
-    const next = this.afterPublish({ ...runtime, view: staged.view, meta }, live, writes, receipt.pointer, receipt.hashes);
+    const next = this.afterPublish(
+      { ...runtime, view: staged.view, meta },
+      live,
+      writes,
+      receipt.pointer,
+      receipt.hashes,
+    );
     return { runtime: next, staged };
   }
 
@@ -347,7 +391,9 @@ export class StateStore {
    * The live cohort (checked to be this session's) and the view to build on: shared streams that
    * moved since the runtime read them are adopted (at a fresh origin when they left its lineage).
    */
-  private async prepare(runtime: BranchRuntime): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
+  private async prepare(
+    runtime: BranchRuntime,
+  ): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
     // A branch restored from a file cohort that Git's HEAD does not hold yet proves those live
     // files by its pointer; its next publication commits them (adoption into Git).
     const live = await this.store.loadCurrent(this.paths, { provenCohort: runtime.basis.pointer });
@@ -357,7 +403,10 @@ export class StateStore {
     if (liveMeta) checkSessionOwner(parseRuntimeMeta(liveMeta, metaPath), this.identity, metaPath);
     const moved = (["global", "cwd"] as const).filter((scope) => {
       const p = scopeFiles(scope, this.identity);
-      return !sameBytes(file(live, p.checkpoint), file(runtime.basis, p.checkpoint)) || !sameBytes(file(live, p.patches), file(runtime.basis, p.patches));
+      return (
+        !sameBytes(file(live, p.checkpoint), file(runtime.basis, p.checkpoint)) ||
+        !sameBytes(file(live, p.patches), file(runtime.basis, p.patches))
+      );
     });
     return { live, view: moved.length > 0 ? adoptShared(runtime, live) : runtime.view, moved };
   }

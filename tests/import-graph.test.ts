@@ -37,7 +37,8 @@ function importsOf(file: string): Imports {
 /** The layer a file belongs to: its top folder, with the store's sub-folders told apart. */
 function layerOf(file: string): string {
   const parts = file.split("/");
-  if (parts[0] === "store" && parts.length > 2) return parts[2] === "plumbing" ? "store/git/plumbing" : `store/${parts[1]}`;
+  if (parts[0] === "store" && parts.length > 2)
+    return parts[2] === "plumbing" ? "store/git/plumbing" : `store/${parts[1]}`;
   if (parts[0] === "adapters") return `adapters/${parts[1]}`;
   return parts[0]!;
 }
@@ -86,7 +87,8 @@ function layerViolations(graph: ReadonlyMap<string, Imports>): string[] {
     }
     for (const target of local) {
       const to = layerOf(target);
-      if (to !== layer && !allowed.includes(to)) violations.push(`${file} → ${target} (${layer} must not import ${to})`);
+      if (to !== layer && !allowed.includes(to))
+        violations.push(`${file} → ${target} (${layer} must not import ${to})`);
     }
   }
   return violations;

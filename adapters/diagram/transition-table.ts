@@ -59,7 +59,9 @@ function formatValue(value: unknown): string {
 function formatParams(params: unknown): string {
   if (typeof params === "function") return "…";
   if (params && typeof params === "object" && !Array.isArray(params))
-    return Object.entries(params).map(([k, v]) => `${k}: ${formatValue(v)}`).join(", ");
+    return Object.entries(params)
+      .map(([k, v]) => `${k}: ${formatValue(v)}`)
+      .join(", ");
   return formatValue(params);
 }
 

@@ -15,7 +15,9 @@ export class InspectUrlError extends Error {
 }
 
 /** Reads STATE_FLOW_INSPECT; returns undefined (and imports nothing) when unset or empty. */
-export async function loadInspection(env: Record<string, string | undefined> = process.env): Promise<FlowInspection | undefined> {
+export async function loadInspection(
+  env: Record<string, string | undefined> = process.env,
+): Promise<FlowInspection | undefined> {
   const value = env[INSPECT_ENV]?.trim();
   if (!value) return undefined;
   let url: URL;

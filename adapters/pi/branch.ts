@@ -17,7 +17,11 @@ function parseCheckpoint(data: unknown): CheckpointData | "malformed" {
   const record = data as Record<string, unknown>;
   const keys = Object.keys(record);
   if (keys.length === 1 && record.disabled === true) return { disabled: true };
-  if (keys.length === 1 && typeof record.revision === "string" && /^([0-9a-f]{40}|[0-9a-f]{64}|file:[0-9a-f]{64})$/.test(record.revision)) {
+  if (
+    keys.length === 1 &&
+    typeof record.revision === "string" &&
+    /^([0-9a-f]{40}|[0-9a-f]{64}|file:[0-9a-f]{64})$/.test(record.revision)
+  ) {
     return { revision: record.revision };
   }
   return "malformed";

@@ -63,13 +63,17 @@ export function loadConfig(agentDir: string, home = homedir()): StateFlowConfig 
     text = readFileSync(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return defaults;
-    throw new StateFlowConfigError(`${file}: cannot be read (${(error as Error).message}); fix its permissions or remove it`);
+    throw new StateFlowConfigError(
+      `${file}: cannot be read (${(error as Error).message}); fix its permissions or remove it`,
+    );
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new StateFlowConfigError(`${file}: invalid JSON (${(error as Error).message}); fix the file or remove it to use defaults`);
+    throw new StateFlowConfigError(
+      `${file}: invalid JSON (${(error as Error).message}); fix the file or remove it to use defaults`,
+    );
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new StateFlowConfigError(`${file}: must be a JSON object such as {"autoStart": false}`);

@@ -35,7 +35,11 @@ export function isOwnMessage(message: AgentMessage): boolean {
 }
 
 function isMarker(message: AgentMessage, type: string, sessionId: string): boolean {
-  return isCustom(message) && message.customType === type && (message.details as MarkerDetails | undefined)?.sessionId === sessionId;
+  return (
+    isCustom(message) &&
+    message.customType === type &&
+    (message.details as MarkerDetails | undefined)?.sessionId === sessionId
+  );
 }
 
 function lastIndex(messages: readonly AgentMessage[], predicate: (m: AgentMessage) => boolean): number {

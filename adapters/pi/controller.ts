@@ -16,7 +16,14 @@ import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../ru
 import { sessionIdentity } from "../../runtime/session-identity.ts";
 import { CHECKPOINT_ENTRY, branchMarkers, branchShape } from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
-import { PROTOCOL, RESOLUTION_NOTE, RUN_ANCHOR, STOP_HANDOFF, projectContext, renderRuntimeContext } from "./context.ts";
+import {
+  PROTOCOL,
+  RESOLUTION_NOTE,
+  RUN_ANCHOR,
+  STOP_HANDOFF,
+  projectContext,
+  renderRuntimeContext,
+} from "./context.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 
 export const TOOL_NAMES = ["patch_state", "read_state"] as const;
@@ -43,7 +50,10 @@ export interface ControllerOptions {
   registerTools: () => void;
 }
 
-type RunStart = { systemPrompt: string; message: { customType: string; content: string; display: boolean; details: unknown } };
+type RunStart = {
+  systemPrompt: string;
+  message: { customType: string; content: string; display: boolean; details: unknown };
+};
 
 function steerText(attempt: number): string {
   return (
@@ -114,7 +124,11 @@ export class StateFlowController {
     return {
       markers: () => branchMarkers(manager().getBranch(), this.sessionId),
       recordedRevisions: () =>
-        new Set(branchMarkers(manager().getEntries(), this.sessionId).flatMap((m) => (m.kind === "revision" ? [m.revision] : []))),
+        new Set(
+          branchMarkers(manager().getEntries(), this.sessionId).flatMap((m) =>
+            m.kind === "revision" ? [m.revision] : [],
+          ),
+        ),
       appendCheckpoint: (data: CheckpointData) => this.pi.appendEntry(CHECKPOINT_ENTRY, data),
       sendHandoff: (state) => this.hidden(STOP_HANDOFF, handoffText(state)),
       steer: (attempt) => this.hidden(RESOLUTION_NOTE, steerText(attempt), { deliverAs: "steer", triggerTurn: true }),
@@ -168,7 +182,12 @@ export class StateFlowController {
     if (!this.runtime.runStarted(prompt)) return undefined;
     return {
       systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`,
-      message: { customType: RUN_ANCHOR, content: "[State Flow run]", display: false, details: { sessionId: this.sessionId } },
+      message: {
+        customType: RUN_ANCHOR,
+        content: "[State Flow run]",
+        display: false,
+        details: { sessionId: this.sessionId },
+      },
     };
   }
 
@@ -190,7 +209,13 @@ export class StateFlowController {
       resolutionNote: resolutionNote(projection.resolution),
       bootstrap: projection.mode === "bootstrap",
     });
-    return projectContext({ messages, mode: projection.mode, sessionId, runtimeContext: text, discardedDrafts: discarded });
+    return projectContext({
+      messages,
+      mode: projection.mode,
+      sessionId,
+      runtimeContext: text,
+      discardedDrafts: discarded,
+    });
   }
 
   /** tool_execution_start: remembers arguments so a refused call can be logged exactly. */

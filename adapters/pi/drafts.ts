@@ -22,7 +22,9 @@ export function answerText(message: Assistant): string {
 
 export function toolCalls(message: Assistant): { id: string; name: string }[] {
   return message.content
-    .filter((block): block is Extract<(typeof message.content)[number], { type: "toolCall" }> => block.type === "toolCall")
+    .filter(
+      (block): block is Extract<(typeof message.content)[number], { type: "toolCall" }> => block.type === "toolCall",
+    )
     .map((block) => ({ id: block.id, name: block.name }));
 }
 

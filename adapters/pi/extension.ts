@@ -75,7 +75,9 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     });
     pi.on("tool_execution_start", (event) => controller.toolExecutionStart(event.toolCallId, event.args));
     pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx));
-    pi.on("tool_execution_end", (event) => controller.toolExecutionEnd(event.toolCallId, event.toolName, event.isError, event.result));
+    pi.on("tool_execution_end", (event) =>
+      controller.toolExecutionEnd(event.toolCallId, event.toolName, event.isError, event.result),
+    );
     pi.on("message_end", (event) => controller.messageEnd(event.message));
     pi.on("turn_end", (_event, ctx) => controller.turnEnd(ctx));
     pi.on("agent_end", () => controller.agentEnd());
@@ -89,7 +91,8 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
     label: "Patch state",
     description:
       "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
-    promptSnippet: "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
+    promptSnippet:
+      "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
     parameters: PATCH_STATE_JSON_SCHEMA as never,
     executionMode: "sequential",
     // Runs before Pi's schema validation, so every refusal carries State Flow's named message.

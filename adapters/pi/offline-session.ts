@@ -3,7 +3,14 @@
 // as factories; the caller binds them (bindings differ: a demo prints, tests record). Also the
 // builders of the scripted model steps both feed it.
 
-import { InMemoryCredentialStore, fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall, type AssistantMessage } from "@earendil-works/pi-ai";
+import {
+  InMemoryCredentialStore,
+  fauxAssistantMessage,
+  fauxProvider,
+  fauxText,
+  fauxToolCall,
+  type AssistantMessage,
+} from "@earendil-works/pi-ai";
 import {
   DefaultResourceLoader,
   ModelRuntime,
@@ -40,7 +47,10 @@ export async function createOfflineSession(options: OfflineSessionOptions): Prom
   } as never);
   const faux = fauxProvider({ provider: "faux", models: [{ id: options.modelId ?? "faux-1" }] });
   modelRuntime.registerNativeProvider(faux.provider);
-  const settingsManager = SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } } as never);
+  const settingsManager = SettingsManager.inMemory({
+    compaction: { enabled: false },
+    retry: { enabled: false },
+  } as never);
   const loader = new DefaultResourceLoader({
     cwd: options.cwd,
     agentDir: options.agentDir,
@@ -76,12 +86,23 @@ export function scriptedSteps(idPrefix: string) {
   let n = 0;
   const nextId = () => `${idPrefix}-${++n}`;
   return {
-    say: (text: string, stopReason: AssistantMessage["stopReason"] = "stop"): ScriptedStep => () => fauxAssistantMessage([fauxText(text)], { stopReason }),
+    say:
+      (text: string, stopReason: AssistantMessage["stopReason"] = "stop"): ScriptedStep =>
+      () =>
+        fauxAssistantMessage([fauxText(text)], { stopReason }),
     call: (name: string, args: Record<string, unknown>, options: { id?: string; text?: string } = {}): ScriptedStep => {
       const id = options.id ?? nextId();
-      return () => fauxAssistantMessage([...(options.text ? [fauxText(options.text)] : []), fauxToolCall(name, args, { id })], { stopReason: "toolUse" });
+      return () =>
+        fauxAssistantMessage([...(options.text ? [fauxText(options.text)] : []), fauxToolCall(name, args, { id })], {
+          stopReason: "toolUse",
+        });
     },
-    calls: (...list: [string, Record<string, unknown>][]): ScriptedStep => () =>
-      fauxAssistantMessage(list.map(([name, args]) => fauxToolCall(name, args, { id: nextId() })), { stopReason: "toolUse" }),
+    calls:
+      (...list: [string, Record<string, unknown>][]): ScriptedStep =>
+      () =>
+        fauxAssistantMessage(
+          list.map(([name, args]) => fauxToolCall(name, args, { id: nextId() })),
+          { stopReason: "toolUse" },
+        ),
   };
 }

@@ -23,11 +23,15 @@ const ScopePatch = (scope: string) =>
       artifacts: v.optional(
         v.pipe(
           v.record(v.string(), v.nullable(v.looseObject({ description: v.optional(v.string()) }))),
-          v.description("Source-path-keyed compiled routing metadata; each entry needs a non-empty description. null removes an entry."),
+          v.description(
+            "Source-path-keyed compiled routing metadata; each entry needs a non-empty description. null removes an entry.",
+          ),
         ),
       ),
       contract: v.optional(FieldPatch("Stable requirements, decisions, rejected approaches, interface commitments")),
-      working: v.optional(FieldPatch("Verified observations, validation, failures, unresolved questions, exact continuation")),
+      working: v.optional(
+        FieldPatch("Verified observations, validation, failures, unresolved questions, exact continuation"),
+      ),
     }),
     v.description(`Patch for the ${scope} scope. Omit scopes you do not change.`),
   );
@@ -37,16 +41,28 @@ export const PatchStateArgs = v.strictObject({
   cwd: v.optional(ScopePatch("cwd (project-local reusable state)")),
   session: v.optional(ScopePatch("session (this branch's continuation)")),
   final: v.optional(
-    v.pipe(v.boolean(), v.description("true latches terminal eligibility: your next complete answer is accepted as the response.")),
+    v.pipe(
+      v.boolean(),
+      v.description("true latches terminal eligibility: your next complete answer is accepted as the response."),
+    ),
   ),
 });
 
 export const ReadStateArgs = v.strictObject({
   offset: v.optional(
-    v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(HOT_OFFSETS - 1), v.description("0 = now, n = n accepted transitions ago (0–7). Default 0.")),
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(0),
+      v.maxValue(HOT_OFFSETS - 1),
+      v.description("0 = now, n = n accepted transitions ago (0–7). Default 0."),
+    ),
   ),
   scope: v.optional(
-    v.pipe(v.picklist(["effective", "global", "cwd", "session"]), v.description("Which projection to read. Default effective.")),
+    v.pipe(
+      v.picklist(["effective", "global", "cwd", "session"]),
+      v.description("Which projection to read. Default effective."),
+    ),
   ),
 });
 
@@ -67,7 +83,10 @@ export function parsePatchStateArgs(input: unknown): PatchSet {
   return set;
 }
 
-export function parseReadStateArgs(input: unknown): { offset: number; scope: "effective" | "global" | "cwd" | "session" } {
+export function parseReadStateArgs(input: unknown): {
+  offset: number;
+  scope: "effective" | "global" | "cwd" | "session";
+} {
   const result = v.safeParse(ReadStateArgs, input ?? {});
   if (!result.success) {
     const issue = result.issues[0]!;

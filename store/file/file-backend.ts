@@ -45,15 +45,16 @@ import {
   verifyBasis,
 } from "../cohort-basis.ts";
 import { comparePaths } from "../layout.ts";
-import {
-  LOCK_FILE_NAME,
-  acquirePublicationLock,
-  lockExists,
-  lockHeldError,
-  readLockOwner,
-} from "../fs/lock.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "../fs/lock.ts";
 import { StoreError } from "../store-error.ts";
-import type { CohortBasis, CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "../backend.ts";
+import type {
+  CohortBasis,
+  CohortSnapshot,
+  PublishReceipt,
+  PublishRequest,
+  StoreBackend,
+  StorePointer,
+} from "../backend.ts";
 
 async function readCohort(root: string, paths: readonly string[]): Promise<Map<string, Buffer | null>> {
   const files = new Map<string, Buffer | null>();
@@ -114,14 +115,21 @@ export class FileBackend implements StoreBackend {
 
   async publish(request: PublishRequest): Promise<PublishReceipt> {
     const members = validateRequest(request);
-    if (request.basis.pointer !== null && (!isFilePointer(request.basis.pointer) || filePointerOf(request.basis.hashes).revision !== request.basis.pointer.revision)) {
+    if (
+      request.basis.pointer !== null &&
+      (!isFilePointer(request.basis.pointer) ||
+        filePointerOf(request.basis.hashes).revision !== request.basis.pointer.revision)
+    ) {
       throw new StoreError(
         "invalid-pointer",
         `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; publish on a snapshot loaded from this file-only store.`,
       );
     }
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });
-    const lock = await acquirePublicationLock(this.lockPath, { generation: this.generation, purpose: "file-only publication" });
+    const lock = await acquirePublicationLock(this.lockPath, {
+      generation: this.generation,
+      purpose: "file-only publication",
+    });
     let keepLock = false;
     try {
       await this.finishInterrupted();
@@ -218,7 +226,11 @@ export class FileBackend implements StoreBackend {
    * needs nothing. Any other bytes were written by someone else meanwhile and are preserved, not
    * replaced; their paths are returned.
    */
-  private async rollBack(written: readonly string[], basis: ReadonlyMap<string, Buffer | null>, receipt: ReadonlyMap<string, Buffer | null>): Promise<string[]> {
+  private async rollBack(
+    written: readonly string[],
+    basis: ReadonlyMap<string, Buffer | null>,
+    receipt: ReadonlyMap<string, Buffer | null>,
+  ): Promise<string[]> {
     const preserved: string[] = [];
     const same = (a: Buffer | null, b: Buffer | null) => (a === null || b === null ? a === b : a.equals(b));
     for (const path of [...written].reverse()) {

@@ -18,7 +18,6 @@ import { StoreError, errnoOf } from "../store-error.ts";
 export const PRIVATE_DIR_MODE = 0o700;
 const PRIVATE_FILE_MODE = 0o600;
 
-
 /** Validates a store-relative path (`a/b/c.json`): POSIX separators, no empty, `.`, `..`, `.git` or NUL components. */
 export function assertStorePath(rel: string): string[] {
   const segments = rel.split("/");
@@ -200,7 +199,10 @@ export interface PreparedWrites {
  * changes until `commit()`. Refuses when a target or any directory below root is a symlink or
  * not regular; on any failure the temp files already created are removed.
  */
-export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<PreparedWrites> {
+export async function prepareOwnedFilesAtomic(
+  root: string,
+  entries: ReadonlyArray<readonly [string, Uint8Array]>,
+): Promise<PreparedWrites> {
   const prepared: Array<{ abs: string; temp: string }> = [];
   const abort = async () => {
     await Promise.all(prepared.map((item) => (item?.temp ? unlink(item.temp).catch(() => undefined) : undefined)));
@@ -266,7 +268,10 @@ export async function prepareOwnedFilesAtomic(root: string, entries: ReadonlyArr
  * before the renames nothing is replaced; a failure during the renames leaves a prefix of the
  * order replaced (callers roll back from their verified basis or keep their lock).
  */
-export async function writeOwnedFilesAtomic(root: string, entries: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> {
+export async function writeOwnedFilesAtomic(
+  root: string,
+  entries: ReadonlyArray<readonly [string, Uint8Array]>,
+): Promise<void> {
   await (await prepareOwnedFilesAtomic(root, entries)).commit();
 }
 

@@ -76,7 +76,12 @@ function describeOwner(owner: LockOwner | { unreadable: string } | null): string
   let liveness = "";
   if (owner.host === hostname()) {
     const alive = processAlive(owner.pid);
-    liveness = alive === false ? "; that process is no longer running on this host" : alive ? "; that process is still running" : "";
+    liveness =
+      alive === false
+        ? "; that process is no longer running on this host"
+        : alive
+          ? "; that process is still running"
+          : "";
   }
   return `pid ${owner.pid} on ${owner.host} since ${owner.acquiredAt} (generation ${owner.generation}${owner.purpose ? `, ${owner.purpose}` : ""}${liveness})`;
 }
@@ -124,10 +129,14 @@ export async function acquirePublicationLock(
   } catch (error) {
     const code = errnoOf(error);
     if (code === "EEXIST" || code === "ELOOP") throw lockHeldError(path, await readLockOwner(path));
-    throw new StoreError("io-failed", `Cannot create the publication lock ${path}: ${String(error)}. Nothing was written.`, {
-      file: path,
-      cause: error,
-    });
+    throw new StoreError(
+      "io-failed",
+      `Cannot create the publication lock ${path}: ${String(error)}. Nothing was written.`,
+      {
+        file: path,
+        cause: error,
+      },
+    );
   }
   try {
     // No fsync: the lock must outlive a killed process (the page cache does), not a power loss
@@ -136,10 +145,14 @@ export async function acquirePublicationLock(
   } catch (error) {
     await handle.close().catch(() => undefined);
     await unlink(path).catch(() => undefined);
-    throw new StoreError("io-failed", `Cannot write the publication lock ${path}: ${String(error)}. Nothing was written.`, {
-      file: path,
-      cause: error,
-    });
+    throw new StoreError(
+      "io-failed",
+      `Cannot write the publication lock ${path}: ${String(error)}. Nothing was written.`,
+      {
+        file: path,
+        cause: error,
+      },
+    );
   }
   await handle.close();
   killPoint("lock.acquired");

@@ -41,7 +41,15 @@
 // `git cat-file --batch` (no output limit, the worktree never moves).
 
 import { randomBytes } from "node:crypto";
-import { constants as fsConstants, copyFileSync, lstatSync, readFileSync, utimesSync, writeFileSync, type BigIntStats } from "node:fs";
+import {
+  constants as fsConstants,
+  copyFileSync,
+  lstatSync,
+  readFileSync,
+  utimesSync,
+  writeFileSync,
+  type BigIntStats,
+} from "node:fs";
 import { access, lstat, mkdir, open, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { killPoint } from "../fs/crash-points.ts";
@@ -76,20 +84,29 @@ import {
   writeJournal,
 } from "../fs/journal.ts";
 import { comparePaths } from "../layout.ts";
+import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "../fs/lock.ts";
 import {
-  LOCK_FILE_NAME,
-  acquirePublicationLock,
-  lockExists,
-  lockHeldError,
-  readLockOwner,
-} from "../fs/lock.ts";
-import { commitObjectBody, gitDateOf, gitObjectId, isPlainCommitMessage, parseGitIdent, writeLooseObject, writeSmallLooseObjectSync } from "./plumbing/git-objects.ts";
+  commitObjectBody,
+  gitDateOf,
+  gitObjectId,
+  isPlainCommitMessage,
+  parseGitIdent,
+  writeLooseObject,
+  writeSmallLooseObjectSync,
+} from "./plumbing/git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
-import type { CohortSnapshot, LoadCurrentOptions, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "../backend.ts";
+import type {
+  CohortSnapshot,
+  LoadCurrentOptions,
+  PublishReceipt,
+  PublishRequest,
+  StoreBackend,
+  StorePointer,
+} from "../backend.ts";
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
@@ -155,7 +172,12 @@ function identityMissing(error: unknown): StoreError {
 }
 
 function looksLikeIdentityError(error: unknown): boolean {
-  return error instanceof GitCommandError && /identity unknown|no email was given|unable to auto-detect email|empty ident name|Please tell me who you are/i.test(error.stderr);
+  return (
+    error instanceof GitCommandError &&
+    /identity unknown|no email was given|unable to auto-detect email|empty ident name|Please tell me who you are/i.test(
+      error.stderr,
+    )
+  );
 }
 
 export interface GitRepoInfo {
@@ -181,12 +203,20 @@ export interface OpenGitOptions {
  */
 export async function openGitBackend(options: OpenGitOptions): Promise<GitBackend | null> {
   const root = resolve(options.root);
-  const runner = new GitRunner({ cwd: root, env: options.env, binary: options.binary, ...(options.counter ? { counter: options.counter } : {}) });
+  const runner = new GitRunner({
+    cwd: root,
+    env: options.env,
+    binary: options.binary,
+    ...(options.counter ? { counter: options.counter } : {}),
+  });
   let hasDotGit = true;
   try {
     await lstat(join(root, ".git"));
   } catch (error) {
-    if (errnoOf(error) !== "ENOENT") throw new StoreError("io-failed", `Cannot inspect ${join(root, ".git")}: ${String(error)}`, { file: join(root, ".git") });
+    if (errnoOf(error) !== "ENOENT")
+      throw new StoreError("io-failed", `Cannot inspect ${join(root, ".git")}: ${String(error)}`, {
+        file: join(root, ".git"),
+      });
     hasDotGit = false;
   }
   if (!hasDotGit) {
@@ -200,7 +230,13 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
   }
   let out: string;
   try {
-    out = await runner.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format"]);
+    out = await runner.run([
+      "rev-parse",
+      "--show-toplevel",
+      "--absolute-git-dir",
+      "--git-common-dir",
+      "--show-object-format",
+    ]);
   } catch (error) {
     throw gitFailed(`Opening the state repository at ${root}`, error, root);
   }
@@ -299,7 +335,8 @@ export class GitBackend implements StoreBackend {
     const fixedAuthorDate = (this.runner.envValue("GIT_AUTHOR_DATE") ?? "") !== "";
     const fixedCommitterDate = (this.runner.envValue("GIT_COMMITTER_DATE") ?? "") !== "";
     // git prints the ident's date in its own timezone: a non-fixed date must agree with ours.
-    const sameZone = (parsed: { date: string; seconds: number } | null, fixed: boolean) => parsed !== null && (fixed || gitDateOf(parsed.seconds * 1000) === parsed.date);
+    const sameZone = (parsed: { date: string; seconds: number } | null, fixed: boolean) =>
+      parsed !== null && (fixed || gitDateOf(parsed.seconds * 1000) === parsed.date);
     const encoding = config.get("i18n.commitencoding");
     const shared = config.get("core.sharedrepository");
     const fsync = config.get("core.fsync") ?? "";
@@ -311,7 +348,8 @@ export class GitBackend implements StoreBackend {
     else if (encoding != null && !/^utf-?8$/i.test(encoding)) inProcess = "i18n.commitEncoding";
     else if (shared != null && !/^(false|no|off|0|umask)$/i.test(shared)) inProcess = "core.sharedRepository";
     else if (config.has("extensions.refstorage")) inProcess = "extensions.refStorage";
-    else if (!sameZone(author, fixedAuthorDate) || !sameZone(committer, fixedCommitterDate)) inProcess = "timezone or identity format";
+    else if (!sameZone(author, fixedAuthorDate) || !sameZone(committer, fixedCommitterDate))
+      inProcess = "timezone or identity format";
     const timeout = Number(config.get("core.filesreflocktimeout") ?? "100");
     return {
       processPathReason: inProcess,
@@ -319,11 +357,24 @@ export class GitBackend implements StoreBackend {
       committer: committer?.person ?? "",
       authorDate: fixedAuthorDate ? (author?.date ?? null) : null,
       committerDate: fixedCommitterDate ? (committer?.date ?? null) : null,
-      fsyncObjects: gitBool(config.get("core.fsyncobjectfiles")) || /loose-object|objects|committed|added|all/.test(fsync),
+      fsyncObjects:
+        gitBool(config.get("core.fsyncobjectfiles")) || /loose-object|objects|committed|added|all/.test(fsync),
       sharedRepository: shared != null && !/^(false|no|off|0|umask)$/i.test(shared),
-      logAllRefUpdates: logAll === undefined ? (gitBool(config.get("core.bare")) ? "none" : "normal") : logAll !== null && /^always$/i.test(logAll) ? "always" : gitBool(logAll) ? "normal" : "none",
+      logAllRefUpdates:
+        logAll === undefined
+          ? gitBool(config.get("core.bare"))
+            ? "none"
+            : "normal"
+          : logAll !== null && /^always$/i.test(logAll)
+            ? "always"
+            : gitBool(logAll)
+              ? "normal"
+              : "none",
       lockTimeoutMs: Number.isFinite(timeout) && timeout >= 0 ? timeout : 10_000,
-      referenceTransactionHook: hooksPath != null ? join(isAbsolute(hooksPath) ? hooksPath : join(this.root, hooksPath), "reference-transaction") : join(this.info.commonDir, "hooks", "reference-transaction"),
+      referenceTransactionHook:
+        hooksPath != null
+          ? join(isAbsolute(hooksPath) ? hooksPath : join(this.root, hooksPath), "reference-transaction")
+          : join(this.info.commonDir, "hooks", "reference-transaction"),
     };
   }
 
@@ -403,11 +454,14 @@ export class GitBackend implements StoreBackend {
     await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
     // The live files are read while git resolves HEAD's blobs (one process).
     const [checked, files] = await Promise.allSettled([
-      this.runner.execText(["cat-file", "--batch-check"], { input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}` }),
+      this.runner.execText(["cat-file", "--batch-check"], {
+        input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}`,
+      }),
       readMembers(this.root, members),
     ]);
     if (files.status === "rejected") throw files.reason;
-    if (checked.status === "rejected") throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", checked.reason);
+    if (checked.status === "rejected")
+      throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", checked.reason);
     try {
       return this.verifyCurrent(members, checked.value, files.value);
     } catch (error) {
@@ -435,7 +489,8 @@ export class GitBackend implements StoreBackend {
       return { pointer: null, files, hashes };
     }
     const [revision, type] = headLine.split(" ");
-    if (type !== "commit" || !revision) throw gitFailed("Reading HEAD", new Error(`unexpected output ${JSON.stringify(headLine)}`));
+    if (type !== "commit" || !revision)
+      throw gitFailed("Reading HEAD", new Error(`unexpected output ${JSON.stringify(headLine)}`));
     members.forEach((path, index) => {
       const line = lines[index + 1] ?? "";
       const committed = line.endsWith(" missing") ? null : (line.split(" ")[0] ?? null);
@@ -473,15 +528,29 @@ export class GitBackend implements StoreBackend {
     // A branch recorded before the store was adopted into Git names a file cohort.
     if (isFilePointer(pointer)) return loadIfCurrent(pointer, await this.loadCurrent(paths, { provenCohort: pointer }));
     if (!isGitPointer(pointer)) {
-      throw new StoreError("invalid-pointer", `${JSON.stringify(pointer.revision)} is neither a full Git commit hash nor a file cohort pointer.`);
+      throw new StoreError(
+        "invalid-pointer",
+        `${JSON.stringify(pointer.revision)} is neither a full Git commit hash nor a file cohort pointer.`,
+      );
     }
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
     let listing: string;
     try {
-      listing = await this.runner.execText(["ls-tree", "-z", "-r", "--full-tree", `${pointer.revision}^{commit}`, "--", ...members]);
+      listing = await this.runner.execText([
+        "ls-tree",
+        "-z",
+        "-r",
+        "--full-tree",
+        `${pointer.revision}^{commit}`,
+        "--",
+        ...members,
+      ]);
     } catch (error) {
-      if (error instanceof GitCommandError && /not a valid object|not a tree object|bad object|invalid object|Not a valid/i.test(error.stderr)) {
+      if (
+        error instanceof GitCommandError &&
+        /not a valid object|not a tree object|bad object|invalid object|Not a valid/i.test(error.stderr)
+      ) {
         throw new StoreError(
           "revision-missing",
           `Revision ${pointer.revision} is not a commit in the state repository ${this.root}. Its history is unavailable here ` +
@@ -511,7 +580,9 @@ export class GitBackend implements StoreBackend {
     if (wanted.length > 0) {
       let raw: Buffer;
       try {
-        raw = await this.runner.exec(["cat-file", "--batch"], { input: wanted.map((p) => `${entries.get(p)}\n`).join("") });
+        raw = await this.runner.exec(["cat-file", "--batch"], {
+          input: wanted.map((p) => `${entries.get(p)}\n`).join(""),
+        });
       } catch (error) {
         throw gitFailed(`Reading objects of revision ${pointer.revision}`, error);
       }
@@ -519,7 +590,11 @@ export class GitBackend implements StoreBackend {
       wanted.forEach((path, index) => {
         const blob = blobs[index];
         if (!blob || blob.sha !== entries.get(path)) {
-          throw new StoreError("revision-missing", `The object of ${path} at revision ${pointer.revision} is missing from the repository.`, { file: path });
+          throw new StoreError(
+            "revision-missing",
+            `The object of ${path} at revision ${pointer.revision} is missing from the repository.`,
+            { file: path },
+          );
         }
         files.set(path, blob.bytes);
       });
@@ -574,7 +649,10 @@ export class GitBackend implements StoreBackend {
     // (A `file:` basis is never shortcut: HEAD does not hold that cohort, the commit adopts it.)
     if (changed.length === 0 && head !== null && !isFilePointer(request.basis.pointer)) {
       await unlink(attempt.index).catch(() => undefined);
-      await prepared.then((p) => p.abort(), () => undefined);
+      await prepared.then(
+        (p) => p.abort(),
+        () => undefined,
+      );
       return { pointer: { revision: head }, hashes: currentHashes, changed, committed: false };
     }
     const revision = await this.commitStaged({
@@ -673,7 +751,11 @@ export class GitBackend implements StoreBackend {
     }
     if (!attempt.keepLock) {
       await unlink(attempt.index).catch(() => undefined);
-      if (attempt.prepared) await attempt.prepared.then((p) => p.abort(), () => undefined);
+      if (attempt.prepared)
+        await attempt.prepared.then(
+          (p) => p.abort(),
+          () => undefined,
+        );
       if (attempt.journaled) await removeJournal(this.journalPath).catch(() => undefined);
     }
     return error;
@@ -742,7 +824,10 @@ export class GitBackend implements StoreBackend {
       if (errnoOf(error) === "ENOENT") return null;
       throw error;
     });
-    const isolated = await lstat(index).then(() => true, () => false);
+    const isolated = await lstat(index).then(
+      () => true,
+      () => false,
+    );
     if (lockStat !== null && lockStat.mtimeMs >= since) {
       // Killed inside installIndex: the lock is either still empty (the isolated index waits)
       // or already holds the isolated index (renamed into it).
@@ -789,16 +874,30 @@ export class GitBackend implements StoreBackend {
    * Writes the prepared bytes as blobs: loose objects in-process for sha1 (in parallel, fsynced
    * when core.fsync asks for it), else `git hash-object -w` (sha256, shared repositories). null = deletion.
    */
-  private async writeBlobs(overlay: ReadonlyMap<string, Buffer | null>, settings: CommitSettings): Promise<Map<string, string | null>> {
+  private async writeBlobs(
+    overlay: ReadonlyMap<string, Buffer | null>,
+    settings: CommitSettings,
+  ): Promise<Map<string, string | null>> {
     const objectsDir = join(this.info.commonDir, "objects");
     const ids = new Map<string, string | null>();
     const entries = [...overlay].sort(([a], [b]) => comparePaths(a, b));
     if (this.info.objectFormat === "sha1" && !settings.sharedRepository) {
-      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes, { fsync: settings.fsyncObjects }))));
+      const written = await Promise.all(
+        entries.map(([, bytes]) =>
+          bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes, { fsync: settings.fsyncObjects }),
+        ),
+      );
       entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
     } else {
       for (const [path, bytes] of entries) {
-        ids.set(path, bytes === null ? null : (await this.git(["hash-object", "-w", "--no-filters", "--stdin"], "Writing a blob", undefined, bytes)).trim());
+        ids.set(
+          path,
+          bytes === null
+            ? null
+            : (
+                await this.git(["hash-object", "-w", "--no-filters", "--stdin"], "Writing a blob", undefined, bytes)
+              ).trim(),
+        );
       }
     }
     return ids;
@@ -911,7 +1010,12 @@ export class GitBackend implements StoreBackend {
    * judges "racily clean" entries against the index file's mtime, and the stat data inside is
    * from that moment, so a later mtime could make an edit in between look clean.
    */
-  private overlayInProcess(indexPath: string, base: string | null, blobs: ReadonlyMap<string, string | null>, fsync: boolean): { tree: string; treeIds: Set<string> | null } | null {
+  private overlayInProcess(
+    indexPath: string,
+    base: string | null,
+    blobs: ReadonlyMap<string, string | null>,
+    fsync: boolean,
+  ): { tree: string; treeIds: Set<string> | null } | null {
     if (this.info.objectFormat !== "sha1") return null;
     // Synchronous I/O on purpose: the live files' fsyncs occupy libuv's thread pool meanwhile, and
     // the index (just written by git, in the page cache) would queue behind them for milliseconds.
@@ -923,7 +1027,10 @@ export class GitBackend implements StoreBackend {
       if (errnoOf(error) !== "ENOENT") throw gitFailed("Reading the staged index", error);
       staged = null;
     }
-    const parsed = staged === null ? ({ supported: true, version: 2, entries: [], cacheTree: null } as const) : parseIndex(staged[0]);
+    const parsed =
+      staged === null
+        ? ({ supported: true, version: 2, entries: [], cacheTree: null } as const)
+        : parseIndex(staged[0]);
     if (!parsed.supported) return null;
     // Trees of the last commit this backend published are reachable from it, hence present: the
     // cache tree's entries for them are reused (elsewhere the trees are rebuilt and written).
@@ -935,14 +1042,19 @@ export class GitBackend implements StoreBackend {
     const entries = overlayEntries(parsed.entries, blobs);
     let build;
     try {
-      build = buildTrees(entries, { cached: parsed.cacheTree, changed: [...blobs.keys()].map(indexPathOf), exists: (oid) => known.has(oid) });
+      build = buildTrees(entries, {
+        cached: parsed.cacheTree,
+        changed: [...blobs.keys()].map(indexPathOf),
+        exists: (oid) => known.has(oid),
+      });
     } catch (error) {
       if (error instanceof TreeConflictError) return null; // git's own rules decide
       throw error;
     }
     const objectsDir = join(this.info.commonDir, "objects");
     try {
-      for (const tree of build.computed) if (!known.has(tree.id)) writeSmallLooseObjectSync(objectsDir, "tree", tree.body, { fsync });
+      for (const tree of build.computed)
+        if (!known.has(tree.id)) writeSmallLooseObjectSync(objectsDir, "tree", tree.body, { fsync });
     } catch (error) {
       throw gitFailed("Writing the tree objects", error);
     }
@@ -962,7 +1074,11 @@ export class GitBackend implements StoreBackend {
    * and `write-tree`, which also records the complete cache tree in the isolated index; its tree
    * ids are learned (when git-index.ts reads that index) so the next publication can run in-process.
    */
-  private async overlayByGit(env: Record<string, string>, blobs: ReadonlyMap<string, string | null>, zero: string): Promise<{ tree: string; treeIds: Set<string> | null }> {
+  private async overlayByGit(
+    env: Record<string, string>,
+    blobs: ReadonlyMap<string, string | null>,
+    zero: string,
+  ): Promise<{ tree: string; treeIds: Set<string> | null }> {
     let info = "";
     for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
     if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
@@ -1000,7 +1116,12 @@ export class GitBackend implements StoreBackend {
     return true;
   }
 
-  private async git(args: string[], what: string, env?: Record<string, string>, input?: Buffer | string): Promise<string> {
+  private async git(
+    args: string[],
+    what: string,
+    env?: Record<string, string>,
+    input?: Buffer | string,
+  ): Promise<string> {
     try {
       return await this.runner.execText(args, { ...(env ? { env } : {}), ...(input === undefined ? {} : { input }) });
     } catch (error) {
@@ -1019,7 +1140,8 @@ export class GitBackend implements StoreBackend {
     try {
       out = await this.runner.execText(["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]);
     } catch (error) {
-      if (!(error instanceof GitCommandError && error.exitCode === 1)) throw gitFailed("Reading remote configuration", error);
+      if (!(error instanceof GitCommandError && error.exitCode === 1))
+        throw gitFailed("Reading remote configuration", error);
     }
     const remotes: string[] = [];
     let branchRemote: string | undefined;
@@ -1047,7 +1169,9 @@ export class GitBackend implements StoreBackend {
       return { kind: "pushed", remote };
     } catch (error) {
       const stderr = error instanceof GitCommandError ? error.stderr : String(error);
-      if (/bad object|does not match any|not a valid|unable to push to unqualified destination|src refspec/i.test(stderr)) {
+      if (
+        /bad object|does not match any|not a valid|unable to push to unqualified destination|src refspec/i.test(stderr)
+      ) {
         return { kind: "unreachable", remote, detail: stderr.trim() };
       }
       return { kind: "failed", remote, detail: stderr.trim() };
@@ -1057,9 +1181,13 @@ export class GitBackend implements StoreBackend {
 
 function assertGitPath(path: string): void {
   if (/[\n\r]/.test(path)) {
-    throw new StoreError("invalid-key", `${JSON.stringify(path)} contains a line break, which Git batch reads cannot express; use another storage root or cwd.`, {
-      file: path,
-    });
+    throw new StoreError(
+      "invalid-key",
+      `${JSON.stringify(path)} contains a line break, which Git batch reads cannot express; use another storage root or cwd.`,
+      {
+        file: path,
+      },
+    );
   }
 }
 
@@ -1164,11 +1292,13 @@ export function parseCatFileBatch(raw: Buffer): Array<{ sha: string; type: strin
     const [sha, type, sizeText] = header.split(" ");
     const size = Number(sizeText);
     if (!sha || !type || !Number.isSafeInteger(size) || offset + size + 1 > raw.length) {
-      throw new StoreError("git-failed", `Truncated or malformed git cat-file --batch output at ${JSON.stringify(header)}.`);
+      throw new StoreError(
+        "git-failed",
+        `Truncated or malformed git cat-file --batch output at ${JSON.stringify(header)}.`,
+      );
     }
     objects.push({ sha, type, bytes: Buffer.from(raw.subarray(offset, offset + size)) });
     offset += size + 1; // content + LF
   }
   return objects;
 }
-

@@ -144,7 +144,11 @@ export class GitRunner {
     return this.env[name];
   }
 
-  private client(input: Buffer | string | undefined, extraEnv: Record<string, string> | undefined, failure: { exit?: number; stderr?: string }): SimpleGit {
+  private client(
+    input: Buffer | string | undefined,
+    extraEnv: Record<string, string> | undefined,
+    failure: { exit?: number; stderr?: string },
+  ): SimpleGit {
     const env = extraEnv ? { ...this.env, ...extraEnv } : this.env;
     return simpleGit({
       baseDir: this.cwd,
@@ -165,7 +169,11 @@ export class GitRunner {
   }
 
   private fail(args: readonly string[], failure: { exit?: number; stderr?: string }, error: unknown): GitCommandError {
-    return new GitCommandError(args, failure.exit ?? -1, failure.stderr ?? (error instanceof Error ? error.message : String(error)));
+    return new GitCommandError(
+      args,
+      failure.exit ?? -1,
+      failure.stderr ?? (error instanceof Error ? error.message : String(error)),
+    );
   }
 
   private record(args: readonly string[], started: number, via: "spawn" | "simple-git"): void {
@@ -177,7 +185,10 @@ export class GitRunner {
    * a command that prints nothing on success costs simple-git's fixed 50 ms, use `exec`).
    * Throws GitCommandError on any non-zero exit.
    */
-  async run(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<string> {
+  async run(
+    args: readonly string[],
+    options?: { input?: Buffer | string; env?: Record<string, string> },
+  ): Promise<string> {
     const failure: { exit?: number; stderr?: string } = {};
     this.counter.count += 1;
     const started = performance.now();
@@ -218,7 +229,8 @@ export class GitRunner {
         this.record(args, started, "spawn");
         const errText = Buffer.concat(stderr).toString("utf8");
         if (spawnError) reject(new GitCommandError(args, -1, `${spawnError.message}${errText ? `\n${errText}` : ""}`));
-        else if (code !== 0) reject(new GitCommandError(args, code ?? -1, signal ? `${errText}killed by ${signal}` : errText));
+        else if (code !== 0)
+          reject(new GitCommandError(args, code ?? -1, signal ? `${errText}killed by ${signal}` : errText));
         else resolvePromise(Buffer.concat(stdout));
       });
       if (input !== undefined) {
@@ -230,7 +242,10 @@ export class GitRunner {
   }
 
   /** `exec` with stdout decoded as UTF-8. */
-  async execText(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<string> {
+  async execText(
+    args: readonly string[],
+    options?: { input?: Buffer | string; env?: Record<string, string> },
+  ): Promise<string> {
     return (await this.exec(args, options)).toString("utf8");
   }
 }

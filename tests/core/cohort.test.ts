@@ -4,10 +4,12 @@ import { parsePatchSet, stageCohort } from "../../core/cohort.ts";
 import { hashJson } from "../../core/json.ts";
 import { originateView, readTemporalState } from "../../core/temporal.ts";
 
-
 describe("parsePatchSet", () => {
   it("accepts any combination of scopes plus final", () => {
-    expect(parsePatchSet({ session: { working: { a: 1 } }, final: true })).toEqual({ patches: { session: { working: { a: 1 } } }, final: true });
+    expect(parsePatchSet({ session: { working: { a: 1 } }, final: true })).toEqual({
+      patches: { session: { working: { a: 1 } } },
+      final: true,
+    });
     expect(parsePatchSet({ final: true })).toEqual({ patches: {}, final: true });
   });
 
@@ -17,9 +19,15 @@ describe("parsePatchSet", () => {
   });
 
   it("rejects the retired forms and unknown keys with what to do instead", () => {
-    expect(rejection(() => parsePatchSet({ scope: "session", patch: {} })).message).toMatch(/^scope: the retired \{scope, patch\} form is not accepted/);
-    expect(rejection(() => parsePatchSet({ unchanged: true })).message).toMatch(/^unchanged: the retired unchanged form/);
-    expect(rejection(() => parsePatchSet({ project: {} })).message).toBe("project: unknown field; patch_state takes only global, cwd, session and final");
+    expect(rejection(() => parsePatchSet({ scope: "session", patch: {} })).message).toMatch(
+      /^scope: the retired \{scope, patch\} form is not accepted/,
+    );
+    expect(rejection(() => parsePatchSet({ unchanged: true })).message).toMatch(
+      /^unchanged: the retired unchanged form/,
+    );
+    expect(rejection(() => parsePatchSet({ project: {} })).message).toBe(
+      "project: unknown field; patch_state takes only global, cwd, session and final",
+    );
     expect(rejection(() => parsePatchSet({ final: "yes" })).message).toBe("final: final must be true or false");
   });
 
@@ -29,7 +37,9 @@ describe("parsePatchSet", () => {
 
   it("rejects model-authored response", () => {
     expect(rejection(() => parsePatchSet({ session: { response: "x" } })).code).toBe("invalid-patch");
-    expect(parsePatchSet({ session: { response: "x" } }, { allowResponse: true }).patches.session).toEqual({ response: "x" });
+    expect(parsePatchSet({ session: { response: "x" } }, { allowResponse: true }).patches.session).toEqual({
+      response: "x",
+    });
   });
 });
 
@@ -37,7 +47,11 @@ describe("stageCohort", () => {
   it("stages one transition against one basis and leaves the input view untouched", () => {
     const view = originateView("L");
     const frozen = structuredClone(view);
-    const staged = stageCohort(view, parsePatchSet({ cwd: { contract: { lang: "ts" } }, session: { working: { next: "test" } } }).patches, "T1");
+    const staged = stageCohort(
+      view,
+      parsePatchSet({ cwd: { contract: { lang: "ts" } }, session: { working: { next: "test" } } }).patches,
+      "T1",
+    );
     expect(view).toEqual(frozen);
     expect(staged.cohort.basis.head).toEqual({ lineage: "L", id: "L", step: 0 });
     // a stream without records has its checkpoint's semantic hash
@@ -49,13 +63,25 @@ describe("stageCohort", () => {
   });
 
   it("records the effective patch, not no-op members", () => {
-    const first = stageCohort(originateView("L"), parsePatchSet({ session: { working: { a: 1, b: 2 } } }).patches, "T1").view;
-    const second = stageCohort(first, parsePatchSet({ session: { working: { a: 1, b: 3, missing: null } } }).patches, "T2");
+    const first = stageCohort(
+      originateView("L"),
+      parsePatchSet({ session: { working: { a: 1, b: 2 } } }).patches,
+      "T1",
+    ).view;
+    const second = stageCohort(
+      first,
+      parsePatchSet({ session: { working: { a: 1, b: 3, missing: null } } }).patches,
+      "T2",
+    );
     expect(second.cohort.records.session!.patch).toEqual({ working: { b: 3 } });
   });
 
   it("treats a runtime response-only change as a real transition", () => {
-    const staged = stageCohort(originateView("L"), parsePatchSet({ session: { response: "Done." } }, { allowResponse: true }).patches, "T1");
+    const staged = stageCohort(
+      originateView("L"),
+      parsePatchSet({ session: { response: "Done." } }, { allowResponse: true }).patches,
+      "T1",
+    );
     expect(staged.view.lineage.window).toHaveLength(1);
     expect(readTemporalState(staged.view).state.response).toBe("Done.");
     expect(readTemporalState(staged.view, 1).state.response).toBe("");
@@ -64,7 +90,9 @@ describe("stageCohort", () => {
   it("rejects final-only and materially no-op cohorts, creating no history", () => {
     const view = originateView("L");
     expect(rejection(() => stageCohort(view, parsePatchSet({ final: true }).patches)).code).toBe("empty-cohort");
-    expect(rejection(() => stageCohort(view, parsePatchSet({ session: { working: { absent: null } } }).patches)).code).toBe("no-op-cohort");
+    expect(
+      rejection(() => stageCohort(view, parsePatchSet({ session: { working: { absent: null } } }).patches)).code,
+    ).toBe("no-op-cohort");
     expect(view.lineage.window).toEqual([]);
   });
 

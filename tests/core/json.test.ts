@@ -17,7 +17,6 @@ import {
 const never = { allowNull: "never" } as const;
 const members = { allowNull: "merge-members" } as const;
 
-
 describe("toJson", () => {
   it("names the path of a null inside an array in materialized state", () => {
     const error = rejection(() => toJson({ working: { items: [1, 2, 3, null] } }, "session", never));
@@ -144,7 +143,9 @@ describe("assertJson", () => {
 
 describe("canonical serialization and hashing", () => {
   it("is independent of key order", () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { y: 1, x: 2 }], c: "s" } })).toBe('{"a":{"c":"s","d":[1,{"x":2,"y":1}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 1, x: 2 }], c: "s" } })).toBe(
+      '{"a":{"c":"s","d":[1,{"x":2,"y":1}]},"b":1}',
+    );
     expect(hashJson({ a: 1, b: 2 })).toBe(hashJson({ b: 2, a: 1 }));
     expect(hashJson({ a: 1 })).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(hashJson({ a: 1 })).not.toBe(hashJson({ a: 2 }));
@@ -197,7 +198,11 @@ describe("diffFields", () => {
 
 describe("overlayJson and deep equality", () => {
   it("upper wins, absent keys reveal lower, arrays replace", () => {
-    expect(overlayJson({ a: 1, n: { x: 1, y: 1 }, l: [1, 2] }, { n: { y: 2 }, l: [3] })).toEqual({ a: 1, n: { x: 1, y: 2 }, l: [3] });
+    expect(overlayJson({ a: 1, n: { x: 1, y: 1 }, l: [1, 2] }, { n: { y: 2 }, l: [3] })).toEqual({
+      a: 1,
+      n: { x: 1, y: 2 },
+      l: [3],
+    });
   });
 
   it("compares deeply", () => {

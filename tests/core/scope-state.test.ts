@@ -9,31 +9,54 @@ import {
   type ScopeState,
 } from "../../core/scope-state.ts";
 
-
 const state = (fields: Partial<ScopeState>): ScopeState => ({ ...emptyScopeState(), ...fields });
 
 describe("parseScopeState", () => {
   it("accepts exactly the four semantic fields", () => {
-    expect(parseScopeState(emptyScopeState(), "session")).toEqual({ artifacts: {}, contract: {}, working: {}, response: "" });
+    expect(parseScopeState(emptyScopeState(), "session")).toEqual({
+      artifacts: {},
+      contract: {},
+      working: {},
+      response: "",
+    });
   });
 
   it("rejects unknown and missing fields, naming them", () => {
-    expect(rejection(() => parseScopeState({ ...emptyScopeState(), extra: 1 }, "cwd")).message).toMatch(/^cwd\.extra: unknown field; a scope holds exactly artifacts, contract, working and response/);
+    expect(rejection(() => parseScopeState({ ...emptyScopeState(), extra: 1 }, "cwd")).message).toMatch(
+      /^cwd\.extra: unknown field; a scope holds exactly artifacts, contract, working and response/,
+    );
     const { working: _w, ...missing } = emptyScopeState();
-    expect(rejection(() => parseScopeState(missing, "cwd")).message).toMatch(/^cwd\.working: is missing; a scope holds exactly/);
-    expect(rejection(() => parseScopeState({ ...emptyScopeState(), response: 3 }, "cwd")).message).toBe("cwd.response: must be a string");
+    expect(rejection(() => parseScopeState(missing, "cwd")).message).toMatch(
+      /^cwd\.working: is missing; a scope holds exactly/,
+    );
+    expect(rejection(() => parseScopeState({ ...emptyScopeState(), response: 3 }, "cwd")).message).toBe(
+      "cwd.response: must be a string",
+    );
   });
 
   it("validates artifacts: description required, tags unique and trimmed", () => {
-    expect(rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: " " } } }), "global")).message).toMatch(/^global\.artifacts\["\/k\.md"\]\.description: must be a non-empty description/);
-    expect(rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: ["a", "a"] } } }), "global")).message).toMatch(/tags: must not repeat a tag/);
-    expect(rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: [" a"] } } }), "global")).message).toMatch(/tags\[0\]: must be a non-empty trimmed string/);
-    const ok = state({ artifacts: { "/k.md": { description: "d", tags: ["a"], compilation: {}, anything: { n: 1 } } } });
+    expect(
+      rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: " " } } }), "global")).message,
+    ).toMatch(/^global\.artifacts\["\/k\.md"\]\.description: must be a non-empty description/);
+    expect(
+      rejection(() =>
+        parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: ["a", "a"] } } }), "global"),
+      ).message,
+    ).toMatch(/tags: must not repeat a tag/);
+    expect(
+      rejection(() => parseScopeState(state({ artifacts: { "/k.md": { description: "d", tags: [" a"] } } }), "global"))
+        .message,
+    ).toMatch(/tags\[0\]: must be a non-empty trimmed string/);
+    const ok = state({
+      artifacts: { "/k.md": { description: "d", tags: ["a"], compilation: {}, anything: { n: 1 } } },
+    });
     expect(parseScopeState(ok, "global")).toEqual(ok);
   });
 
   it("rejects nulls anywhere in materialized state", () => {
-    expect(rejection(() => parseScopeState(state({ working: { list: [null] } as never }), "session")).message).toBe("session.working.list[0]: null is not allowed in materialized state");
+    expect(rejection(() => parseScopeState(state({ working: { list: [null] } as never }), "session")).message).toBe(
+      "session.working.list[0]: null is not allowed in materialized state",
+    );
     const deep = state({ contract: { deep: [{ a: null }] } as never });
     expect(rejection(() => parseScopeState(deep, "session")).path).toBe("session.contract.deep[0].a");
   });
@@ -54,16 +77,28 @@ describe("parseScopeState", () => {
 
 describe("parseScopePatch", () => {
   it("refuses response from the model but lets the runtime capture it", () => {
-    expect(rejection(() => parseScopePatch({ response: "hi" }, "session", { allowResponse: false })).message).toBe("session.response: response is not patchable; the runtime captures your final answer as response");
+    expect(rejection(() => parseScopePatch({ response: "hi" }, "session", { allowResponse: false })).message).toBe(
+      "session.response: response is not patchable; the runtime captures your final answer as response",
+    );
     expect(parseScopePatch({ response: "hi" }, "session", { allowResponse: true })).toEqual({ response: "hi" });
   });
 
   it("refuses empty patches, unknown fields, field deletion and non-object fields", () => {
-    expect(rejection(() => parseScopePatch({}, "cwd", { allowResponse: false })).message).toMatch(/^cwd: empty scope patch; omit scopes you do not change/);
-    expect(rejection(() => parseScopePatch({ notes: {} }, "cwd", { allowResponse: false })).message).toBe("cwd.notes: unknown field; a scope patch may touch only artifacts, contract, working");
-    expect(rejection(() => parseScopePatch({ working: null }, "cwd", { allowResponse: false })).message).toMatch(/^cwd\.working: a scope field cannot be deleted/);
-    expect(rejection(() => parseScopePatch({ working: [1] }, "cwd", { allowResponse: false })).message).toBe("cwd.working: must be an object (it merges into the field)");
-    expect(rejection(() => parseScopePatch("x", "cwd", { allowResponse: false })).message).toMatch(/^cwd: a scope patch must be an object/);
+    expect(rejection(() => parseScopePatch({}, "cwd", { allowResponse: false })).message).toMatch(
+      /^cwd: empty scope patch; omit scopes you do not change/,
+    );
+    expect(rejection(() => parseScopePatch({ notes: {} }, "cwd", { allowResponse: false })).message).toBe(
+      "cwd.notes: unknown field; a scope patch may touch only artifacts, contract, working",
+    );
+    expect(rejection(() => parseScopePatch({ working: null }, "cwd", { allowResponse: false })).message).toMatch(
+      /^cwd\.working: a scope field cannot be deleted/,
+    );
+    expect(rejection(() => parseScopePatch({ working: [1] }, "cwd", { allowResponse: false })).message).toBe(
+      "cwd.working: must be an object (it merges into the field)",
+    );
+    expect(rejection(() => parseScopePatch("x", "cwd", { allowResponse: false })).message).toMatch(
+      /^cwd: a scope patch must be an object/,
+    );
   });
 
   it("refuses a null inside an object inside an array (arrays replace, so it would be stored)", () => {
@@ -96,7 +131,10 @@ describe("parseScopePatch", () => {
 describe("applyScopePatch", () => {
   it("validates the result (an artifact patch must leave a description)", () => {
     const base = state({ artifacts: { "/a.md": { description: "d" } } });
-    expect(rejection(() => applyScopePatch(base, { artifacts: { "/a.md": { description: null } } } as never, "global")).message).toMatch(/^global\.artifacts\["\/a\.md"\]\.description/);
+    expect(
+      rejection(() => applyScopePatch(base, { artifacts: { "/a.md": { description: null } } } as never, "global"))
+        .message,
+    ).toMatch(/^global\.artifacts\["\/a\.md"\]\.description/);
     expect(applyScopePatch(base, { artifacts: { "/a.md": null } } as never, "global").artifacts).toEqual({});
   });
 

@@ -8,13 +8,23 @@ import { parsePatchSet, stageCohort } from "../../core/cohort.ts";
 import { parseScopeStream, serializeScopeStream } from "../../core/codec.ts";
 import { StateFlowError } from "../../core/errors.ts";
 import { SCOPES, type ScopeSelector } from "../../core/scope-state.ts";
-import { availableOffsets, createView, originateView, readTemporalState, type TemporalView } from "../../core/temporal.ts";
+import {
+  availableOffsets,
+  createView,
+  originateView,
+  readTemporalState,
+  type TemporalView,
+} from "../../core/temporal.ts";
 import { SnapshotOracle, stableStringify, type Scope } from "../support/oracle.ts";
 
 export const PROPERTY_RUNS = 300;
 
 const key = fc.constantFrom("a", "b", "c", "__proto__", "constructor");
-const leaf = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom("x", "y", true), fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 }));
+const leaf = fc.oneof(
+  fc.integer({ min: 0, max: 3 }),
+  fc.constantFrom("x", "y", true),
+  fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 }),
+);
 const patchValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   value: fc.oneof({ depthSize: "small" }, leaf, fc.constant(null), tie("object")),
   object: fc.dictionary(key, tie("value"), { maxKeys: 3 }),

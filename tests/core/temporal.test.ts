@@ -63,7 +63,6 @@ function roundTrip(view: TemporalView): TemporalView {
   return createView(structuredClone(view.lineage), streams);
 }
 
-
 describe("temporal acceptance properties", () => {
   it("zero patches → current is the checkpoint, no invented past", () => {
     const h = new Harness();
@@ -156,7 +155,11 @@ describe("temporal acceptance properties", () => {
 
   it("one id across a multi-scope cohort", () => {
     const h = new Harness();
-    const id = h.patch({ global: { contract: { g: 1 } }, cwd: { contract: { c: 1 } }, session: { contract: { s: 1 } } });
+    const id = h.patch({
+      global: { contract: { g: 1 } },
+      cwd: { contract: { c: 1 } },
+      session: { contract: { s: 1 } },
+    });
     const ids = SCOPES.map((s) => h.view.streams[s].tail[0]!);
     expect(new Set(ids.map((r) => r.id))).toEqual(new Set([id]));
     expect(new Set(ids.map((r) => r.step))).toEqual(new Set([1]));
@@ -167,13 +170,19 @@ describe("temporal acceptance properties", () => {
     const h = new Harness();
     h.patch({ cwd: { working: { keep: true } }, session: { working: { a: 1 } } });
     const cwdBefore = h.view.streams.cwd;
-    const staged = stageCohort(h.view, parsePatchSet({ cwd: { working: { keep: true } }, session: { working: { a: 2 } } }).patches, "T2");
+    const staged = stageCohort(
+      h.view,
+      parsePatchSet({ cwd: { working: { keep: true } }, session: { working: { a: 2 } } }).patches,
+      "T2",
+    );
     expect(staged.cohort.unchanged).toEqual(["cwd"]);
     expect(Object.keys(staged.cohort.records)).toEqual(["session"]);
     expect(staged.view.streams.cwd).toBe(cwdBefore);
     h.view = staged.view;
     h.oracle.apply({ session: { working: { a: 2 } } });
-    expect(code(() => stageCohort(h.view, parsePatchSet({ session: { working: { a: 2, gone: null } } }).patches, "T3"))).toBe("no-op-cohort");
+    expect(
+      code(() => stageCohort(h.view, parsePatchSet({ session: { working: { a: 2, gone: null } } }).patches, "T3")),
+    ).toBe("no-op-cohort");
     expect(h.view.lineage.window.map((t) => t.id)).toEqual(["T1", "T2"]);
     h.assertMatchesOracle();
   });
@@ -211,13 +220,21 @@ describe("lineages sharing scopes", () => {
     const a = new Harness();
     a.patch({ global: { working: { from: "A1" } } });
     a.patch({ global: { working: { from: "A2" } }, session: { working: { mine: "A" } } });
-    const b = originateView("L2", { global: a.view.streams.global, cwd: a.view.streams.cwd, session: originateView("x").streams.session });
+    const b = originateView("L2", {
+      global: a.view.streams.global,
+      cwd: a.view.streams.cwd,
+      session: originateView("x").streams.session,
+    });
     expect(b.lineage.originStep).toBe(2);
     expect(readTemporalState(b, 0, "global").state.working).toEqual({ from: "A2" });
     expect(readTemporalState(b, 0, "session").state.working).toEqual({});
     expect(code(() => readTemporalState(b, 1))).toBe("offset-unavailable");
     const next = stageCohort(b, parsePatchSet({ global: { working: { from: "B3" } } }).patches, "B3").view;
-    expect(next.streams.global.tail.map((r) => `${r.lineage}:${r.id}:${r.step}`)).toEqual(["L1:T1:1", "L1:T2:2", "L2:B3:3"]);
+    expect(next.streams.global.tail.map((r) => `${r.lineage}:${r.id}:${r.step}`)).toEqual([
+      "L1:T1:1",
+      "L1:T2:2",
+      "L2:B3:3",
+    ]);
     expect(readTemporalState(next, 1, "global").state.working).toEqual({ from: "A2" });
   });
 
@@ -226,7 +243,9 @@ describe("lineages sharing scopes", () => {
     a.patch({ global: { working: { v: 1 } } });
     const b = originateView("L2", a.view.streams);
     a.patch({ global: { working: { v: 2 } } });
-    expect(() => assertStreamInLineage(a.view.streams.global, b.lineage)).toThrow(/global: record T2 belongs to lineage L1 and follows this lineage's origin/);
+    expect(() => assertStreamInLineage(a.view.streams.global, b.lineage)).toThrow(
+      /global: record T2 belongs to lineage L1 and follows this lineage's origin/,
+    );
   });
 
   it("a stream claiming a transition the lineage does not hold is refused", () => {
@@ -241,7 +260,11 @@ describe("lineages sharing scopes", () => {
 describe("recentTransitions", () => {
   it("lists at most seven transitions, newest first, with changed paths per scope", () => {
     const h = new Harness();
-    for (let i = 1; i <= 9; i++) h.patch({ session: { working: { [`k${i}`]: i } }, ...(i === 9 ? { cwd: { contract: { lang: "ts", old: null } } } : {}) });
+    for (let i = 1; i <= 9; i++)
+      h.patch({
+        session: { working: { [`k${i}`]: i } },
+        ...(i === 9 ? { cwd: { contract: { lang: "ts", old: null } } } : {}),
+      });
     const recent = recentTransitions(h.view);
     expect(recent).toHaveLength(7);
     expect(recent.map((t) => t.id)).toEqual(["T9", "T8", "T7", "T6", "T5", "T4", "T3"]);

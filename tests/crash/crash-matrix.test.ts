@@ -156,8 +156,15 @@ function emptyStats(mode: Mode): ModeStats {
   const rows = new Map<KillPoint, Row>();
   for (const point of MODE_POINTS[mode]) {
     rows.set(point, {
-      hits: 0, recovered: 0, lost: 0, mixed: 0, failed: 0, notReached: 0, untested: 0,
-      steps: new Map(), publications: new Map(),
+      hits: 0,
+      recovered: 0,
+      lost: 0,
+      mixed: 0,
+      failed: 0,
+      notReached: 0,
+      untested: 0,
+      steps: new Map(),
+      publications: new Map(),
     });
   }
   return { rows, details: [], wallMs: [], startupMs: [], children: 0 };
@@ -208,16 +215,33 @@ function chainEnv(mode: Mode, root: string): NodeJS.ProcessEnv {
 
 function readJsonLines<T>(file: string): T[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as T);
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as T);
 }
 
 function spawnChild(chain: Chain, target: Target | null, maxRuns: number): Promise<ChildResult> {
   const label = `${chain.id}.${chain.spawned++}${target ? `@${target.point}#${target.n}` : ""}`;
   const args = [
-    "--experimental-strip-types", "--disable-warning=ExperimentalWarning", childScript,
-    "--root", chain.root, "--mode", chain.mode === "git" ? "git" : "file",
-    "--session", chain.sessionFile, "--report", chain.report, "--confirmations", chain.confirmations,
-    "--max-runs", String(maxRuns), "--label", label, ...(target ? ["--arm", `${target.point}#${target.n}`] : []),
+    "--experimental-strip-types",
+    "--disable-warning=ExperimentalWarning",
+    childScript,
+    "--root",
+    chain.root,
+    "--mode",
+    chain.mode === "git" ? "git" : "file",
+    "--session",
+    chain.sessionFile,
+    "--report",
+    chain.report,
+    "--confirmations",
+    chain.confirmations,
+    "--max-runs",
+    String(maxRuns),
+    "--label",
+    label,
+    ...(target ? ["--arm", `${target.point}#${target.n}`] : []),
   ];
   const env = chain.env;
   const started = performance.now();
@@ -331,8 +355,8 @@ function judge(pending: Pending, next: ChildResult, history: History): Problem[]
   }
   if (report.loadErrors.length > 0) failed(`extension load errors: ${report.loadErrors.join("; ")}`);
   const steps = report.recoverySteps;
-  const documented = steps.length === 0 ||
-    (steps.length === 2 && steps.every((step, i) => DOCUMENTED_STEPS[i]!.test(step)));
+  const documented =
+    steps.length === 0 || (steps.length === 2 && steps.every((step, i) => DOCUMENTED_STEPS[i]!.test(step)));
   if (!documented) {
     failed(`recovery took ${steps.length} step(s) [${steps.join(" → ")}]; notices: ${noticeText(report)}`);
   }
@@ -347,8 +371,10 @@ function judge(pending: Pending, next: ChildResult, history: History): Problem[]
 function uncommittedText(line: Confirmation): string {
   const notices = (line.notices ?? []).map((notice) => `${notice.level}: ${notice.message}`);
   const found = `${JSON.stringify(line.response)}${line.error ? `, ${line.error}` : ""}`;
-  return `run ${line.uncommitted}'s answer did not become session.response (it is ${found}); ` +
-    `notices: ${JSON.stringify(notices)}`;
+  return (
+    `run ${line.uncommitted}'s answer did not become session.response (it is ${found}); ` +
+    `notices: ${JSON.stringify(notices)}`
+  );
 }
 
 /** The notices Pi's UI received, each distinct one once with its count. */
@@ -420,9 +446,17 @@ async function openChain(mode: Mode, id: string): Promise<Chain | string> {
   const root = mkdtempSync(join(tmpdir(), `sf-crash-${mode}-`));
   for (const dir of ["agent", "project", "sessions", "home", "no-git-bin"]) mkdirSync(join(root, dir));
   const chain: Chain = {
-    mode, id, root, store: join(root, "agent", "state-flow"), env: chainEnv(mode, root), sessionFile: "",
-    report: join(root, "report.jsonl"), confirmations: join(root, "confirmations.jsonl"),
-    spawned: 0, broken: false, history: [],
+    mode,
+    id,
+    root,
+    store: join(root, "agent", "state-flow"),
+    env: chainEnv(mode, root),
+    sessionFile: "",
+    report: join(root, "report.jsonl"),
+    confirmations: join(root, "confirmations.jsonl"),
+    spawned: 0,
+    broken: false,
+    history: [],
   };
   const setup = await spawnChild(chain, null, 0);
   if (setup.code !== 0 || !setup.report) {
@@ -557,8 +591,10 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
 }
 
-const COLUMNS = ["point", "hits", "recovered", "lost", "mixed", "failed", "not-reached", "untested"]
-  .concat("recovery steps", "publications");
+const COLUMNS = ["point", "hits", "recovered", "lost", "mixed", "failed", "not-reached", "untested"].concat(
+  "recovery steps",
+  "publications",
+);
 
 function table(mode: Mode): string {
   const modeStats = stats[mode];
@@ -569,7 +605,12 @@ function table(mode: Mode): string {
     rows.push([point, ...counts.map(String), mapText(row.steps), mapText(row.publications)]);
   }
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((cells) => cells[column]!.length)));
-  const lines = rows.map((cells) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join(" | ").trimEnd());
+  const lines = rows.map((cells) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join(" | ")
+      .trimEnd(),
+  );
   const { startupMs, wallMs } = modeStats;
   return [
     `crash matrix, ${mode}: ≥ ${HITS} judged kills per point`,
@@ -601,12 +642,19 @@ function byPoint(details: string[]): string[] {
 }
 
 describe("crash matrix: SIGKILL at every publication write step, recovery in a fresh Pi process", () => {
-  beforeAll(async () => {
-    await runMatrix();
-    for (const mode of ["git", "file-only"] as const) {
-      console.log(`${table(mode)}\n${byPoint(stats[mode].details).map((line) => `  - ${line}`).join("\n")}`);
-    }
-  }, Math.max(600_000, HITS * 90_000));
+  beforeAll(
+    async () => {
+      await runMatrix();
+      for (const mode of ["git", "file-only"] as const) {
+        console.log(
+          `${table(mode)}\n${byPoint(stats[mode].details)
+            .map((line) => `  - ${line}`)
+            .join("\n")}`,
+        );
+      }
+    },
+    Math.max(600_000, HITS * 90_000),
+  );
 
   for (const mode of ["git", "file-only"] as const) {
     it(`${mode}: every point is hit ≥ ${HITS} times and every kill recovers to the old or the new cohort`, () => {

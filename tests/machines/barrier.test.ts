@@ -47,7 +47,8 @@ function eventsFor(s: AnyMachineSnapshot): BarrierEvent[] {
 function simpleEventsFor(s: AnyMachineSnapshot): BarrierEvent[] {
   return eventsFor(s).filter((e) => e.type !== "BATCH" || e.calls === batches[1] || e.calls === batches[4]);
 }
-const serializeState = (s: AnyMachineSnapshot) => JSON.stringify([s.value, (s.context as BarrierContext).calls.map((c) => c.name)]);
+const serializeState = (s: AnyMachineSnapshot) =>
+  JSON.stringify([s.value, (s.context as BarrierContext).calls.map((c) => c.name)]);
 
 /** Per-path oracle state: the batch as the test sent it (null outside a batch), independent of the machine's context. */
 interface BatchTrace {
@@ -73,7 +74,8 @@ export function checkBarrierStep(step: StepInfo<BarrierEvent>, trace: BatchTrace
       // I4.2
       for (const x of calls) {
         const d = toolCallDecision(snap, x.id);
-        if (x.id !== first.id && (!d.block || !d.reason.includes("patch_state"))) v.push(`I4.2 sibling ${x.name} not blocked with a reason`);
+        if (x.id !== first.id && (!d.block || !d.reason.includes("patch_state")))
+          v.push(`I4.2 sibling ${x.name} not blocked with a reason`);
       }
     } else if (allowed.length !== calls.length) v.push("I4.3 a batch without patch_state blocked a call"); // I4.3
   }
@@ -92,7 +94,8 @@ export function checkBarrierStep(step: StepInfo<BarrierEvent>, trace: BatchTrace
       const name = calls.find((x) => x.id === event.id)?.name ?? event.id;
       if (first && !blocked && event.id !== first.id) v.push(`I4.1 ${name} ran beside patch_state`); // I4.1
       if (first && blocked && event.id === first.id) v.push(`I4.1 the first patch_state was blocked`); // I4.1
-      if (first && blocked && !reason.includes("patch_state")) v.push(`I4.2 ${name} blocked without a reason naming patch_state`); // I4.2
+      if (first && blocked && !reason.includes("patch_state"))
+        v.push(`I4.2 ${name} blocked without a reason naming patch_state`); // I4.2
       if (!first && blocked) v.push(`I4.3 ${name} blocked in a batch without patch_state`); // I4.3
       if (blocked !== d.block) v.push(`I4.2 emitted decision disagrees with toolCallDecision for ${event.id}`); // I4.2
     }
@@ -106,7 +109,8 @@ export function checkBarrierStep(step: StepInfo<BarrierEvent>, trace: BatchTrace
   if (state !== expected) v.push(`I4.5 state ${state} disagrees with the batch (expected ${expected})`);
   for (const id of [...new Set([...calls, ...batches.flat()].map((x) => x.id)), STRAY]) {
     const member = calls.some((x) => x.id === id);
-    if (inCurrentBatch(snap, id) !== member) v.push(`I4.5 inCurrentBatch(${id}) is ${!member} (batch ${calls.map((x) => x.id).join(",")})`);
+    if (inCurrentBatch(snap, id) !== member)
+      v.push(`I4.5 inCurrentBatch(${id}) is ${!member} (batch ${calls.map((x) => x.id).join(",")})`);
   }
   return v;
 }
@@ -155,7 +159,10 @@ function decidingIdle(): AnyStateMachine {
 describe("barrier negative controls (each check can fail)", () => {
   const fails = (machine: AnyStateMachine, id: string) => {
     const { violations } = runSuite(machine);
-    expect(violations.some((v) => v.startsWith(`${id} `)), `${id} check did not fire:\n${violations.join("\n")}`).toBe(true);
+    expect(
+      violations.some((v) => v.startsWith(`${id} `)),
+      `${id} check did not fire:\n${violations.join("\n")}`,
+    ).toBe(true);
     return violations;
   };
   it("I4.1 and I4.5 catch a barrier that lets read_state run beside patch_state", () => {
@@ -169,18 +176,34 @@ describe("barrier negative controls (each check can fail)", () => {
   });
   it("I4.2 catches a block whose reason does not name patch_state", () => {
     const mute = barrierMachine.provide({
-      actions: { blockCall: emit(({ event }) => ({ type: "barrier.block", id: event.type === "TOOL_CALL" ? event.id : "", reason: "no" }) as const) },
+      actions: {
+        blockCall: emit(
+          ({ event }) =>
+            ({ type: "barrier.block", id: event.type === "TOOL_CALL" ? event.id : "", reason: "no" }) as const,
+        ),
+      },
     });
     fails(mute, "I4.2");
   });
   it("I4.2 catches an emitted decision that disagrees with toolCallDecision", () => {
-    const silent = barrierMachine.provide({ actions: { blockCall: emit(({ event }) => ({ type: "barrier.allow", id: event.type === "TOOL_CALL" ? event.id : "" }) as const) } });
+    const silent = barrierMachine.provide({
+      actions: {
+        blockCall: emit(
+          ({ event }) => ({ type: "barrier.allow", id: event.type === "TOOL_CALL" ? event.id : "" }) as const,
+        ),
+      },
+    });
     const violations = fails(silent, "I4.2");
     expect(violations.some((v) => v.includes("disagrees with toolCallDecision"))).toBe(true);
   });
   it("I4.3 catches a pass-through batch that blocks", () => {
     const strict = barrierMachine.provide({
-      actions: { allowCall: emit(({ event }) => ({ type: "barrier.block", id: event.type === "TOOL_CALL" ? event.id : "", reason: "patch_state" }) as const) },
+      actions: {
+        allowCall: emit(
+          ({ event }) =>
+            ({ type: "barrier.block", id: event.type === "TOOL_CALL" ? event.id : "", reason: "patch_state" }) as const,
+        ),
+      },
     });
     fails(strict, "I4.3");
   });
@@ -215,9 +238,17 @@ describe("barrier property", () => {
         const allowed = calls.filter((c) => !toolCallDecision(a.getSnapshot(), c.id).block).map((c) => c.id);
         const first = calls.find((c) => c.name === PATCH_TOOL);
         expect(allowed, "I4.1/I4.3 allowed set").toEqual(first ? [first.id] : calls.map((c) => c.id));
-        expect(calls.filter((c) => !decisions[c.id]).map((c) => c.id), "I4.2 emitted decisions match the query").toEqual(allowed);
-        expect(calls.every((c) => inCurrentBatch(a.getSnapshot(), c.id)), "I4.5 every batch call is in the current batch").toBe(true);
-        expect(decide(a.getSnapshot().context, "stray").block, "I4.1 an id outside an exclusive batch is blocked").toBe(first !== undefined);
+        expect(
+          calls.filter((c) => !decisions[c.id]).map((c) => c.id),
+          "I4.2 emitted decisions match the query",
+        ).toEqual(allowed);
+        expect(
+          calls.every((c) => inCurrentBatch(a.getSnapshot(), c.id)),
+          "I4.5 every batch call is in the current batch",
+        ).toBe(true);
+        expect(decide(a.getSnapshot().context, "stray").block, "I4.1 an id outside an exclusive batch is blocked").toBe(
+          first !== undefined,
+        );
         a.stop();
       }),
       { numRuns: 300 },

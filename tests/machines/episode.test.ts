@@ -30,7 +30,9 @@ const simpleEvents: EpisodeEvent[] = [
   { type: "SESSION_START", reason: "fork", branch: "marked" },
   { type: "SESSION_START", reason: "resume", branch: "unmarked" },
   { type: "SESSION_START", reason: "resume", branch: "marked" },
-  ...allEvents.filter((e) => e.type !== "SESSION_START" && e.type !== "SHUTDOWN" && !(e.type === "START" && e.adoptGit)),
+  ...allEvents.filter(
+    (e) => e.type !== "SESSION_START" && e.type !== "SHUTDOWN" && !(e.type === "START" && e.adoptGit),
+  ),
 ];
 
 const name = (s: AnyMachineSnapshot) => episodeStateName(s as never);
@@ -53,7 +55,8 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   const before = name(prev);
   const after = name(next);
   const changed = before !== after;
-  if (event.type === "SESSION_START" && (event.reason === "new" || event.reason === "fork")) trace.freshPhysicalSession = true;
+  if (event.type === "SESSION_START" && (event.reason === "new" || event.reason === "fork"))
+    trace.freshPhysicalSession = true;
   if (event.type === "STOP") trace.freshPhysicalSession = false;
 
   // I1.1
@@ -69,17 +72,31 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // I1.2
   if (!before.startsWith("starting") && after.startsWith("starting")) {
     const ok = event.type === "START" || (event.type === "SESSION_START" && autoStart && isGenuinelyNewSession(event));
-    if (!ok) v.push(`I1.2 storage initialization entered from ${before} on ${JSON.stringify(event)} (autoStart=${autoStart})`);
+    if (!ok)
+      v.push(`I1.2 storage initialization entered from ${before} on ${JSON.stringify(event)} (autoStart=${autoStart})`);
   }
-  if (mayInitializeStorage(next as never) !== after.startsWith("starting")) v.push(`I1.2 mayInitializeStorage disagrees with ${after}`);
+  if (mayInitializeStorage(next as never) !== after.startsWith("starting"))
+    v.push(`I1.2 mayInitializeStorage disagrees with ${after}`);
   // I1.3
   if (event.type === "SESSION_START" && !isGenuinelyNewSession(event) && after.startsWith("starting"))
     v.push(`I1.3 autoStart enabled a ${event.reason} session with a ${event.branch} branch`);
-  if (event.type === "TREE" && !before.startsWith("starting") && after.startsWith("starting")) v.push("I1.3 autoStart enabled a /tree navigation");
+  if (event.type === "TREE" && !before.startsWith("starting") && after.startsWith("starting"))
+    v.push("I1.3 autoStart enabled a /tree navigation");
   // I1.4 (machine half; the marker half — a foreign stop marker restores as disabled — is in restore.test.ts)
-  if (event.type === "SESSION_START" && (event.reason === "new" || event.reason === "fork") && after !== "off" && after !== "starting.fresh")
+  if (
+    event.type === "SESSION_START" &&
+    (event.reason === "new" || event.reason === "fork") &&
+    after !== "off" &&
+    after !== "starting.fresh"
+  )
     v.push(`I1.4 a ${event.reason} physical session consulted inherited markers and reached ${after}`);
-  if (trace.freshPhysicalSession && before.startsWith("off") === false && after === "passive" && event.type !== "STOP" && event.type !== "RESTORE_RESULT")
+  if (
+    trace.freshPhysicalSession &&
+    before.startsWith("off") === false &&
+    after === "passive" &&
+    event.type !== "STOP" &&
+    event.type !== "RESTORE_RESULT"
+  )
     v.push(`I1.4 a new or forked physical session reached passive via ${JSON.stringify(event)}`);
   // I1.5
   if (before !== "passive" && after === "passive") {
@@ -101,11 +118,22 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // A failed stop (I1.12) and an adoption (I1.13) return to exactly the active state they left,
   // so they re-enter a bootstrap only if they were in that very bootstrap.
   const returnedFromFailedStop =
-    ((before === "stopping" && event.type === "STOP_FAILED") || (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED"))) &&
+    ((before === "stopping" && event.type === "STOP_FAILED") ||
+      (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED"))) &&
     after === (trace.lastActive ?? "active.steady");
-  if (after === "active.bootstrap.fromHandoff" && before !== after && before !== "starting.fromPassive" && !returnedFromFailedStop)
+  if (
+    after === "active.bootstrap.fromHandoff" &&
+    before !== after &&
+    before !== "starting.fromPassive" &&
+    !returnedFromFailedStop
+  )
     v.push(`I1.6 handoff bootstrap entered from ${before}`);
-  if (after === "active.bootstrap.fromTranscript" && before !== after && before !== "starting.fromOff" && !returnedFromFailedStop)
+  if (
+    after === "active.bootstrap.fromTranscript" &&
+    before !== after &&
+    before !== "starting.fromOff" &&
+    !returnedFromFailedStop
+  )
     v.push(`I1.6 transcript bootstrap entered from ${before}`);
   if (before === "starting.fromOff" && event.type === "STORAGE_READY" && after !== "active.bootstrap.fromTranscript")
     v.push(`I1.6 a mid-conversation start reached ${after} instead of bootstrapping from the transcript`);
@@ -117,7 +145,8 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // I1.8
   if (before === "failedClosed.unproven" && (event.type === "STOP" || event.type === "START")) {
     if (changed) v.push(`I1.8 ${event.type} on an unproven branch moved to ${after}`);
-    if (!step.emitted.some((e) => e.type === "episode.notice")) v.push(`I1.8 ${event.type} on an unproven branch failed silently`);
+    if (!step.emitted.some((e) => e.type === "episode.notice"))
+      v.push(`I1.8 ${event.type} on an unproven branch failed silently`);
   }
   // I1.9
   if (after === "failedClosed.lockBusy" && next.context.retained?.revision !== "r-sel")
@@ -127,23 +156,41 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     const { result } = event;
     const detail = "detail" in result && result.detail !== undefined ? { detail: result.detail } : {};
     const expected =
-      result.kind === "unproven" || result.kind === "lockBusy" ? { kind: result.kind, revision: result.revision, ...detail } : null;
+      result.kind === "unproven" || result.kind === "lockBusy"
+        ? { kind: result.kind, revision: result.revision, ...detail }
+        : null;
     if (!isDeepStrictEqual(next.context.retained, expected))
       v.push(`I1.9 retained ${JSON.stringify(next.context.retained)} after the restore said ${JSON.stringify(result)}`);
   }
   const retains = after.startsWith("failedClosed") || after.startsWith("restoring");
-  if ((after.startsWith("failedClosed") && next.context.retained === null) || (next.context.retained !== null && !retains))
+  if (
+    (after.startsWith("failedClosed") && next.context.retained === null) ||
+    (next.context.retained !== null && !retains)
+  )
     v.push(`I1.9 the retained pointer (${JSON.stringify(next.context.retained)}) disagrees with ${after}`);
-  if (before === "failedClosed.lockBusy" && (event.type === "START" || event.type === "STOP") && !after.startsWith("restoring"))
+  if (
+    before === "failedClosed.lockBusy" &&
+    (event.type === "START" || event.type === "STOP") &&
+    !after.startsWith("restoring")
+  )
     v.push(`I1.9 ${event.type} after lock-busy went to ${after} instead of retrying restoration`);
   // I1.12
   if (before !== "stopping" && after === "stopping") {
-    const ok = (event.type === "STOP" && before.startsWith("active")) || (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop");
+    const ok =
+      (event.type === "STOP" && before.startsWith("active")) ||
+      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop");
     // (the retried stop restores the revision first and then stops: one macrostep)
     if (!ok) v.push(`I1.12 stopping entered from ${before} on ${JSON.stringify(event)}`);
-    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "persist-disabled")) v.push("I1.12 stopping entered without persisting the disabled config");
+    if (
+      !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "persist-disabled")
+    )
+      v.push("I1.12 stopping entered without persisting the disabled config");
   }
-  if (before === "stopping" && event.type === "STOP_PERSISTED" && !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "freeze-handoff"))
+  if (
+    before === "stopping" &&
+    event.type === "STOP_PERSISTED" &&
+    !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "freeze-handoff")
+  )
     v.push("I1.12 passive began without freezing the exit handoff");
   if (before === "stopping" && event.type === "STOP_FAILED") {
     const expected = trace.lastActive ?? "active.steady";
@@ -152,19 +199,33 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   }
   // I1.13
   if (before !== "starting.adopting" && after === "starting.adopting") {
-    if (!(event.type === "START" && event.adoptGit === true && before.startsWith("active"))) v.push(`I1.13 adoption entered from ${before} on ${JSON.stringify(event)}`);
-    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "adopt-git")) v.push("I1.13 adoption entered without initializing storage");
+    if (!(event.type === "START" && event.adoptGit === true && before.startsWith("active")))
+      v.push(`I1.13 adoption entered from ${before} on ${JSON.stringify(event)}`);
+    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "adopt-git"))
+      v.push("I1.13 adoption entered without initializing storage");
   }
   if (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED")) {
     const expected = trace.lastActive ?? "active.steady";
-    if (after !== expected) v.push(`I1.13 ${event.type} after adoption went to ${after} instead of back to ${expected}`);
+    if (after !== expected)
+      v.push(`I1.13 ${event.type} after adoption went to ${after} instead of back to ${expected}`);
     const code = event.type === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed";
-    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === code)) v.push(`I1.13 ${event.type} after adoption without notice ${code}`);
+    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === code))
+      v.push(`I1.13 ${event.type} after adoption without notice ${code}`);
   }
-  if (before.startsWith("active") && event.type === "START" && !event.adoptGit && (changed || !step.emitted.some((e) => e.type === "episode.notice")))
+  if (
+    before.startsWith("active") &&
+    event.type === "START" &&
+    !event.adoptGit &&
+    (changed || !step.emitted.some((e) => e.type === "episode.notice"))
+  )
     v.push(`I1.13 START without adoptGit on an active branch moved to ${after} or was silent`);
   if (after.startsWith("active")) trace.lastActive = after;
-  if (event.type === "SESSION_START" || event.type === "TREE" || (before === "restoring.retryStop" && event.type === "RESTORE_RESULT")) trace.lastActive = null;
+  if (
+    event.type === "SESSION_START" ||
+    event.type === "TREE" ||
+    (before === "restoring.retryStop" && event.type === "RESTORE_RESULT")
+  )
+    trace.lastActive = null;
   // I1.5: a passive /tree re-freezes the handoff at the new position
   if (before === "passive" && event.type === "TREE" && !emittedEffect(step, "freeze-handoff"))
     v.push("I1.5 /tree while passive did not freeze the handoff again");
@@ -183,7 +244,8 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (event.type === "RUN_STARTED" && after.startsWith("active")) {
     const previous = (prev as EpisodeSnapshot).children.resolution;
     if (!resolution || resolution === previous) v.push("I1.14 an enabled run started without a fresh resolution actor");
-    if (previous && previous.getSnapshot().status !== "stopped") v.push("I1.14 the previous run's resolution actor kept running");
+    if (previous && previous.getSnapshot().status !== "stopped")
+      v.push("I1.14 the previous run's resolution actor kept running");
   }
   if (event.type !== "RUN_STARTED" && resolution && resolution !== (prev as EpisodeSnapshot).children.resolution)
     v.push(`I1.14 a resolution actor appeared on ${event.type}`);
@@ -364,7 +426,9 @@ describe("episode scenarios", () => {
       expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);
       expect(effects.at(-1)).toBe("adopt-git");
       a.send({ type: outcome });
-      expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe("active.bootstrap.fromTranscript");
+      expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe(
+        "active.bootstrap.fromTranscript",
+      );
       expect(notices.at(-1)).toBe(outcome === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed");
       a.stop();
     }
@@ -372,9 +436,13 @@ describe("episode scenarios", () => {
 
   it("I1.13 check catches a silent adoption, and one started without git", () => {
     const silent = runSuite(episodeMachine.provide({ actions: { reportAdopted: () => undefined } }));
-    expect(silent.violations.some((v) => v.startsWith("I1.13") && v.includes("without notice adopted-into-git"))).toBe(true);
+    expect(silent.violations.some((v) => v.startsWith("I1.13") && v.includes("without notice adopted-into-git"))).toBe(
+      true,
+    );
     // (a guard forced true multiplies the simple paths past their bound, so this one is a single checked step)
-    const eager = createActor(episodeMachine.provide({ guards: { startAdoptsGit: () => true } }), { input: { autoStart: true } }).start();
+    const eager = createActor(episodeMachine.provide({ guards: { startAdoptsGit: () => true } }), {
+      input: { autoStart: true },
+    }).start();
     eager.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
     eager.send({ type: "STORAGE_READY" });
     const prev = eager.getSnapshot();
@@ -382,8 +450,16 @@ describe("episode scenarios", () => {
     eager.on("*", (e) => emitted.push(e));
     const event: EpisodeEvent = { type: "START" };
     eager.send(event);
-    const violations = checkEpisodeStep({ index: 2, prev, event, next: eager.getSnapshot(), taken: [], emitted }, { freshPhysicalSession: false, lastActive: "active.steady" }, true);
-    expect(violations.some((v) => v.startsWith("I1.13 adoption entered from active.steady") && v.includes('{"type":"START"}'))).toBe(true);
+    const violations = checkEpisodeStep(
+      { index: 2, prev, event, next: eager.getSnapshot(), taken: [], emitted },
+      { freshPhysicalSession: false, lastActive: "active.steady" },
+      true,
+    );
+    expect(
+      violations.some(
+        (v) => v.startsWith("I1.13 adoption entered from active.steady") && v.includes('{"type":"START"}'),
+      ),
+    ).toBe(true);
     eager.stop();
   });
 
@@ -408,6 +484,9 @@ describe("episode scenarios", () => {
       { type: "STOP" },
       { type: "STOP_FAILED" },
     ]);
-    expect(episodeStateName(restarted), "I1.12/I1.6 a failed stop during a restart keeps the handoff bootstrap, never the raw transcript").toBe("active.bootstrap.fromHandoff");
+    expect(
+      episodeStateName(restarted),
+      "I1.12/I1.6 a failed stop during a restart keeps the handoff bootstrap, never the raw transcript",
+    ).toBe("active.bootstrap.fromHandoff");
   });
 });

@@ -28,7 +28,11 @@ const toy = setup({
     done: { type: "final" },
   },
 });
-const events = () => [{ type: "GO", big: true } as const, { type: "GO", big: false } as const, { type: "PING" } as const];
+const events = () => [
+  { type: "GO", big: true } as const,
+  { type: "GO", big: false } as const,
+  { type: "PING" } as const,
+];
 
 describe("graph utilities", () => {
   it("lists every transition, each guarded branch and always transitions separately", () => {

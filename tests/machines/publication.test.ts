@@ -62,14 +62,22 @@ interface Trace {
 
 const holdsTarget = (c: PublicationContext) => c.queued !== null || c.inflight !== null || c.pending !== null;
 
-export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Trace, input: PublicationInput): string[] {
+export function checkPublicationStep(
+  step: StepInfo<PublicationEvent>,
+  trace: Trace,
+  input: PublicationInput,
+): string[] {
   const v: string[] = [];
   const { prev, event, next } = step;
   const p = prev.context as PublicationContext;
   const n = next.context as PublicationContext;
   const before = flattenValue(prev.value);
   const after = flattenValue(next.value);
-  const isResult = event.type === "PUSH_OK" || event.type === "PUSH_FAILED" || event.type === "PUSH_LOCAL_ONLY" || event.type === "PUSH_UNREACHABLE";
+  const isResult =
+    event.type === "PUSH_OK" ||
+    event.type === "PUSH_FAILED" ||
+    event.type === "PUSH_LOCAL_ONLY" ||
+    event.type === "PUSH_UNREACHABLE";
   const isCurrent = isResult && event.target === p.inflight && event.generation === p.generation;
   const pushes = step.emitted.filter((e): e is PushAnnounced => e.type === "publication.push");
   const started = pushes[0] ?? null;
@@ -78,15 +86,18 @@ export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Tr
   if (event.type === "ACCEPTED") trace.lastAccepted = event.target;
   // I3.8
   const announcedStale = step.emitted.some((e) => e.type === "publication.stale");
-  if (isResult && !isCurrent && prev.status === "active" && !announcedStale) v.push(`I3.8 a stale ${event.type} was not announced`);
+  if (isResult && !isCurrent && prev.status === "active" && !announcedStale)
+    v.push(`I3.8 a stale ${event.type} was not announced`);
   if (announcedStale && (!isResult || isCurrent)) v.push(`I3.8 ${event.type} announced stale although it counted`);
   // I3.1
-  if (n.queued !== null && n.queued !== trace.lastAccepted) v.push(`I3.1 queued ${n.queued} is not the newest accepted ${trace.lastAccepted}`);
+  if (n.queued !== null && n.queued !== trace.lastAccepted)
+    v.push(`I3.1 queued ${n.queued} is not the newest accepted ${trace.lastAccepted}`);
   if (event.type === "ACCEPTED" && wasPushing && event.target === p.inflight && (n.queued !== null || started))
     v.push(`I3.1 ${event.target}, accepted while its own push is in flight, was queued (${n.queued}) or pushed again`);
   // I3.2
   if (isResult && !isCurrent) {
-    if (before !== after || JSON.stringify(p) !== JSON.stringify(n) || started) v.push(`I3.2 stale result ${JSON.stringify(event)} changed ${before} → ${after}`);
+    if (before !== after || JSON.stringify(p) !== JSON.stringify(n) || started)
+      v.push(`I3.2 stale result ${JSON.stringify(event)} changed ${before} → ${after}`);
   }
   if (after === "remote.confirmed" && before !== "remote.confirmed" && !(event.type === "PUSH_OK" && isCurrent))
     v.push(`I3.2 confirmed reached on ${JSON.stringify(event)} (only a current PUSH_OK confirms)`);
@@ -100,50 +111,96 @@ export function checkPublicationStep(step: StepInfo<PublicationEvent>, trace: Tr
     v.push(`I3.3 a push that found no remote left ${after} with targets`);
   if (after === "localOnly" && holdsTarget(n)) v.push("I3.3 localOnly holds targets");
   // I3.4
-  if (started && event.type === "ACCEPTED" && input.policy === "turn-end") v.push("I3.4 turn-end policy pushed synchronously on ACCEPTED");
-  if (event.type === "ACCEPTED" && input.policy === "transition" && publishes && before.startsWith("remote") && p.inflight === null && !started)
+  if (started && event.type === "ACCEPTED" && input.policy === "turn-end")
+    v.push("I3.4 turn-end policy pushed synchronously on ACCEPTED");
+  if (
+    event.type === "ACCEPTED" &&
+    input.policy === "transition" &&
+    publishes &&
+    before.startsWith("remote") &&
+    p.inflight === null &&
+    !started
+  )
     v.push(`I3.4 transition policy did not push ${event.target} at once (from ${before})`);
-  if (started && input.policy === "turn-end" && !["TURN_END", "RETRY"].includes(event.type) && !(before === "remote.pushing.turnEnded" && isCurrent))
+  if (
+    started &&
+    input.policy === "turn-end" &&
+    !["TURN_END", "RETRY"].includes(event.type) &&
+    !(before === "remote.pushing.turnEnded" && isCurrent)
+  )
     v.push(`I3.4 turn-end push started by ${event.type} (from ${before})`);
   // a turn end while a newer target is queued behind a push is not lost: the current result pushes it
-  if (event.type === "TURN_END" && before === "remote.pushing.inFlight" && p.queued !== null && after !== "remote.pushing.turnEnded")
+  if (
+    event.type === "TURN_END" &&
+    before === "remote.pushing.inFlight" &&
+    p.queued !== null &&
+    after !== "remote.pushing.turnEnded"
+  )
     v.push("I3.4 turn end during a push was lost");
-  if (before === "remote.pushing.turnEnded" && isCurrent && event.type !== "PUSH_LOCAL_ONLY" && !(started && n.inflight === p.queued))
+  if (
+    before === "remote.pushing.turnEnded" &&
+    isCurrent &&
+    event.type !== "PUSH_LOCAL_ONLY" &&
+    !(started && n.inflight === p.queued)
+  )
     v.push(`I3.4 turnEnded did not push the queued target ${p.queued}`);
   // I3.5
   if (pushes.length > 1) v.push(`I3.5 ${pushes.length} pushes started by one event`);
   if (started && wasPushing && !isCurrent) v.push("I3.5 second push started while one is in flight");
   if (started && (!isPushing || started.target !== n.inflight || started.generation !== n.generation))
-    v.push(`I3.5 announced push ${JSON.stringify(started)} is not the push in flight (${n.inflight}@${n.generation}, ${after})`);
+    v.push(
+      `I3.5 announced push ${JSON.stringify(started)} is not the push in flight (${n.inflight}@${n.generation}, ${after})`,
+    );
   // every push start is announced: a new in-flight target, or still pushing after the in-flight push
   // returned (a restart, possibly of the same target, that no snapshot diff can see)
   if (isPushing && !started && (!wasPushing || n.inflight !== p.inflight || isCurrent))
     v.push(`I3.5 push of ${n.inflight} started without publication.push (on ${event.type} from ${before})`);
-  if (isPushing !== (n.inflight !== null && after.startsWith("remote"))) v.push(`I3.5 inflight ${n.inflight} inconsistent with ${after}`);
+  if (isPushing !== (n.inflight !== null && after.startsWith("remote")))
+    v.push(`I3.5 inflight ${n.inflight} inconsistent with ${after}`);
   // I3.6
   if (event.type === "PUSH_FAILED" && isCurrent && p.queued === null && n.pending !== p.inflight)
     v.push(`I3.6 failed push lost its target ${p.inflight}`);
   if (event.type === "PUSH_FAILED" && isCurrent && n.pending === p.inflight) {
     const expected = p.pending === p.inflight ? p.attempts + 1 : 1;
-    if (n.attempts !== expected || n.lastError !== (event.error ?? "push failed")) v.push(`I3.6 failure count ${n.attempts} (expected ${expected}) / error ${n.lastError}`);
+    if (n.attempts !== expected || n.lastError !== (event.error ?? "push failed"))
+      v.push(`I3.6 failure count ${n.attempts} (expected ${expected}) / error ${n.lastError}`);
   }
-  if (n.pending === null && (n.attempts !== 0 || n.lastError !== null)) v.push(`I3.6 attempts/lastError ${n.attempts}/${n.lastError} without a pending target`);
-  if (before === "remote.pending" && isPushing && (event.type === "TURN_END" || event.type === "RETRY") && n.inflight !== p.pending)
+  if (n.pending === null && (n.attempts !== 0 || n.lastError !== null))
+    v.push(`I3.6 attempts/lastError ${n.attempts}/${n.lastError} without a pending target`);
+  if (
+    before === "remote.pending" &&
+    isPushing &&
+    (event.type === "TURN_END" || event.type === "RETRY") &&
+    n.inflight !== p.pending
+  )
     v.push(`I3.6 retry pushed ${n.inflight} instead of pending ${p.pending}`);
   if (
     event.type === "RESTORED_PENDING" &&
     before === "remote.idle" &&
-    !(after === "remote.pending" && n.pending === event.target && n.attempts === (event.attempts ?? 0) && n.lastError === (event.error ?? null))
+    !(
+      after === "remote.pending" &&
+      n.pending === event.target &&
+      n.attempts === (event.attempts ?? 0) &&
+      n.lastError === (event.error ?? null)
+    )
   )
     v.push("I3.6 restored pending publication was lost");
   // I3.7
-  if (event.type === "SHUTDOWN" && prev.status === "active" && (next.status !== "done" || n.generation !== p.generation + 1))
+  if (
+    event.type === "SHUTDOWN" &&
+    prev.status === "active" &&
+    (next.status !== "done" || n.generation !== p.generation + 1)
+  )
     v.push("I3.7 SHUTDOWN did not close and fence the generation");
-  if (prev.status === "done" && JSON.stringify(prev.value) !== JSON.stringify(next.value)) v.push("I3.7 closed machine changed");
+  if (prev.status === "done" && JSON.stringify(prev.value) !== JSON.stringify(next.value))
+    v.push("I3.7 closed machine changed");
   if (event.type === "PUSH_UNREACHABLE" && isCurrent) {
-    if (n.pending === p.inflight || n.inflight === p.inflight) v.push(`I3.7 unreachable ${p.inflight} kept for another push`);
+    if (n.pending === p.inflight || n.inflight === p.inflight)
+      v.push(`I3.7 unreachable ${p.inflight} kept for another push`);
     if (p.queued === null && (after !== "remote.idle" || n.generation !== p.generation + 1 || holdsTarget(n)))
-      v.push(`I3.7 unreachable ${p.inflight} with nothing newer did not reset the lineage (${after}, generation ${n.generation})`);
+      v.push(
+        `I3.7 unreachable ${p.inflight} with nothing newer did not reset the lineage (${after}, generation ${n.generation})`,
+      );
     if (p.queued !== null && (n.generation !== p.generation || (n.queued !== p.queued && n.inflight !== p.queued)))
       v.push(`I3.7 unreachable ${p.inflight} dropped the newer queued target ${p.queued}`);
   }
@@ -177,13 +234,18 @@ describe("publication machine (generated paths)", () => {
 
 describe("publication negative controls", () => {
   it("I3.2 check catches a late result acknowledging whatever is in flight (no target/generation fence)", () => {
-    const unfenced = publicationMachine.provide({ guards: { isCurrentResult: ({ context }) => context.inflight !== null } });
+    const unfenced = publicationMachine.provide({
+      guards: { isCurrentResult: ({ context }) => context.inflight !== null },
+    });
     const { violations } = runSuite(unfenced, 10_000);
     expect(violations.some((v) => v.startsWith("I3.2"))).toBe(true);
   });
 
   it("I3.3 check catches a missing-remote route treated as publishable", () => {
-    const { violations, report } = runSuite(publicationMachine.provide({ guards: { hasNoRemote: () => false } }), 10_000);
+    const { violations, report } = runSuite(
+      publicationMachine.provide({ guards: { hasNoRemote: () => false } }),
+      10_000,
+    );
     expect(violations.some((v) => v.startsWith("I3.3"))).toBe(true);
     expect(report.uncovered).toContain("publication.route --always [hasNoRemote]--> publication.localOnly");
     expect(() => assertFullCoverage(report)).toThrow(UncoveredTransitionsError);
@@ -200,14 +262,26 @@ describe("publication negative controls (turn end during a push)", () => {
 describe("publication negative controls (explicit push events, ISS-2)", () => {
   it("I3.5 check catches a push start that is not announced (the driver would never run it)", () => {
     const silent = publicationMachine.provide({
-      actions: { startPushQueued: assign({ inflight: ({ context }) => context.queued, queued: null, pending: null, attempts: 0, lastError: null }) as never },
+      actions: {
+        startPushQueued: assign({
+          inflight: ({ context }) => context.queued,
+          queued: null,
+          pending: null,
+          attempts: 0,
+          lastError: null,
+        }) as never,
+      },
     });
     const { violations } = runSuite(silent, 10_000);
     expect(violations.some((v) => v.startsWith("I3.5 push of"))).toBe(true);
   });
 
   it("I3.1 check catches a target queued behind its own in-flight push (the pre-ISS-2 machine)", () => {
-    const requeues = publicationMachine.provide({ actions: { queueNewest: assign({ queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null) }) as never } });
+    const requeues = publicationMachine.provide({
+      actions: {
+        queueNewest: assign({ queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null) }) as never,
+      },
+    });
     const { violations } = runSuite(requeues, 10_000);
     expect(violations.some((v) => v.startsWith("I3.1") && v.includes("was queued"))).toBe(true);
   });
@@ -216,7 +290,8 @@ describe("publication negative controls (explicit push events, ISS-2)", () => {
     const keepsOlder = publicationMachine.provide({
       actions: {
         queueNewest: assign({
-          queued: ({ context, event }) => (event.type !== "ACCEPTED" ? null : event.target === context.inflight ? context.queued : event.target),
+          queued: ({ context, event }) =>
+            event.type !== "ACCEPTED" ? null : event.target === context.inflight ? context.queued : event.target,
         }) as never,
       },
     });
@@ -225,7 +300,10 @@ describe("publication negative controls (explicit push events, ISS-2)", () => {
   });
 
   it("I3.7 check catches an unreachable target resetting the lineage over a newer queued target", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { isCurrentResultWithQueued: () => false } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { isCurrentResultWithQueued: () => false } }),
+      10_000,
+    );
     expect(violations.some((v) => v.startsWith("I3.7") && v.includes("dropped the newer queued target"))).toBe(true);
   });
 });
@@ -307,13 +385,20 @@ describe("publication scenarios", () => {
     expect(publicationStatus(a.getSnapshot())).toBe("pending");
     expect(a.getSnapshot().context).toMatchObject({ pending: "r1", attempts: 1 });
     a.send({ type: "ACCEPTED", target: "r2" });
-    expect(pushes.map((p) => p.target), "I3.5 one announcement per push, none for the re-accepted r1").toEqual(["r1", "r2"]);
+    expect(
+      pushes.map((p) => p.target),
+      "I3.5 one announcement per push, none for the re-accepted r1",
+    ).toEqual(["r1", "r2"]);
     a.stop();
   });
 
   it("I3.5 a same-target restart is a second announcement (what pushToStart's snapshot diff could not see)", () => {
     // The pre-ISS-2 queueNewest re-queues r1 behind itself; with explicit events the restart still runs.
-    const requeues = publicationMachine.provide({ actions: { queueNewest: assign({ queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null) }) as never } });
+    const requeues = publicationMachine.provide({
+      actions: {
+        queueNewest: assign({ queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null) }) as never,
+      },
+    });
     const a = createActor(requeues, { input: { policy: "transition", backend: "git", remote: true } });
     const pushes: string[] = [];
     a.on("publication.push", ({ target }) => pushes.push(target));
@@ -334,7 +419,13 @@ describe("publication scenarios", () => {
     a.send({ type: "RETRY" });
     a.send({ type: "PUSH_UNREACHABLE", target: "gone", generation: 0 });
     expect(publicationStatus(a.getSnapshot())).toBe("idle");
-    expect(a.getSnapshot().context).toMatchObject({ generation: 1, queued: null, inflight: null, pending: null, attempts: 0 });
+    expect(a.getSnapshot().context).toMatchObject({
+      generation: 1,
+      queued: null,
+      inflight: null,
+      pending: null,
+      attempts: 0,
+    });
     a.send({ type: "ACCEPTED", target: "c1" });
     a.send({ type: "TURN_END" });
     a.send({ type: "ACCEPTED", target: "c2" });

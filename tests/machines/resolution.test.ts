@@ -51,7 +51,8 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
   if ((event.type === "FINAL_ONLY" || (event.type === "PATCH_ACCEPTED" && event.final)) && prev.status === "active") {
     if (next.status !== "active" || commits || exhaustedNow) v.push("I2.2 final:true ended the turn");
   }
-  if (wasEligible && !isEligible && next.status === "active") v.push(`I2.2 eligibility dropped on ${JSON.stringify(event)}`);
+  if (wasEligible && !isEligible && next.status === "active")
+    v.push(`I2.2 eligibility dropped on ${JSON.stringify(event)}`);
   // I2.3
   if (event.type === "PATCH_REJECTED" && (before !== after || emitted.length))
     v.push(`I2.3 a failed patch call consumed something (${before} → ${after})`);
@@ -83,14 +84,19 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
   if ((after.startsWith("ineligible") || after === "exhausted") && steersUsed(next as never) !== used)
     v.push("I2.5 steersUsed disagrees with emitted steers");
   // I2.6
-  if (commits && !(before === "candidate" && event.type === "TURN_END")) v.push(`I2.6 response committed from ${before} on ${event.type}`);
-  if (after === "accepted" && before !== "accepted" && commits !== 1) v.push("I2.6 accepted without exactly one commit");
+  if (commits && !(before === "candidate" && event.type === "TURN_END"))
+    v.push(`I2.6 response committed from ${before} on ${event.type}`);
+  if (after === "accepted" && before !== "accepted" && commits !== 1)
+    v.push("I2.6 accepted without exactly one commit");
   if (trace.commits > 1) v.push("I2.6 response committed twice");
-  if (isResponseCommitted(next as never) !== (trace.commits === 1)) v.push("I2.6 isResponseCommitted disagrees with commits");
+  if (isResponseCommitted(next as never) !== (trace.commits === 1))
+    v.push("I2.6 isResponseCommitted disagrees with commits");
   if (event.type === "DRAFT" && event.ending === "complete" && wasEligible) trace.candidate = event.text ?? "";
   for (const e of emitted) {
     if (e.type === "resolution.commitResponse" && (e as { text?: string }).text !== trace.candidate)
-      v.push(`I2.6 the committed response is not the eligible draft's text (${JSON.stringify((e as { text?: string }).text)})`);
+      v.push(
+        `I2.6 the committed response is not the eligible draft's text (${JSON.stringify((e as { text?: string }).text)})`,
+      );
   }
   return v;
 }
@@ -121,13 +127,19 @@ describe("resolution negative controls", () => {
   it("I2.5 check catches an off-by-one steering bound (three steers instead of two, or one)", () => {
     for (const steers of [3, 1]) {
       const { violations } = runSuite(createResolutionMachine(steers));
-      expect(violations.some((v) => v.startsWith("I2.5")), `a budget of ${steers} must violate I2.5`).toBe(true);
+      expect(
+        violations.some((v) => v.startsWith("I2.5")),
+        `a budget of ${steers} must violate I2.5`,
+      ).toBe(true);
     }
   });
 
   it("I2.4 check catches an interrupted ending treated as a complete draft", () => {
     const leaky = resolutionMachine.provide({
-      guards: { isInterruptedDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "complete" && event.ending !== "length" },
+      guards: {
+        isInterruptedDraft: ({ event }) =>
+          event.type === "DRAFT" && event.ending !== "complete" && event.ending !== "length",
+      },
     });
     const { violations } = runSuite(leaky);
     expect(violations.some((v) => v.startsWith("I2.4"))).toBe(true);

@@ -7,17 +7,31 @@ const rev = (revision: string): BranchMarker => ({ kind: "revision", revision })
 
 describe("selectRestore (I1.11)", () => {
   it("I1.11 a malformed entry is skipped like an invalid target; a stopped revision restores passive", async () => {
-    expect(await selectRestore([rev("a"), { kind: "malformed" }], checks({ a: "valid" }), "S")).toEqual({ kind: "revision", revision: "a", skippedInvalid: 1 });
-    expect(await selectRestore([{ kind: "malformed" }], checks({}), "S")).toEqual({ kind: "unproven", revision: null, reason: "noValidPointer" });
-    expect(await selectRestore([rev("a"), rev("b")], checks({ a: "valid", b: "stopped" }), "S")).toEqual({ kind: "passive" });
+    expect(await selectRestore([rev("a"), { kind: "malformed" }], checks({ a: "valid" }), "S")).toEqual({
+      kind: "revision",
+      revision: "a",
+      skippedInvalid: 1,
+    });
+    expect(await selectRestore([{ kind: "malformed" }], checks({}), "S")).toEqual({
+      kind: "unproven",
+      revision: null,
+      reason: "noValidPointer",
+    });
+    expect(await selectRestore([rev("a"), rev("b")], checks({ a: "valid", b: "stopped" }), "S")).toEqual({
+      kind: "passive",
+    });
   });
 
   it("I1.11 checks run lazily: nothing older than the decisive marker is read", async () => {
     const asked: string[] = [];
-    const result = await selectRestore([rev("a"), rev("b"), rev("c")], async (r) => {
-      asked.push(r);
-      return r === "b" ? "valid" : "invalid";
-    }, "S");
+    const result = await selectRestore(
+      [rev("a"), rev("b"), rev("c")],
+      async (r) => {
+        asked.push(r);
+        return r === "b" ? "valid" : "invalid";
+      },
+      "S",
+    );
     expect(result).toEqual({ kind: "revision", revision: "b", skippedInvalid: 1 });
     expect(asked).toEqual(["c", "b"]);
   });
@@ -50,7 +64,11 @@ describe("selectRestore (I1.11)", () => {
   });
 
   it("I1.11 only invalid pointers → unproven (fails closed), not none", async () => {
-    expect(await selectRestore([rev("x")], checks({}), "S")).toEqual({ kind: "unproven", revision: null, reason: "noValidPointer" });
+    expect(await selectRestore([rev("x")], checks({}), "S")).toEqual({
+      kind: "unproven",
+      revision: null,
+      reason: "noValidPointer",
+    });
   });
 
   it("I1.4 a stop marker written by another physical session (fork, copy) restores as disabled, never passive", async () => {
@@ -63,27 +81,39 @@ describe("selectRestore (I1.11)", () => {
   it("I1.11 property: the result is decided by the newest non-invalid marker", async () => {
     const marker = fc.oneof(
       fc.constantFrom("a", "b", "c", "d").map((r) => rev(r)),
-      fc.option(fc.constantFrom("S", "T"), { nil: undefined }).map((by): BranchMarker =>
-        by === undefined ? { kind: "disabled" } : { kind: "disabled", stoppedBy: by },
-      ),
+      fc
+        .option(fc.constantFrom("S", "T"), { nil: undefined })
+        .map((by): BranchMarker => (by === undefined ? { kind: "disabled" } : { kind: "disabled", stoppedBy: by })),
     );
     const verdict = fc.constantFrom<PointerCheck>("valid", "stopped", "invalid", "unavailable", "lockBusy");
     await fc.assert(
-      fc.asyncProperty(fc.array(marker, { maxLength: 8 }), fc.record({ a: verdict, b: verdict, c: verdict, d: verdict }), async (markers, table) => {
-        const result = await selectRestore(markers, checks(table), "S");
-        const decisive = [...markers].reverse().find((m) => m.kind === "disabled" || (m.kind === "revision" && table[m.revision as "a"] !== "invalid"));
-        if (!decisive) {
-          expect(result.kind, "I1.11 no decisive marker").toBe(markers.length ? "unproven" : "none");
-          return;
-        }
-        if (decisive.kind === "disabled") {
-          expect(result.kind, "I1.11 disabled marker").toBe(decisive.stoppedBy === "S" ? "passive" : "disabled");
-          return;
-        }
-        if (decisive.kind !== "revision") throw new Error("unreachable");
-        const expected = { valid: "revision", stopped: "passive", unavailable: "unproven", lockBusy: "lockBusy", invalid: "?" }[table[decisive.revision as "a"]];
-        expect(result.kind, "I1.11 decisive revision").toBe(expected);
-      }),
+      fc.asyncProperty(
+        fc.array(marker, { maxLength: 8 }),
+        fc.record({ a: verdict, b: verdict, c: verdict, d: verdict }),
+        async (markers, table) => {
+          const result = await selectRestore(markers, checks(table), "S");
+          const decisive = [...markers]
+            .reverse()
+            .find((m) => m.kind === "disabled" || (m.kind === "revision" && table[m.revision as "a"] !== "invalid"));
+          if (!decisive) {
+            expect(result.kind, "I1.11 no decisive marker").toBe(markers.length ? "unproven" : "none");
+            return;
+          }
+          if (decisive.kind === "disabled") {
+            expect(result.kind, "I1.11 disabled marker").toBe(decisive.stoppedBy === "S" ? "passive" : "disabled");
+            return;
+          }
+          if (decisive.kind !== "revision") throw new Error("unreachable");
+          const expected = {
+            valid: "revision",
+            stopped: "passive",
+            unavailable: "unproven",
+            lockBusy: "lockBusy",
+            invalid: "?",
+          }[table[decisive.revision as "a"]];
+          expect(result.kind, "I1.11 decisive revision").toBe(expected);
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -25,7 +25,10 @@ describe("Diagnostics", () => {
     const on = new Diagnostics(agent, true, join(agent, "state-flow"), () => {});
     on.write({ kind: "rejected-patch", error: "x" });
     on.write({ kind: "unresolved-draft", text: "y" });
-    const lines = readFileSync(on.path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const lines = readFileSync(on.path, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.kind)).toEqual(["rejected-patch", "unresolved-draft"]);
     expect(lines[0].time).toMatch(/^\d{4}-/);
   });

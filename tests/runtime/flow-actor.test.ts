@@ -14,7 +14,10 @@ describe("createFlowActor", () => {
     const inspect = (e: InspectionEvent) => {
       if (e.type === "@xstate.actor") seen.push((e.actorRef as unknown as { logic: { id: string } }).logic.id);
     };
-    const actor = createFlowActor(episodeMachine, { input: { autoStart: true }, inspection: { url: "ws://x", inspect: { next: inspect }, stop() {} } });
+    const actor = createFlowActor(episodeMachine, {
+      input: { autoStart: true },
+      inspection: { url: "ws://x", inspect: { next: inspect }, stop() {} },
+    });
     actor.start();
     actor.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
     actor.send({ type: "STORAGE_READY" });

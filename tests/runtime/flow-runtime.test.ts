@@ -44,7 +44,10 @@ class RecordingHost implements BranchHost {
     for (const entry of this.entries) {
       if ("handoff" in entry) handoffBy = entry.by;
       else if ("revision" in entry.checkpoint) markers.push({ kind: "revision", revision: entry.checkpoint.revision });
-      else markers.push(handoffBy === this.sessionId ? { kind: "disabled", stoppedBy: this.sessionId } : { kind: "disabled" });
+      else
+        markers.push(
+          handoffBy === this.sessionId ? { kind: "disabled", stoppedBy: this.sessionId } : { kind: "disabled" },
+        );
     }
     return markers;
   }
@@ -112,7 +115,11 @@ for (const git of [true, false]) {
 
       expect(runtime.runStarted("remember the plan")).toBe(true);
       const projection = runtime.projection();
-      expect(projection).toMatchObject({ mode: "bootstrap", specification: "remember the plan", resolution: { eligible: false } });
+      expect(projection).toMatchObject({
+        mode: "bootstrap",
+        specification: "remember the plan",
+        resolution: { eligible: false },
+      });
       await runtime.patchState(parsePatchSet({ session: { working: { plan: "A" } }, final: true }));
       expect(runtime.projection()).toMatchObject({ resolution: { eligible: true } });
       runtime.draft({ id: 1, ending: "complete", text: "Plan A.", stopReason: "stop" });
@@ -145,7 +152,8 @@ for (const git of [true, false]) {
       await runtime.sessionStart("startup", identity, "empty");
       await runtime.command("start");
       expect(runtime.runStarted("answer without a patch")).toBe(true);
-      for (let id = 1; id <= 3; id++) runtime.draft({ id, ending: "complete", text: `draft ${id}`, stopReason: "stop" });
+      for (let id = 1; id <= 3; id++)
+        runtime.draft({ id, ending: "complete", text: `draft ${id}`, stopReason: "stop" });
       expect(host.steers).toEqual([1, 2]);
       expect(host.notices.filter((n) => n.level === "error").map((n) => n.message)).toEqual([
         expect.stringMatching(/not accepted after 3 attempts/),

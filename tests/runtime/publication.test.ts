@@ -5,7 +5,13 @@ import type { GitPushResult } from "../../store/git/git-backend.ts";
 import { openGitBackend } from "../../store/git/git-backend.ts";
 import { findGitExecutable } from "../../store/git/git-runner.ts";
 import { cohortPaths, scopeFiles } from "../../store/layout.ts";
-import { createPublication, gitPusher, openPublication, type PendingPublication, type Pusher } from "../../runtime/publication.ts";
+import {
+  createPublication,
+  gitPusher,
+  openPublication,
+  type PendingPublication,
+  type Pusher,
+} from "../../runtime/publication.ts";
 import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -261,7 +267,11 @@ describe("publication policies", () => {
 
   it("a restored intent under a route that publishes nothing is dropped and reported cleared", () => {
     const restored = { revision: "r", attempts: 1, lastError: "offline" };
-    for (const options of [{ pusher: null }, { pusher: manualPusher().pusher, remote: false }, { pusher: manualPusher().pusher, policy: "off" as const }]) {
+    for (const options of [
+      { pusher: null },
+      { pusher: manualPusher().pusher, remote: false },
+      { pusher: manualPusher().pusher, policy: "off" as const },
+    ]) {
       const persisted: Array<PendingPublication | null> = [];
       const pub = createPublication({ ...options, restored, onPendingChange: (p) => persisted.push(p) });
       expect(pub.pending).toBeNull();
@@ -269,7 +279,11 @@ describe("publication policies", () => {
     }
     // the remote route keeps it and does not rewrite the intent the caller already persisted
     const persisted: Array<PendingPublication | null> = [];
-    const pub = createPublication({ pusher: manualPusher().pusher, restored, onPendingChange: (p) => persisted.push(p) });
+    const pub = createPublication({
+      pusher: manualPusher().pusher,
+      restored,
+      onPendingChange: (p) => persisted.push(p),
+    });
     expect(pub.pending).toEqual(restored);
     expect(persisted).toEqual([]);
   });
@@ -371,7 +385,11 @@ describe("publication policies", () => {
     // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
     git(root, env, "remote", "set-url", "origin", remote);
     const headBefore = git(root, env, "rev-parse", "HEAD").trim();
-    const second = await openPublication({ pusher: gitPusher(backend), restored: saved, onPendingChange: (p) => (persisted = p) });
+    const second = await openPublication({
+      pusher: gitPusher(backend),
+      restored: saved,
+      onPendingChange: (p) => (persisted = p),
+    });
     expect(second.pending).toEqual(saved);
     expect(await second.retry()).toMatchObject({ kind: "pushed", revision: r2 });
     expect(persisted).toBeNull();
@@ -400,7 +418,10 @@ describe("regression: a target accepted while its own push is in flight", () => 
     const same = driver.accepted("r1");
     expect(await same).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
     expect(await retry).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
-    const next = await Promise.race([driver.accepted("r2"), new Promise((resolve) => setTimeout(() => resolve("stranded"), 2000))]);
+    const next = await Promise.race([
+      driver.accepted("r2"),
+      new Promise((resolve) => setTimeout(() => resolve("stranded"), 2000)),
+    ]);
     expect(next).toEqual({ kind: "pending", revision: "r2", error: "remote down" });
     expect(pushes).toEqual(["r1", "r2"]);
   });

@@ -36,7 +36,12 @@ function host(markers: BranchMarker[]) {
   const appended: CheckpointData[] = [];
   const notices: { message: string; level: NoticeLevel }[] = [];
   const h: BranchHost = {
-    markers: () => [...markers, ...appended.map((d) => ("revision" in d ? { kind: "revision" as const, revision: d.revision } : { kind: "disabled" as const }))],
+    markers: () => [
+      ...markers,
+      ...appended.map((d) =>
+        "revision" in d ? { kind: "revision" as const, revision: d.revision } : { kind: "disabled" as const },
+      ),
+    ],
     recordedRevisions: () => new Set(h.markers().flatMap((m) => (m.kind === "revision" ? [m.revision] : []))),
     appendCheckpoint: (data) => void appended.push(data),
     sendHandoff: () => {},
@@ -61,12 +66,20 @@ const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
 describe("restoreBranch", () => {
   it("binds the newest valid checkpoint and names the newer one it skipped", async () => {
     const { store, second, sessionId } = await storeWithTwoCohorts();
-    const { h, notices } = host([{ kind: "revision", revision: second.pointer.revision }, { kind: "revision", revision: "f".repeat(40) }]);
+    const { h, notices } = host([
+      { kind: "revision", revision: second.pointer.revision },
+      { kind: "revision", revision: "f".repeat(40) },
+    ]);
     const outcome = await restoreBranch(context(store, h, sessionId));
     expect(outcome.result).toEqual({ kind: "revision", revision: second.pointer.revision, skippedInvalid: 1 });
     expect(outcome.runtime?.pointer).toEqual(second.pointer);
     expect(notices).toEqual([
-      { level: "warning", message: expect.stringMatching(/not the newest checkpoint of this branch: 1 newer checkpoint entry could not be loaded \(ffffffff/) },
+      {
+        level: "warning",
+        message: expect.stringMatching(
+          /not the newest checkpoint of this branch: 1 newer checkpoint entry could not be loaded \(ffffffff/,
+        ),
+      },
     ]);
   });
 
@@ -76,7 +89,9 @@ describe("restoreBranch", () => {
     const outcome = await restoreBranch(context(store, h, sessionId));
     expect(appended).toEqual([{ revision: second.pointer.revision }]);
     expect(outcome.result).toMatchObject({ kind: "revision", revision: second.pointer.revision });
-    expect(notices[0]?.message).toMatch(/the store had accepted it, but the session ended before this branch recorded it/);
+    expect(notices[0]?.message).toMatch(
+      /the store had accepted it, but the session ended before this branch recorded it/,
+    );
   });
 
   it("restores nothing and says nothing for a branch without checkpoints", async () => {

@@ -5,7 +5,11 @@ import { cwdKey } from "../../store/layout.ts";
 describe("sessionIdentity", () => {
   const id = "11111111-2222-7333-8444-555555555555";
   it("derives the session key from the session file when there is one", () => {
-    const source = { getSessionFile: () => `/s/2026-01-01T00-00-00-000Z_${id}.jsonl`, getHeader: () => null, getSessionId: () => id };
+    const source = {
+      getSessionFile: () => `/s/2026-01-01T00-00-00-000Z_${id}.jsonl`,
+      getHeader: () => null,
+      getSessionId: () => id,
+    };
     expect(sessionIdentity("/work/p", source)).toEqual({
       cwd: "/work/p",
       cwdKey: cwdKey("/work/p"),

@@ -6,18 +6,40 @@ import { originateView } from "../../core/temporal.ts";
 
 function runtime(): BranchRuntime {
   let view = originateView("L");
-  view = stageCohort(view, parsePatchSet({ cwd: { artifacts: { "/a.md": { description: "a" } } }, session: { working: { x: 1 } } }).patches, "T1").view;
+  view = stageCohort(
+    view,
+    parsePatchSet({ cwd: { artifacts: { "/a.md": { description: "a" } } }, session: { working: { x: 1 } } }).patches,
+    "T1",
+  ).view;
   return {
     identity: { cwd: "/w", cwdKey: "--w--", sessionId: "u", sessionKey: "2026_u" },
     pointer: { revision: "c".repeat(40) },
     view,
-    meta: { version: 1, kind: "session", identity: { cwd: "/w", cwdKey: "--w--", sessionId: "u", sessionKey: "2026_u" }, lineage: view.lineage, counters: { transitions: 1, runs: 0 }, revision: "self", publication: { intent: "unconfirmed" }, artifacts: {} },
+    meta: {
+      version: 1,
+      kind: "session",
+      identity: { cwd: "/w", cwdKey: "--w--", sessionId: "u", sessionKey: "2026_u" },
+      lineage: view.lineage,
+      counters: { transitions: 1, runs: 0 },
+      revision: "self",
+      publication: { intent: "unconfirmed" },
+      artifacts: {},
+    },
     config: { version: 1, enabled: true, remotePublication: "turn-end" },
     basis: { pointer: null, hashes: new Map(), files: new Map() },
   };
 }
 
-const base: StatusInput = { episode: "active.steady", toolsActive: true, storeRoot: "/s", storeKind: "git", runtime: null, unavailable: null, publication: "turn-end", pendingTarget: null };
+const base: StatusInput = {
+  episode: "active.steady",
+  toolsActive: true,
+  storeRoot: "/s",
+  storeKind: "git",
+  runtime: null,
+  unavailable: null,
+  publication: "turn-end",
+  pendingTarget: null,
+};
 
 describe("status", () => {
   it("compact status is state-flow #<step>", () => {
@@ -27,7 +49,9 @@ describe("status", () => {
 
   it("separates runtime config/meta from semantic materialization", () => {
     const text = renderStatus({ ...base, runtime: runtime(), pendingTarget: "d".repeat(40) });
-    expect(text).toMatch(/Runtime \(config and meta\)[\s\S]*enabled: yes[\s\S]*scope keys: cwd --w-- {4}session 2026_u[\s\S]*head: step 1 \(T1\)[\s\S]*Semantic materialization/);
+    expect(text).toMatch(
+      /Runtime \(config and meta\)[\s\S]*enabled: yes[\s\S]*scope keys: cwd --w-- {4}session 2026_u[\s\S]*head: step 1 \(T1\)[\s\S]*Semantic materialization/,
+    );
     expect(text).toMatch(/publication: turn-end \(pending d{40}\)/);
     expect(text).toMatch(/hot offsets: 0–1 \(2 available\)/);
     expect(text).toMatch(/retained tails: global 0, cwd 1, session 1/);
@@ -42,6 +66,8 @@ describe("status", () => {
   });
 
   it("no runtime says how to enable", () => {
-    expect(renderStatus({ ...base, episode: "off", toolsActive: false })).toMatch(/runtime: none on this branch .*\/state-flow-start/);
+    expect(renderStatus({ ...base, episode: "off", toolsActive: false })).toMatch(
+      /runtime: none on this branch .*\/state-flow-start/,
+    );
   });
 });

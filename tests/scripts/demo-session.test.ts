@@ -13,14 +13,16 @@ describe("npm run demo", () => {
     expect(text).toContain("✓ patch_state: Accepted transition step 1 (global, cwd, session).");
     expect(text).toMatch(/✗ read_state: Blocked: read_state cannot run in the same assistant batch as patch_state/);
     expect(text).toMatch(/⤷ hidden steer .*State Flow resolution 1\/3/);
-    expect(text).toContain("context: [runtime-context, user \"Add a --done flag.\", hidden-steer]");
+    expect(text).toContain('context: [runtime-context, user "Add a --done flag.", hidden-steer]');
     expect(text).toMatch(/✓ read_state: state\.session\[1\] = boundary step 5: .*"status":"implemented"/);
     // stop → passive (no tools, frozen handoff), restart → bootstrap from that handoff
     expect(text).toContain("after:  episode passive, step 7, State Flow tools off");
-    expect(text).toContain("context: [frozen-handoff, user \"Unrelated: what is 2+2?\"]");
+    expect(text).toContain('context: [frozen-handoff, user "Unrelated: what is 2+2?"]');
     expect(text).toContain('answer: "4." → not committed');
     expect(text).toContain("episode active.bootstrap.fromHandoff");
-    expect(text).toMatch(/context: \[runtime-context, frozen-handoff, user "Unrelated: what is 2\+2\?", assistant, user "Back to the CLI/);
+    expect(text).toMatch(
+      /context: \[runtime-context, frozen-handoff, user "Unrelated: what is 2\+2\?", assistant, user "Back to the CLI/,
+    );
     expect(text.match(/→ accepted as session\.response/g)).toHaveLength(5);
     expect(text).toContain("State Flow status");
     expect(result.episode).toBe("active.steady");
@@ -39,7 +41,11 @@ describe("npm run demo", () => {
     try {
       expect(existsSync(join(result.storeRoot, ".git"))).toBe(true);
       expect(existsSync(join(result.storeRoot, "checkpoint.json"))).toBe(true);
-      const status = spawnSync("git", ["status", "--porcelain"], { cwd: result.storeRoot, encoding: "utf8", env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1" } });
+      const status = spawnSync("git", ["status", "--porcelain"], {
+        cwd: result.storeRoot,
+        encoding: "utf8",
+        env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1" },
+      });
       expect(status.stdout).toBe("");
     } finally {
       rmSync(result.root, { recursive: true, force: true });

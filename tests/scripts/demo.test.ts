@@ -5,11 +5,15 @@ import { describe, expect, it } from "vitest";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const run = (...args: string[]) =>
-  spawnSync(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", join(repo, "scripts/demo.ts"), ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...process.env, PI_CODING_AGENT_DIR: "" },
-  });
+  spawnSync(
+    process.execPath,
+    ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", join(repo, "scripts/demo.ts"), ...args],
+    {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, PI_CODING_AGENT_DIR: "" },
+    },
+  );
 
 describe("npm run demo (the README's main command)", () => {
   it("runs offline end to end and removes its temp dir", () => {

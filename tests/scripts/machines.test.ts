@@ -7,7 +7,11 @@ import { afterEach, describe, expect, it } from "vitest";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const run = (...args: string[]) =>
-  spawnSync(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", join(repo, "scripts/machines.ts"), ...args], { encoding: "utf8", timeout: 30_000 });
+  spawnSync(
+    process.execPath,
+    ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", join(repo, "scripts/machines.ts"), ...args],
+    { encoding: "utf8", timeout: 30_000 },
+  );
 
 let temp: string | undefined;
 afterEach(() => {

@@ -53,7 +53,10 @@ async function liveN(root: string, env: NodeJS.ProcessEnv): Promise<Record<strin
 
 /** Does what the lock-held message says: it names a dead owner and the file to remove. */
 async function followLockRemedy(root: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const error = await (await stateStore(root, env, "s1")).loadCurrent().then(() => null, (e: Error) => e);
+  const error = await (await stateStore(root, env, "s1")).loadCurrent().then(
+    () => null,
+    (e: Error) => e,
+  );
   expect(error?.message).toMatch(/is no longer running on this host.*Remove (\S+) and retry/s);
   const lock = /Remove (\S+) and retry/.exec(error!.message)![1]!;
   rmSync(lock);
@@ -65,24 +68,27 @@ function tempFiles(dir: string): string[] {
 }
 
 describe("a publisher killed mid-publication", () => {
-  it("file-only: a kill during a fold (cwd checkpoint replaced, its tail still a temp copy) " +
-    "finishes the new cohort", async () => {
-    const root = temp.make();
-    const env = environment("file");
-    expect(publish(root, env, "file", 7).accepted).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    // The 8th record folds every scope; renames go global checkpoint, global tail, cwd checkpoint, …
-    const killed = publish(root, env, "file", 1, "rename#3");
-    expect(killed.signal).toBe("SIGKILL");
-    expect(killed.accepted).toEqual([]);
-    await followLockRemedy(root, env);
-    // A brand-new session can start on the store, and sees the whole new cohort.
-    const other = await stateStore(root, env, "s2");
-    const started = await other.start(null, "off");
-    expect(readTemporalState(started.view, 0, "cwd").state.working.n).toBe(8);
-    expect(await liveN(root, env)).toEqual({ global: 8, cwd: 8, session: 8 });
-    expect(publish(root, env, "file", 1).accepted).toEqual([9]);
-    expect(await liveN(root, env)).toEqual({ global: 9, cwd: 9, session: 9 });
-  });
+  it(
+    "file-only: a kill during a fold (cwd checkpoint replaced, its tail still a temp copy) " +
+      "finishes the new cohort",
+    async () => {
+      const root = temp.make();
+      const env = environment("file");
+      expect(publish(root, env, "file", 7).accepted).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      // The 8th record folds every scope; renames go global checkpoint, global tail, cwd checkpoint, …
+      const killed = publish(root, env, "file", 1, "rename#3");
+      expect(killed.signal).toBe("SIGKILL");
+      expect(killed.accepted).toEqual([]);
+      await followLockRemedy(root, env);
+      // A brand-new session can start on the store, and sees the whole new cohort.
+      const other = await stateStore(root, env, "s2");
+      const started = await other.start(null, "off");
+      expect(readTemporalState(started.view, 0, "cwd").state.working.n).toBe(8);
+      expect(await liveN(root, env)).toEqual({ global: 8, cwd: 8, session: 8 });
+      expect(publish(root, env, "file", 1).accepted).toEqual([9]);
+      expect(await liveN(root, env)).toEqual({ global: 9, cwd: 9, session: 9 });
+    },
+  );
 
   it("file-only: a kill before the journal leaves exactly the old cohort", async () => {
     const root = temp.make();
@@ -127,35 +133,41 @@ describe("a publisher killed mid-publication", () => {
     git(root, env, "fsck", "--no-dangling", "--no-progress");
   });
 
-  it.each(["rename#2", "index.locked#1", "index.installed#1"])("git: a kill at %s after the commit finishes it: " +
-    "files, index and status", async (point) => {
-    const root = temp.make();
-    const env = environment("git");
-    publish(root, env, "git", 2);
-    expect(publish(root, env, "git", 1, point).signal).toBe("SIGKILL");
-    await followLockRemedy(root, env);
-    expect(await liveN(root, env)).toEqual({ global: 3, cwd: 3, session: 3 });
-    expect(git(root, env, "status", "--porcelain")).toBe("");
-    expect(existsSync(join(root, ".git/index.lock"))).toBe(false);
-    expect(publish(root, env, "git", 1).accepted).toEqual([4]);
-  });
+  it.each(["rename#2", "index.locked#1", "index.installed#1"])(
+    "git: a kill at %s after the commit finishes it: " + "files, index and status",
+    async (point) => {
+      const root = temp.make();
+      const env = environment("git");
+      publish(root, env, "git", 2);
+      expect(publish(root, env, "git", 1, point).signal).toBe("SIGKILL");
+      await followLockRemedy(root, env);
+      expect(await liveN(root, env)).toEqual({ global: 3, cwd: 3, session: 3 });
+      expect(git(root, env, "status", "--porcelain")).toBe("");
+      expect(existsSync(join(root, ".git/index.lock"))).toBe(false);
+      expect(publish(root, env, "git", 1).accepted).toEqual([4]);
+    },
+  );
 
-  it.each(["file", "git"] as const)("%s: what State Flow creates is owner-only " +
-    "(directories 0700, files 0600)", async (mode) => {
-    const root = join(temp.make(), "store");
-    const env = environment(mode);
-    const previous = process.umask(0o022);
-    try {
-      publish(root, env, mode, 1);
-    } finally {
-      process.umask(previous);
-    }
-    const id = identity("s1");
-    for (const dir of [root, join(root, id.cwdKey), join(root, id.cwdKey, id.sessionKey)]) {
-      expect(statSync(dir).mode & 0o777, dir).toBe(0o700);
-    }
-    for (const file of readdirSync(root, { recursive: true, encoding: "utf8" }).filter((p) => !p.startsWith(".git"))) {
-      if (statSync(join(root, file)).isFile()) expect(statSync(join(root, file)).mode & 0o777, file).toBe(0o600);
-    }
-  });
+  it.each(["file", "git"] as const)(
+    "%s: what State Flow creates is owner-only " + "(directories 0700, files 0600)",
+    async (mode) => {
+      const root = join(temp.make(), "store");
+      const env = environment(mode);
+      const previous = process.umask(0o022);
+      try {
+        publish(root, env, mode, 1);
+      } finally {
+        process.umask(previous);
+      }
+      const id = identity("s1");
+      for (const dir of [root, join(root, id.cwdKey), join(root, id.cwdKey, id.sessionKey)]) {
+        expect(statSync(dir).mode & 0o777, dir).toBe(0o700);
+      }
+      for (const file of readdirSync(root, { recursive: true, encoding: "utf8" }).filter(
+        (p) => !p.startsWith(".git"),
+      )) {
+        if (statSync(join(root, file)).isFile()) expect(statSync(join(root, file)).mode & 0o777, file).toBe(0o600);
+      }
+    },
+  );
 });

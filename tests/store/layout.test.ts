@@ -14,7 +14,10 @@ import {
 } from "../../store/layout.ts";
 import { StoreError } from "../../store/store-error.ts";
 
-const keys = { cwdKey: "--home-llb-Repos-deos--", sessionKey: "2026-09-07T20-01-08-993Z_0198f1c2-aaaa-7bbb-8ccc-123456789abc" };
+const keys = {
+  cwdKey: "--home-llb-Repos-deos--",
+  sessionKey: "2026-09-07T20-01-08-993Z_0198f1c2-aaaa-7bbb-8ccc-123456789abc",
+};
 
 describe("layout", () => {
   it("defaults the store root to <agentDir>/state-flow", () => {
@@ -49,7 +52,9 @@ describe("layout", () => {
       expect(sessionKeyFromHeader({ id: header!.id, timestamp: header!.timestamp })).toBe(basename(file!, ".jsonl"));
       const memory = SessionManager.inMemory(cwd);
       const memHeader = memory.getHeader()!;
-      expect(sessionKeyFromHeader(memHeader)).toBe(`${memHeader.timestamp.replace(/[:.]/g, "-")}_${memory.getSessionId()}`);
+      expect(sessionKeyFromHeader(memHeader)).toBe(
+        `${memHeader.timestamp.replace(/[:.]/g, "-")}_${memory.getSessionId()}`,
+      );
     } finally {
       if (previous === undefined) delete process.env.PI_CODING_AGENT_DIR;
       else process.env.PI_CODING_AGENT_DIR = previous;
@@ -59,30 +64,48 @@ describe("layout", () => {
 
   it("derives session keys from files and headers", () => {
     expect(sessionKeyFromFile(`/x/--a--/${keys.sessionKey}.jsonl`)).toBe(keys.sessionKey);
-    expect(sessionKeyFromHeader({ id: "0198f1c2-aaaa-7bbb-8ccc-123456789abc", timestamp: "2026-09-07T20:01:08.993Z" })).toBe(keys.sessionKey);
+    expect(
+      sessionKeyFromHeader({ id: "0198f1c2-aaaa-7bbb-8ccc-123456789abc", timestamp: "2026-09-07T20:01:08.993Z" }),
+    ).toBe(keys.sessionKey);
     expect(sessionIdOfKey(keys.sessionKey)).toBe("0198f1c2-aaaa-7bbb-8ccc-123456789abc");
     expect(() => sessionKeyFromHeader({ id: "a/b", timestamp: "t" })).toThrow(StoreError);
     expect(() => sessionKeyFromHeader({ id: "", timestamp: "t" })).toThrow(/id/);
   });
 
   it("lays out scope files", () => {
-    expect(scopeFiles("global", keys)).toEqual({ scope: "global", dir: "", checkpoint: "checkpoint.json", patches: "patches.jsonl", meta: "meta.json" });
+    expect(scopeFiles("global", keys)).toEqual({
+      scope: "global",
+      dir: "",
+      checkpoint: "checkpoint.json",
+      patches: "patches.jsonl",
+      meta: "meta.json",
+    });
     expect(scopeFiles("cwd", keys).patches).toBe(`${keys.cwdKey}/patches.jsonl`);
     expect(scopeFiles("session", keys).config).toBe(`${keys.cwdKey}/${keys.sessionKey}/config.json`);
     const all = cohortPaths(keys);
     expect(all).toHaveLength(10);
     expect([...all].sort()).toEqual(all);
     expect(all.map(scopeOfPath)).toContain("session");
-    expect(() => scopeFiles("cwd", { cwdKey: "..", sessionKey: "s" })).toThrow(expect.objectContaining({ code: "invalid-key" }));
-    expect(() => scopeFiles("session", { cwdKey: "--a--", sessionKey: "x/y" })).toThrow(expect.objectContaining({ code: "invalid-key" }));
+    expect(() => scopeFiles("cwd", { cwdKey: "..", sessionKey: "s" })).toThrow(
+      expect.objectContaining({ code: "invalid-key" }),
+    );
+    expect(() => scopeFiles("session", { cwdKey: "--a--", sessionKey: "x/y" })).toThrow(
+      expect.objectContaining({ code: "invalid-key" }),
+    );
   });
 
   it("rejects a foreign identity owning a key", () => {
     const file = `${cwdKey("/a/b")}/meta.json`;
     expect(() => assertIdentityOwns({ file, stored: undefined, claimed: cwdIdentity("/a/b") })).not.toThrow();
-    expect(() => assertIdentityOwns({ file, stored: cwdIdentity("/a/b"), claimed: cwdIdentity("/a/b/") })).not.toThrow();
+    expect(() =>
+      assertIdentityOwns({ file, stored: cwdIdentity("/a/b"), claimed: cwdIdentity("/a/b/") }),
+    ).not.toThrow();
     expect(() => assertIdentityOwns({ file, stored: cwdIdentity("/a-b"), claimed: cwdIdentity("/a/b") })).toThrow(
-      expect.objectContaining({ code: "foreign-identity", file, message: expect.stringContaining("owned by cwd /a-b") }),
+      expect.objectContaining({
+        code: "foreign-identity",
+        file,
+        message: expect.stringContaining("owned by cwd /a-b"),
+      }),
     );
     const sfile = `${keys.cwdKey}/${keys.sessionKey}/meta.json`;
     expect(() =>

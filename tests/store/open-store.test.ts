@@ -25,7 +25,10 @@ describe("openStore", () => {
     const store = await openStore({ root: join(home, "state-flow"), env: { PATH: noGit } });
     expect(store.kind).toBe("file");
     expect(store.gitAvailable).toBe(false);
-    const r = await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[meta, Buffer.from("{}")]]) });
+    const r = await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([[meta, Buffer.from("{}")]]),
+    });
     expect(r.pointer.revision).toMatch(/^file:[0-9a-f]{64}$/);
     expect((await store.readFile(meta))?.toString()).toBe("{}");
     expect(store.counter.count).toBe(0);
@@ -45,7 +48,9 @@ describe("openStore", () => {
     expect(store.kind).toBe("git");
     expect(store.git).not.toBeNull();
     const { home: h2, env: noIdentity } = env(false);
-    await expect(openStore({ root: join(h2, "state-flow"), env: noIdentity, initGit: true })).rejects.toMatchObject({ code: "git-identity-missing" });
+    await expect(openStore({ root: join(h2, "state-flow"), env: noIdentity, initGit: true })).rejects.toMatchObject({
+      code: "git-identity-missing",
+    });
   });
 
   it("opens an existing repository and loads the current view in ≤ 2 git processes", async () => {
@@ -66,7 +71,10 @@ describe("openStore", () => {
     writeFileSync(join(bin, "git"), "#!/bin/sh\necho 'fatal: broken git' >&2\nexit 128\n", { mode: 0o755 });
     const root = join(home, "state-flow");
     mkdirSync(join(root, ".git"), { recursive: true });
-    await expect(openStore({ root, env: { PATH: bin } })).rejects.toMatchObject({ code: "git-failed", message: expect.stringContaining("broken git") });
+    await expect(openStore({ root, env: { PATH: bin } })).rejects.toMatchObject({
+      code: "git-failed",
+      message: expect.stringContaining("broken git"),
+    });
   });
 
   it("refuses symlinked store files through the store interface", async () => {

@@ -57,7 +57,9 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     expect(availableOffsets(current.view.lineage)).toBe(8);
     for (let offset = 0; offset < 8; offset++) {
       for (const scope of ["effective", "global", "cwd", "session"] as const) {
-        expect(stableStringify(readTemporalState(current.view, offset, scope).state), `${offset} ${scope}`).toBe(stableStringify(oracle.at(offset, scope)));
+        expect(stableStringify(readTemporalState(current.view, offset, scope).state), `${offset} ${scope}`).toBe(
+          stableStringify(oracle.at(offset, scope)),
+        );
       }
     }
     expect(current.view.streams.session.tail).toHaveLength(7);
@@ -70,7 +72,9 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
       expect(git(root, process.env, "status", "--porcelain")).toBe(before);
       expect((await store.loadCurrent())!.view).toEqual(current.view);
     } else {
-      await expect(store.loadPointer({ revision: pointers[2]! })).rejects.toMatchObject({ code: "pointer-unavailable" });
+      await expect(store.loadPointer({ revision: pointers[2]! })).rejects.toMatchObject({
+        code: "pointer-unavailable",
+      });
     }
   });
 
@@ -111,31 +115,33 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     expect(readTemporalState((await b.loadCurrent())!.view, 0, "global").state.working).toEqual({ shared: "from B" });
   });
 
-  it("finds the cohort accepted on top of the branch's pointer that the branch never recorded, " +
-    "and only that", async () => {
-    const root = temp.make();
-    const store = await open(kind, root, identity("s1"));
-    const started = await store.start(null, "off");
-    expect(started.meta.predecessor).toBeNull();
-    const first = (await store.commit(started, { session: { working: { n: 1 } } }, "t1")).runtime;
-    expect(first.meta.predecessor).toBe(started.pointer.revision);
-    const second = (
-      await store.commit(first, { global: { working: { n: 2 } }, session: { working: { n: 2 } } }, "t2")
-    ).runtime;
-    const found = await store.unrecordedSuccessor(
-      first.pointer.revision,
-      new Set([started.pointer.revision, first.pointer.revision]),
-    );
-    expect(found?.pointer).toEqual(second.pointer);
-    expect(found?.view).toEqual(second.view);
-    // Recorded on some branch already (e.g. the user went back with /tree): not a lost cohort.
-    expect(await store.unrecordedSuccessor(first.pointer.revision, new Set([second.pointer.revision]))).toBeNull();
-    // Not the pointer the live cohort was built on.
-    expect(await store.unrecordedSuccessor(started.pointer.revision, new Set())).toBeNull();
-    // A durable stop is found too (its config says so): the branch then records the stop.
-    const stopped = await store.publishConfig(second, { ...second.config, enabled: false }, "stop");
-    expect((await store.unrecordedSuccessor(second.pointer.revision, new Set()))?.pointer).toEqual(stopped.pointer);
-  });
+  it(
+    "finds the cohort accepted on top of the branch's pointer that the branch never recorded, " + "and only that",
+    async () => {
+      const root = temp.make();
+      const store = await open(kind, root, identity("s1"));
+      const started = await store.start(null, "off");
+      expect(started.meta.predecessor).toBeNull();
+      const first = (await store.commit(started, { session: { working: { n: 1 } } }, "t1")).runtime;
+      expect(first.meta.predecessor).toBe(started.pointer.revision);
+      const second = (
+        await store.commit(first, { global: { working: { n: 2 } }, session: { working: { n: 2 } } }, "t2")
+      ).runtime;
+      const found = await store.unrecordedSuccessor(
+        first.pointer.revision,
+        new Set([started.pointer.revision, first.pointer.revision]),
+      );
+      expect(found?.pointer).toEqual(second.pointer);
+      expect(found?.view).toEqual(second.view);
+      // Recorded on some branch already (e.g. the user went back with /tree): not a lost cohort.
+      expect(await store.unrecordedSuccessor(first.pointer.revision, new Set([second.pointer.revision]))).toBeNull();
+      // Not the pointer the live cohort was built on.
+      expect(await store.unrecordedSuccessor(started.pointer.revision, new Set())).toBeNull();
+      // A durable stop is found too (its config says so): the branch then records the stop.
+      const stopped = await store.publishConfig(second, { ...second.config, enabled: false }, "stop");
+      expect((await store.unrecordedSuccessor(second.pointer.revision, new Set()))?.pointer).toEqual(stopped.pointer);
+    },
+  );
 
   it("refuses a session key owned by another session and a cwd key owned by another directory", async () => {
     const root = temp.make();
@@ -158,7 +164,8 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     mkdirSync(dir, { recursive: true });
     const { rmSync } = await import("node:fs");
     rmSync(join(dir, "config.json"));
-    if (kind === "git") git(root, process.env, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "remove config");
+    if (kind === "git")
+      git(root, process.env, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qam", "remove config");
     await expect(store.loadCurrent()).rejects.toThrow(/config\.json is missing while its runtime partner exists/);
   });
 });
@@ -168,7 +175,16 @@ describe("file-only restore under a held publication lock", () => {
     const root = temp.make();
     const store = await open("file", root, identity("s1"));
     const runtime = await store.start(null, "off");
-    writeFileSync(store.store.lockPath, JSON.stringify({ pid: 1, host: "elsewhere", generation: "g", purpose: "test", createdAt: new Date().toISOString() }));
+    writeFileSync(
+      store.store.lockPath,
+      JSON.stringify({
+        pid: 1,
+        host: "elsewhere",
+        generation: "g",
+        purpose: "test",
+        createdAt: new Date().toISOString(),
+      }),
+    );
     await expect(store.loadPointer(runtime.pointer)).rejects.toMatchObject({ code: "lock-held" });
   });
 });
@@ -178,7 +194,8 @@ describe("file-only store adopted into Git later", () => {
     const root = temp.make();
     const fileStore = await open("file", root, identity("A"));
     let a = await fileStore.start(null, "off");
-    a = (await fileStore.commit(a, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1")).runtime;
+    a = (await fileStore.commit(a, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1"))
+      .runtime;
     const filePointer = a.pointer;
     expect(filePointer.revision).toMatch(/^file:/);
     // Git becomes available: session B starts, which initializes the repository over the files.
@@ -187,7 +204,9 @@ describe("file-only store adopted into Git later", () => {
     expect(readTemporalState(rb.view, 0, "cwd").state.contract).toEqual({ lang: "ts" });
     const log = git(root, process.env, "log", "--format=%s").trim().split("\n");
     expect(log).toHaveLength(1);
-    expect(git(root, process.env, "show", "--stat", "--format=", "HEAD")).toContain(`${identity("A").sessionKey}/checkpoint.json`);
+    expect(git(root, process.env, "show", "--stat", "--format=", "HEAD")).toContain(
+      `${identity("A").sessionKey}/checkpoint.json`,
+    );
     // A's branch still names its file cohort, which B's start left untouched.
     const gitA = await open("git", root, identity("A"));
     const restored = await gitA.loadPointer(filePointer);
@@ -253,7 +272,8 @@ describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)
         for (let i = 1; i <= rounds; i++) ra = (await a.commit(ra, { global: { working: { a: i } } }, `a${i}`)).runtime;
       })(),
       (async () => {
-        for (let i = 1; i <= rounds; i++) rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
+        for (let i = 1; i <= rounds; i++)
+          rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
       })(),
     ]);
     expect(readTemporalState(ra.view, 0, "global").state.working).toEqual({ a: rounds });
@@ -261,8 +281,12 @@ describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)
     if (kind === "git") {
       // Every cohort is its own commit, and each session's newest revision reads back exactly.
       expect(git(root, process.env, "rev-list", "--count", "HEAD").trim()).toBe(String(2 + 2 * rounds));
-      expect(readTemporalState((await b.loadPointer(rb.pointer)).view, 0, "session").state.working).toEqual({ b: rounds });
-      expect(readTemporalState((await a.loadPointer(ra.pointer)).view, 0, "global").state.working).toEqual({ a: rounds });
+      expect(readTemporalState((await b.loadPointer(rb.pointer)).view, 0, "session").state.working).toEqual({
+        b: rounds,
+      });
+      expect(readTemporalState((await a.loadPointer(ra.pointer)).view, 0, "global").state.working).toEqual({
+        a: rounds,
+      });
     }
   });
 });

@@ -19,7 +19,9 @@ export const RESTORE_RESULTS: RestoreResult[] = [
 ];
 
 export const EPISODE_EVENTS: EpisodeEvent[] = [
-  ...SESSION_START_REASONS.flatMap((reason) => BRANCH_SHAPES.map((branch) => ({ type: "SESSION_START", reason, branch }) as const)),
+  ...SESSION_START_REASONS.flatMap((reason) =>
+    BRANCH_SHAPES.map((branch) => ({ type: "SESSION_START", reason, branch }) as const),
+  ),
   { type: "START" },
   { type: "START", adoptGit: true },
   { type: "STOP" },
@@ -39,7 +41,9 @@ export const RESOLUTION_EVENTS: ResolutionEvent[] = [
   { type: "PATCH_ACCEPTED", final: false },
   { type: "FINAL_ONLY" },
   { type: "PATCH_REJECTED" },
-  ...(["complete", "aborted", "length", "error", "empty"] as const).map((ending) => ({ type: "DRAFT", ending, text: `${ending} draft` }) as const),
+  ...(["complete", "aborted", "length", "error", "empty"] as const).map(
+    (ending) => ({ type: "DRAFT", ending, text: `${ending} draft` }) as const,
+  ),
   { type: "TURN_END" },
   { type: "RUN_ENDED" },
 ];

@@ -14,11 +14,7 @@ import {
   type Context,
   type FauxResponseStep,
 } from "@earendil-works/pi-ai";
-import {
-  SessionManager,
-  type AgentSession,
-  type ExtensionFactory,
-} from "@earendil-works/pi-coding-agent";
+import { SessionManager, type AgentSession, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { afterEach } from "vitest";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
 import { createOfflineSession, scriptedSteps } from "../../adapters/pi/offline-session.ts";
@@ -83,7 +79,8 @@ export class PiHarness {
     const gitConfig = join(this.root, "gitconfig");
     writeFileSync(gitConfig, "");
     const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
-    for (const key of Object.keys(env)) if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
+    for (const key of Object.keys(env))
+      if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
     Object.assign(env, {
       GIT_AUTHOR_NAME: "State Flow Test",
       GIT_AUTHOR_EMAIL: "test@state-flow.invalid",
@@ -156,7 +153,11 @@ export class PiHarness {
     );
     await session.bindExtensions({
       uiContext: ui as never,
-      onError: (error: unknown) => this.notices.push({ message: `extension error: ${String((error as { error?: unknown }).error ?? error)}`, level: "extension-error" }),
+      onError: (error: unknown) =>
+        this.notices.push({
+          message: `extension error: ${String((error as { error?: unknown }).error ?? error)}`,
+          level: "extension-error",
+        }),
       commandContextActions: {
         waitForIdle: () => session.waitForIdle(),
         navigateTree: (id: string, opts?: never) => session.navigateTree(id, opts),
@@ -232,7 +233,8 @@ export function contextText(context: Context): string {
   for (const message of context.messages) {
     const content = (message as { content: unknown }).content;
     if (typeof content === "string") parts.push(content);
-    else if (Array.isArray(content)) for (const block of content) parts.push((block as { text?: string }).text ?? JSON.stringify(block));
+    else if (Array.isArray(content))
+      for (const block of content) parts.push((block as { text?: string }).text ?? JSON.stringify(block));
   }
   return parts.join("\n");
 }

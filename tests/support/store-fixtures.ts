@@ -21,7 +21,13 @@ export class TempDirs {
 export function gitTestEnv(globalConfigFile: string, identity = true): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: globalConfigFile };
   for (const key of Object.keys(env)) {
-    if (/^GIT_(AUTHOR|COMMITTER)_/.test(key) || key === "GIT_DIR" || key === "GIT_INDEX_FILE" || key === "GIT_WORK_TREE") delete env[key];
+    if (
+      /^GIT_(AUTHOR|COMMITTER)_/.test(key) ||
+      key === "GIT_DIR" ||
+      key === "GIT_INDEX_FILE" ||
+      key === "GIT_WORK_TREE"
+    )
+      delete env[key];
   }
   if (identity) {
     env.GIT_AUTHOR_NAME = "State Flow Test";
@@ -38,7 +44,10 @@ export function git(cwd: string, env: NodeJS.ProcessEnv, ...args: string[]): str
 
 /** The cohort the backend tests publish: fixed scope keys, every member path and each scope's files. */
 export function cohortFixture() {
-  const keys = { cwdKey: "--tmp-project--", sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555" };
+  const keys = {
+    cwdKey: "--tmp-project--",
+    sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555",
+  };
   return {
     keys,
     paths: cohortPaths(keys),

@@ -49,7 +49,12 @@ export interface IndexEntry {
 export type IndexVersion = 2 | 4;
 
 export type ParsedIndex =
-  | { readonly supported: true; readonly version: IndexVersion; readonly entries: IndexEntry[]; readonly cacheTree: CacheTreeNode | null }
+  | {
+      readonly supported: true;
+      readonly version: IndexVersion;
+      readonly entries: IndexEntry[];
+      readonly cacheTree: CacheTreeNode | null;
+    }
   | { readonly supported: false; readonly reason: string };
 
 const unsupported = (reason: string): ParsedIndex => ({ supported: false, reason });
@@ -61,13 +66,15 @@ export function indexPathOf(path: string): string {
 
 /** Parses a version 2, 3 or 4 index of a sha1 repository; anything else is `unsupported` with the reason. */
 export function parseIndex(bytes: Buffer): ParsedIndex {
-  if (bytes.length < HEADER_BYTES + SHA1_BYTES || bytes.readUInt32BE(0) !== SIGNATURE) return unsupported("not a DIRC index file");
+  if (bytes.length < HEADER_BYTES + SHA1_BYTES || bytes.readUInt32BE(0) !== SIGNATURE)
+    return unsupported("not a DIRC index file");
   const version = bytes.readUInt32BE(4);
   if (version !== 2 && version !== 3 && version !== 4) return unsupported(`index version ${version}`);
   const body = bytes.subarray(0, bytes.length - SHA1_BYTES);
   const trailer = bytes.subarray(bytes.length - SHA1_BYTES);
   // index.skipHash writes a null trailer; any other trailer must be the checksum.
-  if (!trailer.every((b) => b === 0) && !createHash("sha1").update(body).digest().equals(trailer)) return unsupported("index checksum mismatch");
+  if (!trailer.every((b) => b === 0) && !createHash("sha1").update(body).digest().equals(trailer))
+    return unsupported("index checksum mismatch");
   const count = bytes.readUInt32BE(8);
   const entries: IndexEntry[] = [];
   let offset = HEADER_BYTES;
@@ -82,14 +89,16 @@ export function parseIndex(bytes: Buffer): ParsedIndex {
     if (version === 4) {
       const strip = decodeVarint(body, offset + FIXED_BYTES);
       const suffixEnd = strip === null ? -1 : bytes.indexOf(0, strip.end);
-      if (strip === null || strip.value > previous.length || suffixEnd < 0 || suffixEnd >= body.length) return unsupported("malformed index entry name");
+      if (strip === null || strip.value > previous.length || suffixEnd < 0 || suffixEnd >= body.length)
+        return unsupported("malformed index entry name");
       path = previous.slice(0, previous.length - strip.value) + bytes.toString("latin1", strip.end, suffixEnd);
       next = suffixEnd + 1;
     } else {
       const nameStart = offset + FIXED_BYTES;
       let nameEnd = nameStart + (flags & NAME_MASK);
       if ((flags & NAME_MASK) === NAME_MASK) nameEnd = bytes.indexOf(0, nameStart); // long names are NUL-terminated
-      if (nameEnd < nameStart || nameEnd >= body.length || bytes[nameEnd] !== 0) return unsupported("malformed index entry name");
+      if (nameEnd < nameStart || nameEnd >= body.length || bytes[nameEnd] !== 0)
+        return unsupported("malformed index entry name");
       path = bytes.toString("latin1", nameStart, nameEnd);
       next = offset + entrySize(nameEnd - nameStart);
     }
@@ -157,12 +166,16 @@ const byPath = (a: IndexEntry, b: IndexEntry) => (a.path < b.path ? -1 : a.path 
  * --index-info` leaves them: a blob id stages `path` as a regular file with an all-zero stat block
  * (git re-checks it), null removes it.
  */
-export function overlayEntries(entries: readonly IndexEntry[], overlay: ReadonlyMap<string, string | null>): IndexEntry[] {
+export function overlayEntries(
+  entries: readonly IndexEntry[],
+  overlay: ReadonlyMap<string, string | null>,
+): IndexEntry[] {
   const byName = new Map(entries.map((entry) => [entry.path, entry]));
   for (const [path, oid] of overlay) {
     const key = indexPathOf(path);
     if (oid === null) byName.delete(key);
-    else byName.set(key, { path: key, stat: Buffer.alloc(STAT_BYTES), mode: REGULAR_FILE_MODE, oid, assumeValid: false });
+    else
+      byName.set(key, { path: key, stat: Buffer.alloc(STAT_BYTES), mode: REGULAR_FILE_MODE, oid, assumeValid: false });
   }
   return [...byName.values()].sort(byPath);
 }
@@ -172,7 +185,11 @@ export function overlayEntries(entries: readonly IndexEntry[], overlay: Readonly
  * its only extension when given, and the checksum. Entries read from a version 2/3 index are
  * copied back byte for byte.
  */
-export function serializeIndex(entries: readonly IndexEntry[], version: IndexVersion = 2, cacheTree: CacheTreeNode | null = null): Buffer {
+export function serializeIndex(
+  entries: readonly IndexEntry[],
+  version: IndexVersion = 2,
+  cacheTree: CacheTreeNode | null = null,
+): Buffer {
   const header = Buffer.alloc(HEADER_BYTES);
   header.writeUInt32BE(SIGNATURE, 0);
   header.writeUInt32BE(version, 4);
@@ -189,7 +206,10 @@ export function serializeIndex(entries: readonly IndexEntry[], version: IndexVer
     entry.stat.copy(fixed, 0, 0, STAT_BYTES);
     fixed.writeUInt32BE(entry.mode, MODE_OFFSET); // the stat block of an overlaid entry is zero but its mode is not
     fixed.write(entry.oid, STAT_BYTES, SHA1_BYTES, "hex");
-    fixed.writeUInt16BE((entry.assumeValid ? ASSUME_VALID : 0) | Math.min(name.length, NAME_MASK), STAT_BYTES + SHA1_BYTES);
+    fixed.writeUInt16BE(
+      (entry.assumeValid ? ASSUME_VALID : 0) | Math.min(name.length, NAME_MASK),
+      STAT_BYTES + SHA1_BYTES,
+    );
     parts.push(fixed);
     if (version === 4) {
       let common = 0;

@@ -11,7 +11,17 @@
 // Identity is never invented here: the caller passes git's own `git var` output.
 
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants as fsConstants, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { lstat, mkdir, open, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
@@ -30,7 +40,12 @@ export function gitObjectId(type: GitObjectType, body: Uint8Array, objectFormat:
  * unless it already exists. `fsync` follows the repository's core.fsync settings (git's default
  * does not fsync loose objects).
  */
-export async function writeLooseObject(objectsDir: string, type: GitObjectType, body: Uint8Array, options: { fsync?: boolean } = {}): Promise<string> {
+export async function writeLooseObject(
+  objectsDir: string,
+  type: GitObjectType,
+  body: Uint8Array,
+  options: { fsync?: boolean } = {},
+): Promise<string> {
   const id = gitObjectId(type, body, "sha1");
   const dir = join(objectsDir, id.slice(0, 2));
   const target = join(dir, id.slice(2));
@@ -64,7 +79,12 @@ export async function writeLooseObject(objectsDir: string, type: GitObjectType, 
  * bench machine (where the live files' fsyncs occupy the pool meanwhile). Only for small objects
  * (a commit; a tree of a store directory, tens of KiB at most): it blocks the event loop while it writes.
  */
-export function writeSmallLooseObjectSync(objectsDir: string, type: GitObjectType, body: Uint8Array, options: { fsync?: boolean } = {}): string {
+export function writeSmallLooseObjectSync(
+  objectsDir: string,
+  type: GitObjectType,
+  body: Uint8Array,
+  options: { fsync?: boolean } = {},
+): string {
   const id = gitObjectId(type, body, "sha1");
   const dir = join(objectsDir, id.slice(0, 2));
   const target = join(dir, id.slice(2));
@@ -128,7 +148,13 @@ export function isPlainCommitMessage(message: string): boolean {
 }
 
 /** The body of a commit object exactly as `git commit-tree <tree> [-p <parent>] -m <message>` builds it. */
-export function commitObjectBody(options: { tree: string; parents: readonly string[]; author: string; committer: string; message: string }): Buffer {
+export function commitObjectBody(options: {
+  tree: string;
+  parents: readonly string[];
+  author: string;
+  committer: string;
+  message: string;
+}): Buffer {
   let head = `tree ${options.tree}\n`;
   for (const parent of options.parents) head += `parent ${parent}\n`;
   head += `author ${options.author}\ncommitter ${options.committer}\n\n`;

@@ -51,7 +51,8 @@ export interface RefCasOptions {
 export function isPlainBranchRef(ref: string): boolean {
   if (!ref.startsWith("refs/heads/") || ref.length === "refs/heads/".length) return false;
   for (const component of ref.split("/")) {
-    if (component === "" || component.startsWith(".") || component.endsWith(".lock") || component.endsWith(".")) return false;
+    if (component === "" || component.startsWith(".") || component.endsWith(".lock") || component.endsWith("."))
+      return false;
   }
   return !/[\x00-\x20\x7f~^:?*[\\]|\.\.|@\{/.test(ref) && ref !== "refs/heads/@";
 }
@@ -104,9 +105,13 @@ export async function readRefValue(commonDir: string, ref: string, zeroId: strin
     const loose = await readFile(loosePath, "utf8");
     const value = loose.endsWith("\n") ? loose.slice(0, -1) : loose;
     if (shaPattern.test(value)) return value;
-    throw new StoreError("git-failed", `The ref file ${loosePath} holds ${JSON.stringify(loose.slice(0, 100))}, not an object id; State Flow does not update it. Inspect it with git -C ${dirname(commonDir)} show-ref.`, {
-      file: loosePath,
-    });
+    throw new StoreError(
+      "git-failed",
+      `The ref file ${loosePath} holds ${JSON.stringify(loose.slice(0, 100))}, not an object id; State Flow does not update it. Inspect it with git -C ${dirname(commonDir)} show-ref.`,
+      {
+        file: loosePath,
+      },
+    );
   } catch (error) {
     if (error instanceof StoreError) throw error;
     const code = errnoOf(error);
@@ -124,7 +129,12 @@ export async function readRefValue(commonDir: string, ref: string, zeroId: strin
     const space = line.indexOf(" ");
     if (space > 0 && line.slice(space + 1) === ref) {
       const sha = line.slice(0, space);
-      if (!shaPattern.test(sha)) throw refFailed(`Reading ${ref} from packed-refs`, new Error(`malformed line ${JSON.stringify(line)}`), join(commonDir, "packed-refs"));
+      if (!shaPattern.test(sha))
+        throw refFailed(
+          `Reading ${ref} from packed-refs`,
+          new Error(`malformed line ${JSON.stringify(line)}`),
+          join(commonDir, "packed-refs"),
+        );
       return sha;
     }
   }
@@ -155,7 +165,9 @@ async function appendReflog(path: string, create: boolean, line: string): Promis
 function autocreatesReflog(mode: LogAllRefUpdates, ref: string): boolean {
   if (mode === "always") return true;
   if (mode === "none") return false;
-  return ref === "HEAD" || ref.startsWith("refs/heads/") || ref.startsWith("refs/remotes/") || ref.startsWith("refs/notes/");
+  return (
+    ref === "HEAD" || ref.startsWith("refs/heads/") || ref.startsWith("refs/remotes/") || ref.startsWith("refs/notes/")
+  );
 }
 
 /** A ref update whose locks are held and whose new value is durable in `<ref>.lock`; nothing visible yet. */
@@ -176,7 +188,12 @@ export interface PreparedRefUpdate {
  */
 export async function prepareRefUpdate(options: RefCasOptions): Promise<PreparedRefUpdate> {
   const { commonDir, gitDir, ref, newId, oldId, zeroId } = options;
-  if (!isPlainBranchRef(ref)) throw new StoreError("git-failed", `${JSON.stringify(ref)} is not a plain branch ref; State Flow does not update it in-process.`, { file: ref });
+  if (!isPlainBranchRef(ref))
+    throw new StoreError(
+      "git-failed",
+      `${JSON.stringify(ref)} is not a plain branch ref; State Flow does not update it in-process.`,
+      { file: ref },
+    );
   const timeout = Math.max(0, Math.min(options.lockTimeoutMs ?? 100, 10_000));
   const refPath = join(commonDir, ref);
   const refLock = `${refPath}.lock`;
@@ -195,9 +212,13 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
       created.push(headLock);
       const head = (await readFile(join(gitDir, "HEAD"), "utf8")).trim();
       if (head !== `ref: ${ref}`) {
-        throw new StoreError("stale-basis", `Stale basis: HEAD of the state repository moved from ${ref} to ${head} while publishing. Nothing was published; reload and retry.`, {
-          file: join(gitDir, "HEAD"),
-        });
+        throw new StoreError(
+          "stale-basis",
+          `Stale basis: HEAD of the state repository moved from ${ref} to ${head} while publishing. Nothing was published; reload and retry.`,
+          {
+            file: join(gitDir, "HEAD"),
+          },
+        );
       }
     }
     const current = await readRefValue(commonDir, ref, zeroId);
@@ -227,7 +248,9 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
         const line = `${oldId ?? zeroId} ${newId} ${options.committer}${options.message ? `\t${options.message.replace(/[ \t\n\r]+/g, " ").trim()}` : ""}\n`;
         await Promise.all([
           appendReflog(join(commonDir, "logs", ref), autocreatesReflog(options.logAllRefUpdates, ref), line),
-          options.headPointsHere ? appendReflog(join(gitDir, "logs", "HEAD"), autocreatesReflog(options.logAllRefUpdates, "HEAD"), line) : undefined,
+          options.headPointsHere
+            ? appendReflog(join(gitDir, "logs", "HEAD"), autocreatesReflog(options.logAllRefUpdates, "HEAD"), line)
+            : undefined,
         ]);
         killPoint("reflog.appended");
         await rename(refLock, refPath);

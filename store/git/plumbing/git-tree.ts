@@ -59,11 +59,19 @@ export interface BuildOptions {
 export function buildTrees(entries: readonly IndexEntry[], options: BuildOptions = {}): TreeBuild {
   const dirty = new Set<string>([""]);
   for (const path of options.changed ?? []) {
-    for (let slash = path.indexOf("/"); slash >= 0; slash = path.indexOf("/", slash + 1)) dirty.add(path.slice(0, slash + 1));
+    for (let slash = path.indexOf("/"); slash >= 0; slash = path.indexOf("/", slash + 1))
+      dirty.add(path.slice(0, slash + 1));
   }
   const computed: BuiltTree[] = [];
   // The root is always rebuilt: `dirty` holds it, and it is one small tree.
-  const cacheTree = build({ entries, dirty, computed, exists: options.exists ?? (() => false) }, 0, entries.length, "", "", options.cached ?? undefined);
+  const cacheTree = build(
+    { entries, dirty, computed, exists: options.exists ?? (() => false) },
+    0,
+    entries.length,
+    "",
+    "",
+    options.cached ?? undefined,
+  );
   return { root: cacheTree.oid!, computed, cacheTree };
 }
 
@@ -83,16 +91,34 @@ interface BuildState {
 
 /** A cached directory node that can stand for entries[start, end) (end within the parent's run) under `dir` unchanged. */
 function reusable(state: BuildState, node: CacheTreeNode, start: number, end: number, dir: string): boolean {
-  return node.entryCount > 0 && node.oid !== null && !state.dirty.has(dir) && state.exists(node.oid) && spans(state.entries, start, end, dir);
+  return (
+    node.entryCount > 0 &&
+    node.oid !== null &&
+    !state.dirty.has(dir) &&
+    state.exists(node.oid) &&
+    spans(state.entries, start, end, dir)
+  );
 }
 
 /** entries[start, end) is exactly the run of entries under `dir`. */
 function spans(entries: readonly IndexEntry[], start: number, end: number, dir: string): boolean {
-  return entries[start]!.path.startsWith(dir) && entries[end - 1]!.path.startsWith(dir) && (end === entries.length || !entries[end]!.path.startsWith(dir)) && (start === 0 || !entries[start - 1]!.path.startsWith(dir));
+  return (
+    entries[start]!.path.startsWith(dir) &&
+    entries[end - 1]!.path.startsWith(dir) &&
+    (end === entries.length || !entries[end]!.path.startsWith(dir)) &&
+    (start === 0 || !entries[start - 1]!.path.startsWith(dir))
+  );
 }
 
 /** Builds the tree of entries[start, end), which all lie under `prefix` ("" or "dir/"). */
-function build(state: BuildState, start: number, end: number, prefix: string, name: string, cached: CacheTreeNode | undefined): CacheTreeNode {
+function build(
+  state: BuildState,
+  start: number,
+  end: number,
+  prefix: string,
+  name: string,
+  cached: CacheTreeNode | undefined,
+): CacheTreeNode {
   const { entries } = state;
   const cachedChildren = new Map((cached?.children ?? []).map((child) => [child.name, child]));
   const children: Child[] = [];
@@ -114,7 +140,11 @@ function build(state: BuildState, start: number, end: number, prefix: string, na
     const cachedChild = cachedChildren.get(childName);
     let node: CacheTreeNode;
     let j: number;
-    if (cachedChild && i + cachedChild.entryCount <= end && reusable(state, cachedChild, i, i + cachedChild.entryCount, dir)) {
+    if (
+      cachedChild &&
+      i + cachedChild.entryCount <= end &&
+      reusable(state, cachedChild, i, i + cachedChild.entryCount, dir)
+    ) {
       j = i + cachedChild.entryCount; // a valid cached subtree: skip its entries without looking at them
       node = cachedChild;
     } else {
@@ -129,7 +159,12 @@ function build(state: BuildState, start: number, end: number, prefix: string, na
   // Git orders tree entries by name, a directory's name compared as if it ended in "/".
   const key = (child: Child) => (child.mode === TREE_MODE ? `${child.name}/` : child.name);
   children.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  const body = Buffer.concat(children.flatMap((child) => [Buffer.from(`${child.mode.toString(8)} ${child.name}\0`, "latin1"), Buffer.from(child.oid, "hex")]));
+  const body = Buffer.concat(
+    children.flatMap((child) => [
+      Buffer.from(`${child.mode.toString(8)} ${child.name}\0`, "latin1"),
+      Buffer.from(child.oid, "hex"),
+    ]),
+  );
   const id = gitObjectId("tree", body, "sha1");
   state.computed.push({ path: prefix.slice(0, -1), id, body });
   subtrees.sort((a, b) => compareSubtreeNames(a.name, b.name));

@@ -33,7 +33,9 @@ describe("Mermaid generation", () => {
 
   for (const { name, machine } of machineCatalog) {
     it(`${name}: every transition appears as one diagram edge`, () => {
-      const edges = renderMermaid(machine).split("\n").filter((l) => / --> .* : /.test(l));
+      const edges = renderMermaid(machine)
+        .split("\n")
+        .filter((l) => / --> .* : /.test(l));
       expect(edges.length).toBe(listTransitions(machine).length);
     });
   }

@@ -40,7 +40,10 @@ describe("live inspector", () => {
       const done = () =>
         received.some((m) => m.type === "@xstate.actor") &&
         received.some((m) => m.type === "@xstate.event" && m.event?.type === "STORAGE_READY") &&
-        received.some((m) => m.type === "@xstate.snapshot" && JSON.stringify(m.snapshot?.value) === JSON.stringify({ active: "steady" }));
+        received.some(
+          (m) =>
+            m.type === "@xstate.snapshot" && JSON.stringify(m.snapshot?.value) === JSON.stringify({ active: "steady" }),
+        );
       while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(done(), `received: ${received.map((m) => m.type + ":" + (m.event?.type ?? "")).join(", ")}`).toBe(true);
     } finally {

@@ -5,31 +5,56 @@ import { STOP_HANDOFF } from "../../../adapters/pi/context.ts";
 
 let n = 0;
 const base = () => ({ id: `e${++n}`, parentId: null, timestamp: "2026-11-30T00:00:00.000Z" });
-const checkpoint = (data: unknown) => ({ ...base(), type: "custom", customType: CHECKPOINT_ENTRY, data }) as SessionEntry;
-const handoff = (sessionId: string) => ({ ...base(), type: "custom_message", customType: STOP_HANDOFF, content: "x", display: false, details: { sessionId } }) as SessionEntry;
-const message = () => ({ ...base(), type: "message", message: { role: "user", content: "hi", timestamp: 1 } }) as SessionEntry;
+const checkpoint = (data: unknown) =>
+  ({ ...base(), type: "custom", customType: CHECKPOINT_ENTRY, data }) as SessionEntry;
+const handoff = (sessionId: string) =>
+  ({
+    ...base(),
+    type: "custom_message",
+    customType: STOP_HANDOFF,
+    content: "x",
+    display: false,
+    details: { sessionId },
+  }) as SessionEntry;
+const message = () =>
+  ({ ...base(), type: "message", message: { role: "user", content: "hi", timestamp: 1 } }) as SessionEntry;
 const sha = "a".repeat(40);
 const file = `file:${"b".repeat(64)}`;
 
 describe("branchMarkers", () => {
   it("reads revisions (Git and file-only) and disabled markers in order", () => {
-    expect(branchMarkers([checkpoint({ revision: sha }), checkpoint({ revision: file }), checkpoint({ disabled: true })], "S")).toEqual([
-      { kind: "revision", revision: sha },
-      { kind: "revision", revision: file },
-      { kind: "disabled" },
-    ]);
+    expect(
+      branchMarkers(
+        [checkpoint({ revision: sha }), checkpoint({ revision: file }), checkpoint({ disabled: true })],
+        "S",
+      ),
+    ).toEqual([{ kind: "revision", revision: sha }, { kind: "revision", revision: file }, { kind: "disabled" }]);
   });
 
   it("marks malformed entries so the restore falls back past them", () => {
-    const markers = branchMarkers([checkpoint({ revision: "HEAD" }), checkpoint({ revision: sha, extra: 1 }), checkpoint("x"), checkpoint({ disabled: "yes" })], "S");
-    expect(markers).toEqual([{ kind: "malformed" }, { kind: "malformed" }, { kind: "malformed" }, { kind: "malformed" }]);
+    const markers = branchMarkers(
+      [
+        checkpoint({ revision: "HEAD" }),
+        checkpoint({ revision: sha, extra: 1 }),
+        checkpoint("x"),
+        checkpoint({ disabled: "yes" }),
+      ],
+      "S",
+    );
+    expect(markers).toEqual([
+      { kind: "malformed" },
+      { kind: "malformed" },
+      { kind: "malformed" },
+      { kind: "malformed" },
+    ]);
   });
 
   it("a disabled marker after this session's stop handoff restores passive; another session's is plain disabled", () => {
-    expect(branchMarkers([handoff("S"), checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled", stoppedBy: "S" }]);
+    expect(branchMarkers([handoff("S"), checkpoint({ disabled: true })], "S")).toEqual([
+      { kind: "disabled", stoppedBy: "S" },
+    ]);
     expect(branchMarkers([handoff("PARENT"), checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled" }]);
   });
-
 });
 
 describe("branchShape", () => {

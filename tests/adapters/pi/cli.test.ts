@@ -4,7 +4,16 @@
 // (PI_CODING_AGENT_DIR), HOME and Git identity; the user's Git configuration is never used.
 
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+  existsSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +26,10 @@ import { readTemporalState } from "../../../core/temporal.ts";
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const fauxExtension = join(repoRoot, "tests/fixtures/faux-cli-extension.ts");
 const piPackage = join(repoRoot, "node_modules/@earendil-works/pi-coding-agent");
-const piCli = join(piPackage, (JSON.parse(readFileSync(join(piPackage, "package.json"), "utf8")) as { bin: { pi: string } }).bin.pi);
+const piCli = join(
+  piPackage,
+  (JSON.parse(readFileSync(join(piPackage, "package.json"), "utf8")) as { bin: { pi: string } }).bin.pi,
+);
 
 type Step = { say: string } | { call: string; args: Record<string, unknown> };
 
@@ -41,7 +53,8 @@ function setup(config: Record<string, unknown> | string | null) {
   const cwd = join(root, "project");
   const home = join(root, "home");
   for (const dir of [agentDir, cwd, home]) mkdirSync(dir, { recursive: true });
-  if (config !== null) writeFileSync(join(agentDir, "state-flow.json"), typeof config === "string" ? config : JSON.stringify(config));
+  if (config !== null)
+    writeFileSync(join(agentDir, "state-flow.json"), typeof config === "string" ? config : JSON.stringify(config));
   const gitConfig = join(root, "gitconfig");
   writeFileSync(gitConfig, "");
   const env: NodeJS.ProcessEnv = {};
@@ -60,10 +73,21 @@ function setup(config: Record<string, unknown> | string | null) {
     GIT_COMMITTER_NAME: "State Flow CLI Test",
     GIT_COMMITTER_EMAIL: "cli-test@state-flow.invalid",
   });
-  return { agentDir, cwd: realpathSync(cwd), env, storeRoot: join(agentDir, "state-flow"), contextsFile: join(root, "contexts.jsonl") };
+  return {
+    agentDir,
+    cwd: realpathSync(cwd),
+    env,
+    storeRoot: join(agentDir, "state-flow"),
+    contextsFile: join(root, "contexts.jsonl"),
+  };
 }
 
-function runPi(dirs: ReturnType<typeof setup>, script: Step[], prompt: string, options: { loadRepo?: boolean } = {}): Promise<CliRun> {
+function runPi(
+  dirs: ReturnType<typeof setup>,
+  script: Step[],
+  prompt: string,
+  options: { loadRepo?: boolean } = {},
+): Promise<CliRun> {
   const args = [
     piCli,
     "--offline",
@@ -95,7 +119,11 @@ function runPi(dirs: ReturnType<typeof setup>, script: Step[], prompt: string, o
     child.on("close", (code) => {
       clearTimeout(timer);
       const contexts = existsSync(dirs.contextsFile)
-        ? readFileSync(dirs.contextsFile, "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as CliRun["contexts"][number])
+        ? readFileSync(dirs.contextsFile, "utf8")
+            .trim()
+            .split("\n")
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as CliRun["contexts"][number])
         : [];
       done({ code, stdout, stderr, contexts });
     });
@@ -145,7 +173,8 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     const sessions = readdirSync(cwdDir, { withFileTypes: true }).filter((e) => e.isDirectory());
     expect(sessions).toHaveLength(1);
     const sessionKey = sessions[0]!.name;
-    for (const file of ["checkpoint.json", "patches.jsonl", "meta.json", "config.json"]) expect(existsSync(join(cwdDir, sessionKey, file))).toBe(true);
+    for (const file of ["checkpoint.json", "patches.jsonl", "meta.json", "config.json"])
+      expect(existsSync(join(cwdDir, sessionKey, file))).toBe(true);
     for (const file of ["checkpoint.json", "patches.jsonl", "meta.json"]) {
       expect(existsSync(join(cwdDir, file))).toBe(true);
       expect(existsSync(join(dirs.storeRoot, file))).toBe(true);
@@ -161,7 +190,12 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
 
     const store = await openStore({ root: dirs.storeRoot, env: dirs.env });
     expect(store.kind).toBe("git");
-    const runtime0 = await new StateStore(store, { cwd: dirs.cwd, cwdKey: cwdKey(dirs.cwd), sessionId: sessionIdOfKey(sessionKey), sessionKey }).loadCurrent();
+    const runtime0 = await new StateStore(store, {
+      cwd: dirs.cwd,
+      cwdKey: cwdKey(dirs.cwd),
+      sessionId: sessionIdOfKey(sessionKey),
+      sessionKey,
+    }).loadCurrent();
     expect(runtime0).not.toBeNull();
     const now = readTemporalState(runtime0!.view);
     expect(now.boundary.step).toBe(2);
@@ -171,7 +205,10 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
       working: { checked: "print mode" },
       response: "CLI answer: state recorded.",
     });
-    expect(readTemporalState(runtime0!.view, 1, "session").state).toMatchObject({ working: { checked: "print mode" }, response: "" });
+    expect(readTemporalState(runtime0!.view, 1, "session").state).toMatchObject({
+      working: { checked: "print mode" },
+      response: "",
+    });
     expect(readTemporalState(runtime0!.view, 0, "global").state.contract).toEqual({ style: "terse" });
     expect(readTemporalState(runtime0!.view, 0, "cwd").state.contract).toEqual({ tool: "pi CLI" });
   }, 30_000);
@@ -199,10 +236,23 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
 
   it("pi install <repo path> registers the package; a later run loads State Flow without -e", async () => {
     const dirs = setup({ autoStart: true });
-    const install = spawnSync(process.execPath, [piCli, "install", repoRoot], { cwd: dirs.cwd, env: dirs.env, encoding: "utf8", timeout: 30_000 });
+    const install = spawnSync(process.execPath, [piCli, "install", repoRoot], {
+      cwd: dirs.cwd,
+      env: dirs.env,
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     expect(install.status, install.stderr).toBe(0);
     expect(install.stdout).toContain(`Installed ${repoRoot}`);
-    const run = await runPi(dirs, [{ call: "patch_state", args: { session: { working: { installed: true } }, final: true } }, { say: "Installed run." }], "via install", { loadRepo: false });
+    const run = await runPi(
+      dirs,
+      [
+        { call: "patch_state", args: { session: { working: { installed: true } }, final: true } },
+        { say: "Installed run." },
+      ],
+      "via install",
+      { loadRepo: false },
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe("Installed run.");
     expect(run.contexts[0]!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));

@@ -36,7 +36,12 @@ describe("loadConfig", () => {
 
   it("reads every setting", () => {
     write({ directory: "/srv/flow", autoStart: true, logging: true, remotePublication: "off" });
-    expect(loadConfig(agentDir)).toMatchObject({ directory: "/srv/flow", autoStart: true, logging: true, remotePublication: "off" });
+    expect(loadConfig(agentDir)).toMatchObject({
+      directory: "/srv/flow",
+      autoStart: true,
+      logging: true,
+      remotePublication: "off",
+    });
   });
 
   it("resolves a relative directory from the configuration folder and expands ~", () => {
@@ -49,7 +54,9 @@ describe("loadConfig", () => {
 
   it("fails on unknown keys, naming key and value", () => {
     write({ autostart: true });
-    expect(failure()).toBe(`${join(agentDir, "state-flow.json")}: "autostart" = true is not a known setting (known: directory, autoStart, logging, remotePublication)`);
+    expect(failure()).toBe(
+      `${join(agentDir, "state-flow.json")}: "autostart" = true is not a known setting (known: directory, autoStart, logging, remotePublication)`,
+    );
   });
 
   it("fails on bad values, naming key and value", () => {

@@ -13,8 +13,15 @@ import {
 import { emptyScopeState } from "../../../core/scope-state.ts";
 
 let clock = 0;
-const user = (text: string): AgentMessage => ({ role: "user", content: [{ type: "text", text }], timestamp: ++clock }) as AgentMessage;
-const assistant = (text: string): AgentMessage => ({ role: "assistant", content: [{ type: "text", text }], stopReason: "stop", timestamp: ++clock }) as unknown as AgentMessage;
+const user = (text: string): AgentMessage =>
+  ({ role: "user", content: [{ type: "text", text }], timestamp: ++clock }) as AgentMessage;
+const assistant = (text: string): AgentMessage =>
+  ({
+    role: "assistant",
+    content: [{ type: "text", text }],
+    stopReason: "stop",
+    timestamp: ++clock,
+  }) as unknown as AgentMessage;
 const custom = (customType: string, content: string, sessionId = "S"): AgentMessage =>
   ({ role: "custom", customType, content, display: false, details: { sessionId }, timestamp: ++clock }) as AgentMessage;
 
@@ -24,7 +31,13 @@ const text = (m: AgentMessage): string => {
 };
 
 function project(messages: AgentMessage[], mode: ProjectionMode, discarded: number[] = []) {
-  return projectContext({ messages, mode, sessionId: "S", runtimeContext: "CTX", discardedDrafts: new Set(discarded) }).map(text);
+  return projectContext({
+    messages,
+    mode,
+    sessionId: "S",
+    runtimeContext: "CTX",
+    discardedDrafts: new Set(discarded),
+  }).map(text);
 }
 
 describe("projectContext", () => {
@@ -32,12 +45,9 @@ describe("projectContext", () => {
 
   it("steady: runtime context + foreign custom messages + the complete current run; completed runs leave", () => {
     const run = [user("new request"), custom(RUN_ANCHOR, "[run]"), assistant("working")];
-    expect(project([...history, user("prev run"), custom(RUN_ANCHOR, "[run]"), assistant("prev answer"), ...run], "steady")).toEqual([
-      "CTX",
-      "keep me",
-      "new request",
-      "working",
-    ]);
+    expect(
+      project([...history, user("prev run"), custom(RUN_ANCHOR, "[run]"), assistant("prev answer"), ...run], "steady"),
+    ).toEqual(["CTX", "keep me", "new request", "working"]);
   });
 
   it("bootstrap keeps the pre-Flow context for the migration run", () => {
@@ -46,8 +56,21 @@ describe("projectContext", () => {
   });
 
   it("bootstrap after a restart starts at the frozen stop handoff, not the raw pre-stop transcript", () => {
-    const messages = [...history, custom(STOP_HANDOFF, "FROZEN"), user("while stopped"), assistant("plain answer"), user("restart request"), custom(RUN_ANCHOR, "[run]")];
-    expect(project(messages, "bootstrap")).toEqual(["CTX", "FROZEN", "while stopped", "plain answer", "restart request"]);
+    const messages = [
+      ...history,
+      custom(STOP_HANDOFF, "FROZEN"),
+      user("while stopped"),
+      assistant("plain answer"),
+      user("restart request"),
+      custom(RUN_ANCHOR, "[run]"),
+    ];
+    expect(project(messages, "bootstrap")).toEqual([
+      "CTX",
+      "FROZEN",
+      "while stopped",
+      "plain answer",
+      "restart request",
+    ]);
   });
 
   it("passive: the frozen handoff plus what followed the stop", () => {
@@ -56,7 +79,12 @@ describe("projectContext", () => {
   });
 
   it("ignores markers written by another physical session (a fork's parent)", () => {
-    const messages = [...history, custom(STOP_HANDOFF, "PARENT FROZEN", "PARENT"), user("q"), custom(RUN_ANCHOR, "[run]", "PARENT")];
+    const messages = [
+      ...history,
+      custom(STOP_HANDOFF, "PARENT FROZEN", "PARENT"),
+      user("q"),
+      custom(RUN_ANCHOR, "[run]", "PARENT"),
+    ];
     expect(project(messages, "passive")).toEqual(["old request", "old answer", "keep me", "q"]);
     expect(currentRunStart(messages, "S")).toBe(0);
   });
@@ -64,7 +92,14 @@ describe("projectContext", () => {
   it("drops discarded drafts and superseded resolution notes; keeps only the newest note in its run", () => {
     const draft1 = assistant("draft one");
     const draft2 = assistant("draft two");
-    const messages = [user("q"), custom(RUN_ANCHOR, "[run]"), draft1, custom(RESOLUTION_NOTE, "resolve 1"), draft2, custom(RESOLUTION_NOTE, "resolve 2")];
+    const messages = [
+      user("q"),
+      custom(RUN_ANCHOR, "[run]"),
+      draft1,
+      custom(RESOLUTION_NOTE, "resolve 1"),
+      draft2,
+      custom(RESOLUTION_NOTE, "resolve 2"),
+    ];
     expect(project(messages, "steady", [draft1.timestamp, draft2.timestamp])).toEqual(["CTX", "q", "resolve 2"]);
     const next = [...messages, assistant("final"), user("next"), custom(RUN_ANCHOR, "[run]")];
     expect(project(next, "steady", [])).toEqual(["CTX", "next"]);

@@ -8,18 +8,26 @@ import { PiHarness, call, contextText, harnessFactory, say } from "../../support
 const harness = harnessFactory();
 
 function agentStarts(h: PiHarness): number {
-  return h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-run").length;
+  return h.session.messages.filter(
+    (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-run",
+  ).length;
 }
 
 describe("terminal resolution in a real session", () => {
   it("an unresolved draft is discarded and answered with a hidden same-run steer; the later final answer is committed", async () => {
     const h = await harness();
     await h.command("/state-flow-start");
-    h.script(say("Draft without final."), call("patch_state", { session: { working: { done: true } }, final: true }), say("Accepted answer."));
+    h.script(
+      say("Draft without final."),
+      call("patch_state", { session: { working: { done: true } }, final: true }),
+      say("Accepted answer."),
+    );
     await h.prompt("answer me");
     expect(agentStarts(h)).toBe(1);
     expect(h.accessor.read(0).state.response).toBe("Accepted answer.");
-    const steer = h.session.messages.find((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution") as { display: boolean } | undefined;
+    const steer = h.session.messages.find(
+      (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+    ) as { display: boolean } | undefined;
     expect(steer?.display).toBe(false);
     const second = contextText(h.contexts[1]!);
     expect(second).not.toContain("Draft without final.");
@@ -37,7 +45,9 @@ describe("terminal resolution in a real session", () => {
     await h.command("/state-flow-start");
     h.script(call("patch_state", { session: { working: { kept: 1 } } }), say("one"), say("two"), say("three"));
     await h.prompt("never final");
-    const notes = h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution");
+    const notes = h.session.messages.filter(
+      (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+    );
     expect(notes).toHaveLength(2);
     const errors = h.notices.filter((n) => n.level === "error");
     expect(errors).toHaveLength(1);
@@ -59,25 +69,38 @@ describe("terminal resolution in a real session", () => {
       say("final"),
     );
     await h.prompt("try bad patches");
-    const errors = (h.session.messages.filter((m) => m.role === "toolResult") as { isError: boolean; content: { text: string }[] }[]).filter((r) => r.isError);
+    const errors = (
+      h.session.messages.filter((m) => m.role === "toolResult") as { isError: boolean; content: { text: string }[] }[]
+    ).filter((r) => r.isError);
     expect(errors.map((e) => e.content[0]!.text)).toEqual([
       expect.stringMatching(/response is not patchable/),
       expect.stringMatching(/retired \{scope, patch\} form/),
       expect.stringMatching(/empty scope patch/),
     ]);
     expect(h.accessor.read(0).state.response).toBe("final");
-    const notes = h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution");
+    const notes = h.session.messages.filter(
+      (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+    );
     expect(notes).toHaveLength(1);
   });
 
-  it.each(["length", "error", "aborted"] as const)("a %s ending is never committed as response and is not steered", async (stopReason) => {
-    const h = await harness();
-    await h.command("/state-flow-start");
-    h.script(call("patch_state", { final: true }), () => fauxAssistantMessage([fauxText("partial answer")], { stopReason }));
-    await h.prompt("interrupted");
-    expect(h.accessor.read(0).state.response).toBe("");
-    expect(h.session.messages.some((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution")).toBe(false);
-  });
+  it.each(["length", "error", "aborted"] as const)(
+    "a %s ending is never committed as response and is not steered",
+    async (stopReason) => {
+      const h = await harness();
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { final: true }), () =>
+        fauxAssistantMessage([fauxText("partial answer")], { stopReason }),
+      );
+      await h.prompt("interrupted");
+      expect(h.accessor.read(0).state.response).toBe("");
+      expect(
+        h.session.messages.some(
+          (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+        ),
+      ).toBe(false);
+    },
+  );
 });
 
 describe("episode in a real session", () => {
@@ -138,8 +161,14 @@ describe("episode in a real session", () => {
     release();
     await Promise.all([run, stop]);
     expect(h.accessor.episode()).toBe("passive");
-    expect(h.accessor.read(0, "session").state).toMatchObject({ working: { fact: "from the run" }, response: "answer of the run" });
-    const markers = h.session.sessionManager.getBranch().filter((e) => e.type === "custom" && e.customType === "state-flow").map((e) => (e as { data: unknown }).data);
+    expect(h.accessor.read(0, "session").state).toMatchObject({
+      working: { fact: "from the run" },
+      response: "answer of the run",
+    });
+    const markers = h.session.sessionManager
+      .getBranch()
+      .filter((e) => e.type === "custom" && e.customType === "state-flow")
+      .map((e) => (e as { data: unknown }).data);
     expect(markers.at(-1)).toEqual({ disabled: true });
   });
 
@@ -150,12 +179,30 @@ describe("episode in a real session", () => {
     h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("ok"));
     await h.prompt("before stop");
     const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
-    writeFileSync(lock, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        pid: 999999,
+        host: "another-host",
+        generation: "other",
+        purpose: "test writer",
+        createdAt: new Date().toISOString(),
+      }),
+    );
     await h.command("/state-flow-stop");
     expect(h.accessor.episode()).toBe("active.steady");
     expect(h.activeTools).toContain("patch_state");
-    expect(h.notices.filter((n) => n.level === "error").map((n) => n.message).join("\n")).toMatch(/could not persist the stop[\s\S]*stays enabled/);
-    expect(h.session.messages.some((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-stop")).toBe(false);
+    expect(
+      h.notices
+        .filter((n) => n.level === "error")
+        .map((n) => n.message)
+        .join("\n"),
+    ).toMatch(/could not persist the stop[\s\S]*stays enabled/);
+    expect(
+      h.session.messages.some(
+        (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-stop",
+      ),
+    ).toBe(false);
     rmSync(lock);
     await h.command("/state-flow-stop");
     expect(h.accessor.episode()).toBe("passive");
@@ -186,7 +233,9 @@ describe("episode in a real session", () => {
     h.script(call("patch_state", { session: { working: { kept: true } }, final: true }), say("answer"));
     await h.prompt("PRE-STOP REQUEST");
     await h.command("/state-flow-stop");
-    const handoff = h.session.sessionManager.getBranch().find((e) => e.type === "custom_message" && e.customType === "state-flow-stop")!;
+    const handoff = h.session.sessionManager
+      .getBranch()
+      .find((e) => e.type === "custom_message" && e.customType === "state-flow-stop")!;
     await h.command("/state-flow-start");
     h.script(call("patch_state", { session: { working: { later: true } }, final: true }), say("later"));
     await h.prompt("after restart");
@@ -221,7 +270,15 @@ describe("episode in a real session", () => {
   it("a new session gets an empty session layer and inherits only global and cwd", async () => {
     const first = await harness();
     await first.command("/state-flow-start");
-    first.script(call("patch_state", { global: { contract: { g: 1 } }, cwd: { contract: { c: 1 } }, session: { working: { mine: "first" } }, final: true }), say("ok"));
+    first.script(
+      call("patch_state", {
+        global: { contract: { g: 1 } },
+        cwd: { contract: { c: 1 } },
+        session: { working: { mine: "first" } },
+        final: true,
+      }),
+      say("ok"),
+    );
     await first.prompt("seed");
     const second = await harness({ shareWith: first });
     expect(second.accessor.episode()).toBe("off");
@@ -256,7 +313,10 @@ describe("status, diagnostics and configuration", () => {
   it("compact and detailed status", async () => {
     const h = await harness();
     await h.command("/state-flow-start");
-    h.script(call("patch_state", { cwd: { artifacts: { "/k/a.md": { description: "notes" } } }, final: true }), say("ok"));
+    h.script(
+      call("patch_state", { cwd: { artifacts: { "/k/a.md": { description: "notes" } } }, final: true }),
+      say("ok"),
+    );
     await h.prompt("status please");
     expect(h.statuses.filter(Boolean).pop()).toMatch(/^state-flow #\d+$/);
     await h.command("/state-flow-status");
@@ -270,10 +330,18 @@ describe("status, diagnostics and configuration", () => {
   it("logs rejected patches and unresolved drafts only when logging is on, outside the store", async () => {
     const h = await harness({ config: { logging: true } });
     await h.command("/state-flow-start");
-    h.script(call("patch_state", { session: { working: { list: [null] } } }), say("draft"), call("patch_state", { final: true }), say("done"));
+    h.script(
+      call("patch_state", { session: { working: { list: [null] } } }),
+      say("draft"),
+      call("patch_state", { final: true }),
+      say("done"),
+    );
     await h.prompt("log me");
     const log = join(h.agentDir, "tmp", "state-flow", "logs.jsonl");
-    const records = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const records = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(records.map((r) => r.kind)).toEqual(["rejected-patch", "unresolved-draft"]);
     expect(records[0].arguments).toEqual({ session: { working: { list: [null] } } });
     expect(records[0].error).toMatch(/session\.working\.list\[0\]: null inside an array is stored as is/);
@@ -282,7 +350,9 @@ describe("status, diagnostics and configuration", () => {
 
   it("an invalid state-flow.json fails extension loading, naming key and value", async () => {
     const h = await harness({ config: { autoStart: "yes" } });
-    expect(h.loadErrors).toEqual([expect.stringMatching(/state-flow\.json: "autoStart" = "yes" must be true or false/)]);
+    expect(h.loadErrors).toEqual([
+      expect.stringMatching(/state-flow\.json: "autoStart" = "yes" must be true or false/),
+    ]);
     expect(h.activeTools).not.toContain("patch_state");
   });
 });
@@ -318,7 +388,10 @@ describe("episode across sessions and storage modes", () => {
     h.script(say("ordinary answer"));
     await h.prompt("EARLY ORDINARY REQUEST");
     await h.command("/state-flow-start");
-    h.script(call("patch_state", { session: { working: { migrated: "early request" } }, final: true }), say("migrated"));
+    h.script(
+      call("patch_state", { session: { working: { migrated: "early request" } }, final: true }),
+      say("migrated"),
+    );
     await h.prompt("first flow run");
     expect(contextText(h.contexts[1]!)).toContain("EARLY ORDINARY REQUEST");
     expect(contextText(h.contexts[1]!)).toContain("## Bootstrap");
@@ -332,7 +405,9 @@ describe("episode across sessions and storage modes", () => {
 
   it("foreign extensions' custom messages stay in the projection", async () => {
     const foreign = (pi: import("@earendil-works/pi-coding-agent").ExtensionAPI) => {
-      pi.on("before_agent_start", () => ({ message: { customType: "other-ext", content: "FOREIGN CONTEXT", display: true } }));
+      pi.on("before_agent_start", () => ({
+        message: { customType: "other-ext", content: "FOREIGN CONTEXT", display: true },
+      }));
     };
     const h = await harness({ extraExtensions: [foreign] });
     await h.command("/state-flow-start");
@@ -350,8 +425,12 @@ describe("episode across sessions and storage modes", () => {
     h.script(call("patch_state", { cwd: { contract: { mode: "file-only" } }, final: true }), say("ok"));
     await h.prompt("file only");
     expect(existsSync(join(h.storeRoot, ".git"))).toBe(false);
-    const entries = h.session.sessionManager.getBranch().filter((e) => e.type === "custom" && e.customType === "state-flow");
-    expect((entries[entries.length - 1] as { data: { revision: string } }).data.revision).toMatch(/^file:[0-9a-f]{64}$/);
+    const entries = h.session.sessionManager
+      .getBranch()
+      .filter((e) => e.type === "custom" && e.customType === "state-flow");
+    expect((entries[entries.length - 1] as { data: { revision: string } }).data.revision).toMatch(
+      /^file:[0-9a-f]{64}$/,
+    );
     await h.session.reload();
     expect(h.accessor.episode()).toBe("active.steady");
     expect(h.accessor.read(0, "cwd").state.contract).toEqual({ mode: "file-only" });
@@ -372,9 +451,17 @@ describe("adopting an active file-only branch into Git", () => {
   it("git installed later: /state-flow-start commits the exact current cohort, binds the branch to it, and later transitions are commits", async () => {
     const { execFileSync } = await import("node:child_process");
     const h = await harness({ git: false, sessionKind: "file", config: { remotePublication: "off" } });
-    const git = (...args: string[]) => execFileSync("git", args, { cwd: h.storeRoot, env: { ...h.env, PATH: process.env.PATH }, encoding: "utf8" });
+    const git = (...args: string[]) =>
+      execFileSync("git", args, { cwd: h.storeRoot, env: { ...h.env, PATH: process.env.PATH }, encoding: "utf8" });
     await h.command("/state-flow-start");
-    h.script(call("patch_state", { cwd: { contract: { mode: "file-only" } }, session: { working: { offline: true } }, final: true }), say("ok"));
+    h.script(
+      call("patch_state", {
+        cwd: { contract: { mode: "file-only" } },
+        session: { working: { offline: true } },
+        final: true,
+      }),
+      say("ok"),
+    );
     await h.prompt("before git");
     const fileCohort = readFileSync(join(h.storeRoot, sessionDir(h), "checkpoint.json"));
     await h.command("/state-flow-start");
@@ -383,7 +470,9 @@ describe("adopting an active file-only branch into Git", () => {
 
     h.env.PATH = process.env.PATH; // git is installed
     await h.command("/state-flow-start");
-    expect(h.notices.map((n) => n.message)).toContainEqual(expect.stringMatching(/adopted this branch's file-only store into Git/));
+    expect(h.notices.map((n) => n.message)).toContainEqual(
+      expect.stringMatching(/adopted this branch's file-only store into Git/),
+    );
     expect(h.accessor.episode()).toBe("active.steady");
     const head = git("rev-parse", "HEAD").trim();
     expect(entriesOf(h).at(-1)).toBe(head); // the branch is bound to the adoption commit
@@ -394,7 +483,10 @@ describe("adopting an active file-only branch into Git", () => {
     await h.command("/state-flow-status");
     expect(h.lastNotice()!.message).toMatch(/store: git at/);
 
-    h.script(call("patch_state", { session: { working: { offline: true, online: true } }, final: true }), say("online now"));
+    h.script(
+      call("patch_state", { session: { working: { offline: true, online: true } }, final: true }),
+      say("online now"),
+    );
     await h.prompt("after git");
     expect(git("rev-list", "--count", "HEAD").trim()).toBe("3"); // the patch and the response, each a commit
     expect(entriesOf(h).at(-1)).toBe(git("rev-parse", "HEAD").trim());
@@ -411,10 +503,15 @@ describe("adopting an active file-only branch into Git", () => {
     await h.prompt("before git");
     const before = entriesOf(h).at(-1);
     h.env.PATH = process.env.PATH;
-    for (const key of ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"]) delete h.env[key];
+    for (const key of ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"])
+      delete h.env[key];
     await h.command("/state-flow-start");
-    expect(h.notices.map((n) => n.message)).toContainEqual(expect.stringMatching(/Git has no commit identity configured/));
-    expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git .* stays enabled on its unchanged file-only store/);
+    expect(h.notices.map((n) => n.message)).toContainEqual(
+      expect.stringMatching(/Git has no commit identity configured/),
+    );
+    expect(h.lastNotice()!.message).toMatch(
+      /could not adopt this branch's store into Git .* stays enabled on its unchanged file-only store/,
+    );
     expect(h.accessor.episode()).toBe("active.steady");
     expect(entriesOf(h).at(-1)).toBe(before);
     // still usable: the next transition is published to the same file store
@@ -424,9 +521,23 @@ describe("adopting an active file-only branch into Git", () => {
     expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 2 });
     // identity configured, but another writer holds the repository's publication lock: the commit
     // fails after the repository was opened, and the branch still keeps publishing to its files
-    Object.assign(h.env, { GIT_AUTHOR_NAME: "A", GIT_AUTHOR_EMAIL: "a@state-flow.invalid", GIT_COMMITTER_NAME: "A", GIT_COMMITTER_EMAIL: "a@state-flow.invalid" });
+    Object.assign(h.env, {
+      GIT_AUTHOR_NAME: "A",
+      GIT_AUTHOR_EMAIL: "a@state-flow.invalid",
+      GIT_COMMITTER_NAME: "A",
+      GIT_COMMITTER_EMAIL: "a@state-flow.invalid",
+    });
     const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
-    writeFileSync(lock, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
+    writeFileSync(
+      lock,
+      JSON.stringify({
+        pid: 999999,
+        host: "another-host",
+        generation: "other",
+        purpose: "test writer",
+        createdAt: new Date().toISOString(),
+      }),
+    );
     await h.command("/state-flow-start");
     expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git/);
     h.script(call("patch_state", { session: { working: { kept: 3 } }, final: true }), say("ok"));
@@ -459,7 +570,11 @@ describe("publication through Pi", () => {
     expect(h.lastNotice()!.message).toMatch(/publication: transition \(pending [0-9a-f]{40}\)/);
     // The remote becomes reachable; a resumed session retries the existing accepted commit.
     git(h.root, "init", "-q", "--bare", remote);
-    const resumed = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, config: { remotePublication: "transition" } });
+    const resumed = await harness({
+      shareWith: h,
+      openFile: h.session.sessionManager.getSessionFile()!,
+      config: { remotePublication: "transition" },
+    });
     expect(resumed.accessor.episode()).toBe("active.steady");
     let pushed = "";
     for (let i = 0; i < 100 && !pushed; i++) {
@@ -510,7 +625,10 @@ describe("coexistence with a turn-recovery extension (pi-continuity style)", () 
       pi.on("message_end", (event) => {
         const message = event.message as { role: string; stopReason?: string };
         if (message.role === "assistant" && message.stopReason === "length") {
-          pi.sendMessage({ customType: "continuity", content: "Continue from where the output was cut.", display: false }, { deliverAs: "steer", triggerTurn: true });
+          pi.sendMessage(
+            { customType: "continuity", content: "Continue from where the output was cut.", display: false },
+            { deliverAs: "steer", triggerTurn: true },
+          );
         }
       });
     };
@@ -523,7 +641,11 @@ describe("coexistence with a turn-recovery extension (pi-continuity style)", () 
     );
     await h.prompt("long request");
     expect(h.accessor.read(0).state.response).toBe("Recovered full answer.");
-    expect(h.session.messages.some((m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution")).toBe(false);
+    expect(
+      h.session.messages.some(
+        (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+      ),
+    ).toBe(false);
     const recovery = contextText(h.contexts[2]!);
     expect(recovery).toContain("Continue from where the output was cut.");
     // The interrupted partial is State Flow's discarded draft; the neighbour's instruction stays.

@@ -2,7 +2,8 @@ import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import { describe, expect, it } from "vitest";
 import { answerText, draftEnding, isAssistant, toolCalls } from "../../../adapters/pi/drafts.ts";
 
-const assistant = (content: unknown[], stopReason = "stop") => ({ role: "assistant", content, stopReason, timestamp: 1 }) as unknown as Extract<AgentMessage, { role: "assistant" }>;
+const assistant = (content: unknown[], stopReason = "stop") =>
+  ({ role: "assistant", content, stopReason, timestamp: 1 }) as unknown as Extract<AgentMessage, { role: "assistant" }>;
 const text = (t: string) => ({ type: "text", text: t });
 const tool = (id: string, name: string) => ({ type: "toolCall", id, name, arguments: {} });
 

@@ -54,10 +54,14 @@ describe.each([true, false])("durability in a real Pi session (git: %s)", (gitMo
     const before = storeBytes(h.storeRoot);
     let afterRefusal: Record<string, string> = {};
     const finalOnly = call("patch_state", { final: true });
-    h.script(call("patch_state", { session: { contract: { deep: [{ a: null }] } } }), () => {
-      afterRefusal = storeBytes(h.storeRoot);
-      return finalOnly();
-    }, say("two"));
+    h.script(
+      call("patch_state", { session: { contract: { deep: [{ a: null }] } } }),
+      () => {
+        afterRefusal = storeBytes(h.storeRoot);
+        return finalOnly();
+      },
+      say("two"),
+    );
     await h.prompt("poison");
     expect(toolResults(h).at(-2)).toMatch(/session\.contract\.deep\[0\]\.a: null inside an array/);
     expect(afterRefusal).toEqual(before);
@@ -72,38 +76,40 @@ describe.each([true, false])("durability in a real Pi session (git: %s)", (gitMo
     expect(reopened.notices.filter((n) => n.level !== "info")).toEqual([]);
   });
 
-  it("a cohort the store accepted but the branch never recorded is restored whole, " +
-    "and every scope patches again", async () => {
-    const h = await harness({ sessionKind: "file", git: gitMode });
-    await h.command("/state-flow-start");
-    h.script(call("patch_state", { ...all(1), final: true }), say("one"));
-    await h.prompt("first");
-    // What a kill between the store's publication and Pi's branch entry leaves behind.
-    const store = await sameSessionStore(h);
-    const runtime = (await store.loadCurrent())!;
-    await store.commit(runtime, all(2), "accepted, never recorded on the branch");
-    const reopened = await harness({
-      shareWith: h,
-      openFile: h.session.sessionManager.getSessionFile()!,
-      git: gitMode,
-    });
-    expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(
-      /restored step \d+ .*the session ended before this branch recorded it/,
-    );
-    for (const scope of ["global", "cwd", "session"] as const) {
-      expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
-    }
-    reopened.script(call("patch_state", { ...all(3), final: true }), say("three"));
-    await reopened.prompt("again");
-    expect(toolResults(reopened).at(-1)).toMatch(/^Accepted transition/);
-    for (const scope of ["global", "cwd", "session"] as const) {
-      expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 3 });
-    }
-    // Reopening again finds the branch up to date: no second catch-up.
-    const again = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
-    expect(again.notices.map((n) => n.message).join("\n")).not.toMatch(/never recorded|before this branch recorded/);
-    expect(again.accessor.read(0, "session").state.working).toEqual({ n: 3 });
-  });
+  it(
+    "a cohort the store accepted but the branch never recorded is restored whole, " + "and every scope patches again",
+    async () => {
+      const h = await harness({ sessionKind: "file", git: gitMode });
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { ...all(1), final: true }), say("one"));
+      await h.prompt("first");
+      // What a kill between the store's publication and Pi's branch entry leaves behind.
+      const store = await sameSessionStore(h);
+      const runtime = (await store.loadCurrent())!;
+      await store.commit(runtime, all(2), "accepted, never recorded on the branch");
+      const reopened = await harness({
+        shareWith: h,
+        openFile: h.session.sessionManager.getSessionFile()!,
+        git: gitMode,
+      });
+      expect(reopened.notices.map((n) => n.message).join("\n")).toMatch(
+        /restored step \d+ .*the session ended before this branch recorded it/,
+      );
+      for (const scope of ["global", "cwd", "session"] as const) {
+        expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 2 });
+      }
+      reopened.script(call("patch_state", { ...all(3), final: true }), say("three"));
+      await reopened.prompt("again");
+      expect(toolResults(reopened).at(-1)).toMatch(/^Accepted transition/);
+      for (const scope of ["global", "cwd", "session"] as const) {
+        expect(reopened.accessor.read(0, scope).state.working).toEqual({ n: 3 });
+      }
+      // Reopening again finds the branch up to date: no second catch-up.
+      const again = await harness({ shareWith: h, openFile: h.session.sessionManager.getSessionFile()!, git: gitMode });
+      expect(again.notices.map((n) => n.message).join("\n")).not.toMatch(/never recorded|before this branch recorded/);
+      expect(again.accessor.read(0, "session").state.working).toEqual({ n: 3 });
+    },
+  );
 });
 
 describe.each([true, false])("what a real Pi session's store holds (git: %s)", (gitMode) => {
@@ -114,8 +120,9 @@ describe.each([true, false])("what a real Pi session's store holds (git: %s)", (
       await h.command("/state-flow-start");
       h.script(call("patch_state", { ...all(1), final: true }), say("one"));
       await h.prompt("first");
-      const entries = readdirSync(h.storeRoot, { recursive: true, encoding: "utf8" })
-        .filter((p) => !p.startsWith(".git"));
+      const entries = readdirSync(h.storeRoot, { recursive: true, encoding: "utf8" }).filter(
+        (p) => !p.startsWith(".git"),
+      );
       expect(entries.length).toBeGreaterThan(8);
       expect(statSync(h.storeRoot).mode & 0o777).toBe(0o700);
       for (const path of entries) {

@@ -16,13 +16,13 @@ describe("State Flow in a real Pi session", () => {
     expect(h.extensionErrors()).toEqual([]);
     expect(h.accessor.episode()).toBe("active.bootstrap.fromTranscript");
     expect(h.activeTools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
-    h.script(
-      call("patch_state", { session: { working: { goal: "demo" } }, final: true }),
-      say("Done: goal recorded."),
-    );
+    h.script(call("patch_state", { session: { working: { goal: "demo" } }, final: true }), say("Done: goal recorded."));
     await h.prompt("Record the goal");
     expect(h.extensionErrors()).toEqual([]);
-    expect(h.accessor.read(0, "session").state).toMatchObject({ working: { goal: "demo" }, response: "Done: goal recorded." });
+    expect(h.accessor.read(0, "session").state).toMatchObject({
+      working: { goal: "demo" },
+      response: "Done: goal recorded.",
+    });
     expect(h.accessor.read(1, "session").state.working).toEqual({ goal: "demo" });
     expect(h.accessor.episode()).toBe("active.steady");
     const second = contextText(h.contexts[1]!);
@@ -31,7 +31,9 @@ describe("State Flow in a real Pi session", () => {
     for (const context of h.contexts) {
       expect(context.systemPrompt).toContain("## State Flow protocol");
       expect(context.systemPrompt).not.toContain("Record the goal");
-      expect(contextText({ messages: [context.messages[0]!] } as never)).toMatch(/Current specification[^\n]*\nRecord the goal/);
+      expect(contextText({ messages: [context.messages[0]!] } as never)).toMatch(
+        /Current specification[^\n]*\nRecord the goal/,
+      );
     }
   });
 });
@@ -41,19 +43,29 @@ describe("temporal properties through Pi", () => {
     h = await PiHarness.create();
     await h.command("/state-flow-start");
     h.script(
-      calls(["patch_state", { session: { working: { step: 1 } } }], ["read_state", { offset: 0 }], ["patch_state", { session: { working: { step: 99 } } }]),
+      calls(
+        ["patch_state", { session: { working: { step: 1 } } }],
+        ["read_state", { offset: 0 }],
+        ["patch_state", { session: { working: { step: 99 } } }],
+      ),
       call("patch_state", { final: true }),
       say("ok"),
     );
     await h.prompt("go");
-    const results = h.session.messages.filter((m) => m.role === "toolResult") as { toolName: string; isError: boolean; content: { text: string }[] }[];
+    const results = h.session.messages.filter((m) => m.role === "toolResult") as {
+      toolName: string;
+      isError: boolean;
+      content: { text: string }[];
+    }[];
     expect(results.map((r) => [r.toolName, r.isError])).toEqual([
       ["patch_state", false],
       ["read_state", true],
       ["patch_state", true],
       ["patch_state", false],
     ]);
-    expect(results[1]!.content[0]!.text).toMatch(/Blocked: read_state cannot run in the same assistant batch as patch_state/);
+    expect(results[1]!.content[0]!.text).toMatch(
+      /Blocked: read_state cannot run in the same assistant batch as patch_state/,
+    );
     expect(results[2]!.content[0]!.text).toMatch(/Blocked: a second patch_state call/);
     expect(h.accessor.read(0, "session").state.working).toEqual({ step: 1 });
     // offset 1 is the response-free state right after the barrier; offset 2 is before it.
@@ -87,9 +99,17 @@ describe("temporal properties through Pi", () => {
   it("offset 8 is rejected with no transition; pre-origin offsets are errors", async () => {
     h = await PiHarness.create();
     await h.command("/state-flow-start");
-    h.script(call("read_state", { offset: 8 }), call("read_state", { offset: 3 }), call("patch_state", { final: true }), say("fine"));
+    h.script(
+      call("read_state", { offset: 8 }),
+      call("read_state", { offset: 3 }),
+      call("patch_state", { final: true }),
+      say("fine"),
+    );
     await h.prompt("read history");
-    const results = h.session.messages.filter((m) => m.role === "toolResult") as { isError: boolean; content: { text: string }[] }[];
+    const results = h.session.messages.filter((m) => m.role === "toolResult") as {
+      isError: boolean;
+      content: { text: string }[];
+    }[];
     expect(results[0]!.isError).toBe(true);
     expect(results[1]!.isError).toBe(true);
     expect(results[1]!.content[0]!.text).toMatch(/before this lineage's proven origin/);

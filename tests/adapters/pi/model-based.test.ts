@@ -23,7 +23,13 @@ import {
   type EpisodeEvent,
   type EpisodeNoticeCode,
 } from "../../../machines/episode.ts";
-import { MAX_RESOLUTION_STEERS, isTerminalEligible, resolutionMachine, steersUsed, type ResolutionEvent } from "../../../machines/resolution.ts";
+import {
+  MAX_RESOLUTION_STEERS,
+  isTerminalEligible,
+  resolutionMachine,
+  steersUsed,
+  type ResolutionEvent,
+} from "../../../machines/resolution.ts";
 import type { RestoreResult } from "../../../machines/restore.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
@@ -48,22 +54,25 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
     // watches the actor's whole system, so the resolution actors the episode spawns are recorded too.
     createFlowActor: ((machine: { id: string }, options: { input?: unknown } = {}) => {
       const entries = new Map<unknown, Recorded>();
-      const actor = create(machine as never, {
-        ...(options.input === undefined ? {} : { input: options.input }),
-        inspect: (ev: Inspected) => {
-          // (the root actor's own creation is reported before `actor` is assigned: tell it by its logic)
-          if (ev.type === "@xstate.actor") {
-            const logic = (ev.actorRef as { logic?: { id?: string } }).logic;
-            if (logic?.id !== "resolution" || machine.id === "resolution") return;
-            const child = { machine: "resolution", events: [] as AnyEventObject[], actor: ev.actorRef } as Recorded;
-            entries.set(ev.actorRef, child);
-            recorded.actors.push(child);
-            return;
-          }
-          if (ev.type !== "@xstate.event" || !ev.event || ev.event.type.startsWith("xstate.")) return;
-          entries.get(ev.actorRef)?.events.push(ev.event);
-        },
-      } as never);
+      const actor = create(
+        machine as never,
+        {
+          ...(options.input === undefined ? {} : { input: options.input }),
+          inspect: (ev: Inspected) => {
+            // (the root actor's own creation is reported before `actor` is assigned: tell it by its logic)
+            if (ev.type === "@xstate.actor") {
+              const logic = (ev.actorRef as { logic?: { id?: string } }).logic;
+              if (logic?.id !== "resolution" || machine.id === "resolution") return;
+              const child = { machine: "resolution", events: [] as AnyEventObject[], actor: ev.actorRef } as Recorded;
+              entries.set(ev.actorRef, child);
+              recorded.actors.push(child);
+              return;
+            }
+            if (ev.type !== "@xstate.event" || !ev.event || ev.event.type.startsWith("xstate.")) return;
+            entries.get(ev.actorRef)?.events.push(ev.event);
+          },
+        } as never,
+      );
       const entry = { machine: machine.id, events: [] as AnyEventObject[], actor } as unknown as Recorded;
       entries.set(actor, entry);
       recorded.actors.push(entry);
@@ -73,13 +82,21 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
 });
 
 function latest(machine: string, since = 0): Recorded | undefined {
-  for (let i = recorded.actors.length - 1; i >= since; i--) if (recorded.actors[i]!.machine === machine) return recorded.actors[i];
+  for (let i = recorded.actors.length - 1; i >= since; i--)
+    if (recorded.actors[i]!.machine === machine) return recorded.actors[i];
   return undefined;
 }
 
 /** Event identity as the machine's guards see it (restore results by kind; revisions are world data). */
 function eventKey(event: AnyEventObject): string {
-  const e = event as unknown as { type: string; result: RestoreResult; reason: string; branch: string; ending: string; final: boolean };
+  const e = event as unknown as {
+    type: string;
+    result: RestoreResult;
+    reason: string;
+    branch: string;
+    ending: string;
+    final: boolean;
+  };
   if (e.type === "RESTORE_RESULT") return `RESTORE_RESULT(${e.result.kind})`;
   if (e.type === "SESSION_START") return `SESSION_START(${e.reason},${e.branch})`;
   if (e.type === "DRAFT") return `DRAFT(${e.ending})`;
@@ -117,7 +134,10 @@ afterAll(() => {
 /** Drops paths that are a strict prefix of another path: the longer replay observes every step of the shorter one. */
 function dedupeByPrefix<T extends AnyEventObject>(paths: T[][]): T[][] {
   const keys = paths.map((p) => p.map((e) => JSON.stringify(e)));
-  return paths.filter((_, i) => !keys.some((other, j) => j !== i && other.length > keys[i]!.length && keys[i]!.every((k, n) => k === other[n])));
+  return paths.filter(
+    (_, i) =>
+      !keys.some((other, j) => j !== i && other.length > keys[i]!.length && keys[i]!.every((k, n) => k === other[n])),
+  );
 }
 
 // ==== M1 episode ==================================================================================
@@ -142,7 +162,8 @@ function episodePaths(): { generated: number; paths: EpisodePath[] } {
     // The empty path (unbound) is kept although every path starts with it: it alone observes the
     // session before Pi binds the extension (tools must be off).
     const all = shortest.map((p) => p.events);
-    for (const events of [...all.filter((e) => e.length === 0), ...dedupeByPrefix(all)]) paths.push({ autoStart, events });
+    for (const events of [...all.filter((e) => e.length === 0), ...dedupeByPrefix(all)])
+      paths.push({ autoStart, events });
   }
   return { generated, paths };
 }
@@ -205,10 +226,18 @@ class EpisodeWorld {
   }
 
   /** A setup session that plants the branch the path's SESSION_START{branch} and RESTORE_RESULT need. */
-  async plant(branch: "empty" | "unmarked" | "marked", restore: RestoreResult["kind"] | null, gitLater: boolean): Promise<string | undefined> {
+  async plant(
+    branch: "empty" | "unmarked" | "marked",
+    restore: RestoreResult["kind"] | null,
+    gitLater: boolean,
+  ): Promise<string | undefined> {
     if (branch === "empty") return undefined;
     const fileOnly = restore === "unproven" || restore === "lockBusy" || gitLater;
-    const s = await this.harness({ sessionKind: "file", config: { autoStart: false }, ...(fileOnly ? { git: false } : {}) });
+    const s = await this.harness({
+      sessionKind: "file",
+      config: { autoStart: false },
+      ...(fileOnly ? { git: false } : {}),
+    });
     if (branch === "unmarked") {
       s.script(say("pre-flow answer"));
       await s.prompt(PRE_FLOW);
@@ -230,14 +259,26 @@ class EpisodeWorld {
       // Real fault: another writer holds the file-only store's publication lock while this branch
       // is restored; the selected revision is retained for retry (removed before a later restore).
       this.lockPath = join(s.storeRoot, ".state-flow-publication.lock");
-      writeFileSync(this.lockPath, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
+      writeFileSync(
+        this.lockPath,
+        JSON.stringify({
+          pid: 999999,
+          host: "another-host",
+          generation: "other",
+          purpose: "test writer",
+          createdAt: new Date().toISOString(),
+        }),
+      );
     }
     if (restore === "unproven") {
       // Real fault: another session publishes a global transition, so the file-only cohort the
       // planted branch names is replaced (file-only stores keep no history).
       const other = await this.harness({ git: false });
       await other.command("/state-flow-start");
-      other.script(call("patch_state", { global: { contract: { replacedBy: "another session" } }, final: true }), say("replaced"));
+      other.script(
+        call("patch_state", { global: { contract: { replacedBy: "another session" } }, final: true }),
+        say("replaced"),
+      );
       await other.prompt("replace the shared cohort");
     }
     return s.session.sessionFile!;
@@ -273,17 +314,30 @@ class EpisodeWorld {
     // A generated path may end in a transient state (restoring, starting) that Pi never leaves
     // observable: the adapter chains the effect's result event at once. Accept exactly such result
     // events, and feed them to the pure actor too, so both sides stay in step.
-    while ((this.state.matches("restoring") || this.state.matches("starting") || this.state.matches("stopping")) && sent.length > expected.length) {
+    while (
+      (this.state.matches("restoring") || this.state.matches("starting") || this.state.matches("stopping")) &&
+      sent.length > expected.length
+    ) {
       const next = sent[expected.length] as EpisodeEvent;
-      expect(["RESTORE_RESULT", "STORAGE_READY", "STORAGE_FAILED", "STOP_PERSISTED", "STOP_FAILED"], `only a result event may leave the transient ${episodeStateName(this.state as never)}`).toContain(next.type);
+      expect(
+        ["RESTORE_RESULT", "STORAGE_READY", "STORAGE_FAILED", "STOP_PERSISTED", "STOP_FAILED"],
+        `only a result event may leave the transient ${episodeStateName(this.state as never)}`,
+      ).toContain(next.type);
       expected = [...expected, next];
       this.pure.send(next);
     }
     this.adapterSeen = this.adapter.events.length;
     this.trail.push(`${label}: ${show(expected)}`);
     const where = `path [${show(this.path.events)}] (autoStart=${this.path.autoStart}) step "${label}" from ${before}`;
-    expect(sent.map(eventKey), `the adapter sends exactly the translated events (no lifecycle flags of its own) — ${where}`).toEqual(expected.map(eventKey));
-    if (this.state.matches("starting") || expected.some((e) => e.type === "STORAGE_READY" || e.type === "STORAGE_FAILED")) this.started = true;
+    expect(
+      sent.map(eventKey),
+      `the adapter sends exactly the translated events (no lifecycle flags of its own) — ${where}`,
+    ).toEqual(expected.map(eventKey));
+    if (
+      this.state.matches("starting") ||
+      expected.some((e) => e.type === "STORAGE_READY" || e.type === "STORAGE_FAILED")
+    )
+      this.started = true;
     this.check(where);
   }
 
@@ -296,17 +350,30 @@ class EpisodeWorld {
     expect(h.loadErrors, `no load errors — ${where}`).toEqual([]);
     // State equality: the accessor reports what the pure machine reached with the same events.
     expect(h.accessor.episode(), `I1.1/I1.5/I1.11 the adapter's episode equals the machine's — ${where}`).toBe(name);
-    expect(this.adapter.actor.getSnapshot().value, `I1.1 adapter actor snapshot — ${where}`).toEqual((this.state as AnyMachineSnapshot).value);
+    expect(this.adapter.actor.getSnapshot().value, `I1.1 adapter actor snapshot — ${where}`).toEqual(
+      (this.state as AnyMachineSnapshot).value,
+    );
     // I1.1: tools active exactly in `active`.
     const tools = h.activeTools;
     const active = isToolsActive(s);
-    expect(tools.includes("patch_state") && tools.includes("read_state"), `I1.1 patch_state/read_state active iff ${name} is active — ${where}`).toBe(active);
-    expect(tools.includes("patch_state") || tools.includes("read_state"), `I1.1 no State Flow tool outside active (${name}) — ${where}`).toBe(active);
+    expect(
+      tools.includes("patch_state") && tools.includes("read_state"),
+      `I1.1 patch_state/read_state active iff ${name} is active — ${where}`,
+    ).toBe(active);
+    expect(
+      tools.includes("patch_state") || tools.includes("read_state"),
+      `I1.1 no State Flow tool outside active (${name}) — ${where}`,
+    ).toBe(active);
     // I1.2: store files exist only after a start; manual startup / resume while off is read-only.
-    expect(existsSync(h.storeRoot), `I1.2 <agentDir>/state-flow exists iff a start initialized it (started=${this.started}) — ${where}`).toBe(this.started);
+    expect(
+      existsSync(h.storeRoot),
+      `I1.2 <agentDir>/state-flow exists iff a start initialized it (started=${this.started}) — ${where}`,
+    ).toBe(this.started);
     // Status: detailed report and compact footer.
     const status = h.accessor.status();
-    expect(status, `I1.1 status names the episode and the tool state — ${where}`).toContain(`episode: ${name}${active ? " (tools active)" : " (tools off)"}`);
+    expect(status, `I1.1 status names the episode and the tool state — ${where}`).toContain(
+      `episode: ${name}${active ? " (tools active)" : " (tools off)"}`,
+    );
     const mode = projectionMode(s);
     const footer = h.statuses.length > 0 ? h.statuses[h.statuses.length - 1] : undefined;
     if (name === "unbound" || name === "closed") {
@@ -315,9 +382,12 @@ class EpisodeWorld {
     else if (mode === "passive") expect(footer, `I1.5 passive footer — ${where}`).toBe("state-flow stopped");
     else if (mode === "failedClosed") {
       expect(footer, `I1.11 failed-closed footer — ${where}`).toBe("state-flow unavailable");
-      expect(status, `I1.11 failed inspection is reported unavailable, never clean — ${where}`).toMatch(/runtime: unavailable[\s\S]*Semantic materialization\n {2}unavailable/);
+      expect(status, `I1.11 failed inspection is reported unavailable, never clean — ${where}`).toMatch(
+        /runtime: unavailable[\s\S]*Semantic materialization\n {2}unavailable/,
+      );
     } else expect(footer, `I1.1 active footer is the compact step — ${where}`).toMatch(/^state-flow #\d+$/);
-    if (mode === "active" || mode === "bootstrapHandoff" || mode === "bootstrapTranscript") expect(status, `I1.1 enabled runtime — ${where}`).toContain("enabled: yes");
+    if (mode === "active" || mode === "bootstrapHandoff" || mode === "bootstrapTranscript")
+      expect(status, `I1.1 enabled runtime — ${where}`).toContain("enabled: yes");
     if (mode === "passive") expect(status, `I1.5 stop changed config only — ${where}`).toContain("enabled: no");
     // Notices: every notice the machine emitted reached the user, with its level.
     const fresh = h.notices.slice(this.noticesSeen);
@@ -325,7 +395,10 @@ class EpisodeWorld {
     for (const e of this.emitted) {
       if (e.type !== "episode.notice") continue;
       const code = (e as unknown as { code: EpisodeNoticeCode }).code;
-      expect(fresh.some((n) => NOTICE_TEXT[code].test(n.message)), `I1.8/I1.9/I1.11 notice ${code} shown to the user — ${where}; got ${JSON.stringify(fresh)}`).toBe(true);
+      expect(
+        fresh.some((n) => NOTICE_TEXT[code].test(n.message)),
+        `I1.8/I1.9/I1.11 notice ${code} shown to the user — ${where}; got ${JSON.stringify(fresh)}`,
+      ).toBe(true);
     }
   }
 
@@ -347,9 +420,14 @@ class EpisodeWorld {
     const enabled = mode === "active" || mode === "bootstrapTranscript" || mode === "bootstrapHandoff";
     const request = `PROBE ${name}`;
     if (enabled) {
-      h.script(call("patch_state", { session: { working: { probe: name } }, final: true }), say(`probe answer ${name}`));
+      h.script(
+        call("patch_state", { session: { working: { probe: name } }, final: true }),
+        say(`probe answer ${name}`),
+      );
       await this.step(`run "${request}"`, [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () => h.prompt(request));
-      expect(h.accessor.read(0, "session").state.response, `I1.7 the probe run was accepted — ${where}`).toBe(`probe answer ${name}`);
+      expect(h.accessor.read(0, "session").state.response, `I1.7 the probe run was accepted — ${where}`).toBe(
+        `probe answer ${name}`,
+      );
     } else {
       h.script(say(`probe answer ${name}`));
       await this.step(`run "${request}"`, [{ type: "RUN_STARTED" }], () => h.prompt(request));
@@ -357,7 +435,9 @@ class EpisodeWorld {
     const context = h.contexts[n]!;
     const text = contextText(context);
     const toolNames = (context.tools ?? []).map((t) => t.name);
-    const runtimeMessages = context.messages.filter((m) => m.role === "user" && contextText({ messages: [m] } as Context).includes("## state[0]"));
+    const runtimeMessages = context.messages.filter(
+      (m) => m.role === "user" && contextText({ messages: [m] } as Context).includes("## state[0]"),
+    );
     expect(text, `the model receives the current request — ${where}`).toContain(request);
     if (enabled) {
       expect(toolNames, `I1.1 the model is offered patch_state in ${name} — ${where}`).toContain("patch_state");
@@ -367,12 +447,15 @@ class EpisodeWorld {
     } else {
       expect(toolNames, `I1.1 no State Flow tool offered in ${name} — ${where}`).not.toContain("patch_state");
       expect(toolNames, `I1.1 no State Flow tool offered in ${name} — ${where}`).not.toContain("read_state");
-      expect(context.systemPrompt ?? "", `I1.1 no protocol outside active — ${where}`).not.toContain("## State Flow protocol");
+      expect(context.systemPrompt ?? "", `I1.1 no protocol outside active — ${where}`).not.toContain(
+        "## State Flow protocol",
+      );
       expect(runtimeMessages, `I1.1 no runtime context outside active — ${where}`).toHaveLength(0);
     }
     if (mode === "bootstrapTranscript") {
       expect(text, `I1.6 the transcript bootstrap is marked — ${where}`).toContain("## Bootstrap");
-      for (const planted of this.planted) expect(text, `I1.6 pre-Flow context present in the migration run — ${where}`).toContain(planted);
+      for (const planted of this.planted)
+        expect(text, `I1.6 pre-Flow context present in the migration run — ${where}`).toContain(planted);
     }
     if (mode === "bootstrapHandoff") {
       expect(text, `I1.6 the handoff bootstrap is marked — ${where}`).toContain("## Bootstrap");
@@ -381,10 +464,13 @@ class EpisodeWorld {
     }
     if (mode === "passive") {
       expect(text, `I1.5 passive shows the frozen exit handoff — ${where}`).toContain("frozen exit handoff");
-      expect(text, `I1.6 passive never shows the raw pre-stop request — ${where}`).not.toContain(this.stoppedText ?? "(none)");
+      expect(text, `I1.6 passive never shows the raw pre-stop request — ${where}`).not.toContain(
+        this.stoppedText ?? "(none)",
+      );
     }
     if (mode === "active") {
-      for (const planted of this.planted) expect(text, `I1.7 steady: state + current run only, no earlier raw request — ${where}`).not.toContain(planted);
+      for (const planted of this.planted)
+        expect(text, `I1.7 steady: state + current run only, no earlier raw request — ${where}`).not.toContain(planted);
       expect(text, `I1.7 steady is not a bootstrap — ${where}`).not.toContain("## Bootstrap");
     }
     if (mode === "bootstrapTranscript" || mode === "bootstrapHandoff") {
@@ -392,11 +478,14 @@ class EpisodeWorld {
       expect(h.accessor.episode(), `I1.7 one accepted run ends bootstrap — ${where}`).toBe("active.steady");
       const m = h.contexts.length;
       h.script(call("patch_state", { final: true }), say("steady answer"));
-      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () => h.prompt("AFTER BOOTSTRAP"));
+      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () =>
+        h.prompt("AFTER BOOTSTRAP"),
+      );
       const next = contextText(h.contexts[m]!);
       expect(next, `I1.7 the pre-Flow/handoff context left the projection — ${where}`).not.toContain("## Bootstrap");
       expect(next, `I1.7 no frozen handoff after bootstrap — ${where}`).not.toContain("frozen exit handoff");
-      for (const planted of [...this.planted, request]) expect(next, `I1.7 earlier raw requests gone after bootstrap — ${where}`).not.toContain(planted);
+      for (const planted of [...this.planted, request])
+        expect(next, `I1.7 earlier raw requests gone after bootstrap — ${where}`).not.toContain(planted);
     }
     if (mode === "failedClosed") {
       // I1.8: STOP and START fail visibly on an unproven branch and change nothing.
@@ -433,7 +522,11 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
       const trigger = events[i]!;
       const group: EpisodeEvent[] = [trigger];
       i++;
-      while (i < events.length && ["STORAGE_READY", "STORAGE_FAILED", "RESTORE_RESULT", "STOP_PERSISTED", "STOP_FAILED"].includes(events[i]!.type)) group.push(events[i++]!);
+      while (
+        i < events.length &&
+        ["STORAGE_READY", "STORAGE_FAILED", "RESTORE_RESULT", "STOP_PERSISTED", "STOP_FAILED"].includes(events[i]!.type)
+      )
+        group.push(events[i++]!);
       const h = world.h;
       steps++;
       // The other writer finishes before a restore this path expects to succeed.
@@ -460,8 +553,19 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
             const lock = existsSync(join(h.storeRoot, ".git"))
               ? join(h.storeRoot, ".git", "state-flow-publication.lock")
               : join(h.storeRoot, ".state-flow-publication.lock");
-            writeFileSync(lock, JSON.stringify({ pid: 999999, host: "another-host", generation: "other", purpose: "test writer", createdAt: new Date().toISOString() }));
-            await world.step("/state-flow-stop while another writer holds the lock", group, () => h.command("/state-flow-stop")).finally(() => rmSync(lock, { force: true }));
+            writeFileSync(
+              lock,
+              JSON.stringify({
+                pid: 999999,
+                host: "another-host",
+                generation: "other",
+                purpose: "test writer",
+                createdAt: new Date().toISOString(),
+              }),
+            );
+            await world
+              .step("/state-flow-stop while another writer holds the lock", group, () => h.command("/state-flow-stop"))
+              .finally(() => rmSync(lock, { force: true }));
           } else {
             await world.step("/state-flow-stop", group, () => h.command("/state-flow-stop"));
           }
@@ -474,7 +578,9 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
       }
     }
     if (world.state.matches("starting") || world.state.matches("restoring"))
-      throw new Error(`path ends in the transient ${episodeStateName(world.state as never)}, which Pi never leaves observable`);
+      throw new Error(
+        `path ends in the transient ${episodeStateName(world.state as never)}, which Pi never leaves observable`,
+      );
     await world.probe();
     return steps;
   } catch (error) {
@@ -534,7 +640,11 @@ function resolutionSkipReason(path: readonly ResolutionEvent[]): string | null {
   }
 }
 
-function resolutionPaths(): { generated: number; paths: ResolutionEvent[][]; skipped: { path: ResolutionEvent[]; reason: string }[] } {
+function resolutionPaths(): {
+  generated: number;
+  paths: ResolutionEvent[][];
+  skipped: { path: ResolutionEvent[]; reason: string }[];
+} {
   const shortest = generatePaths<ResolutionEvent>(
     resolutionMachine,
     { events: () => resolutionAlphabet, serializeState: (s) => JSON.stringify(s.value) },
@@ -548,7 +658,12 @@ function resolutionPaths(): { generated: number; paths: ResolutionEvent[][]; ski
   return { generated: shortest.length, paths: distinct.filter((path) => !resolutionSkipReason(path)), skipped };
 }
 
-type ModelStep = { kind: "patch" | "final-only" | "text"; step: (context: Context) => import("@earendil-works/pi-ai").AssistantMessage; events: ResolutionEvent[]; text?: string };
+type ModelStep = {
+  kind: "patch" | "final-only" | "text";
+  step: (context: Context) => import("@earendil-works/pi-ai").AssistantMessage;
+  events: ResolutionEvent[];
+  text?: string;
+};
 
 /**
  * Event → faux model turn. Every turn ends with Pi's turn_end (TURN_END); an explicit TURN_END in
@@ -566,12 +681,19 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
       case "PATCH_ACCEPTED":
         steps.push({
           kind: "patch",
-          step: call("patch_state", { session: { working: { [`${tag}-${n}`]: n } }, ...(e.final ? { final: true } : {}) }),
+          step: call("patch_state", {
+            session: { working: { [`${tag}-${n}`]: n } },
+            ...(e.final ? { final: true } : {}),
+          }),
           events: [e, { type: "TURN_END" }],
         });
         break;
       case "FINAL_ONLY":
-        steps.push({ kind: "final-only", step: call("patch_state", { final: true }), events: [e, { type: "TURN_END" }] });
+        steps.push({
+          kind: "final-only",
+          step: call("patch_state", { final: true }),
+          events: [e, { type: "TURN_END" }],
+        });
         break;
       case "DRAFT": {
         const text = e.ending === "empty" ? "" : `${tag} draft ${n} (${e.ending})`;
@@ -581,11 +703,17 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
       }
       case "TURN_END": {
         const prev = steps[steps.length - 1];
-        if (!prev || prev.events[prev.events.length - 1]!.type !== "TURN_END") throw new Error("TURN_END without a preceding turn");
+        if (!prev || prev.events[prev.events.length - 1]!.type !== "TURN_END")
+          throw new Error("TURN_END without a preceding turn");
         break; // the turn_end Pi already emits after that turn
       }
       case "RUN_ENDED":
-        steps.push({ kind: "text", step: say(`${tag} interrupted ${n}`, "error"), events: [{ type: "DRAFT", ending: "error" }, { type: "TURN_END" }, { type: "RUN_ENDED" }], text: `${tag} interrupted ${n}` });
+        steps.push({
+          kind: "text",
+          step: say(`${tag} interrupted ${n}`, "error"),
+          events: [{ type: "DRAFT", ending: "error" }, { type: "TURN_END" }, { type: "RUN_ENDED" }],
+          text: `${tag} interrupted ${n}`,
+        });
         ended = true;
         break;
       case "PATCH_REJECTED":
@@ -599,7 +727,12 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
   probe.stop();
   if (open && !ended) {
     n++;
-    steps.push({ kind: "text", step: say(`${tag} interrupted ${n}`, "error"), events: [{ type: "DRAFT", ending: "error" }, { type: "TURN_END" }, { type: "RUN_ENDED" }], text: `${tag} interrupted ${n}` });
+    steps.push({
+      kind: "text",
+      step: say(`${tag} interrupted ${n}`, "error"),
+      events: [{ type: "DRAFT", ending: "error" }, { type: "TURN_END" }, { type: "RUN_ENDED" }],
+      text: `${tag} interrupted ${n}`,
+    });
     return { steps, completed: true };
   }
   return { steps, completed: false };
@@ -608,10 +741,13 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
 function resolutionNoteFor(s: AnyMachineSnapshot): RegExp {
   if (isTerminalEligible(s as never)) return /## Resolution\nTerminal eligibility is latched/;
   const attempts = steersUsed(s as never);
-  return attempts > 0 ? new RegExp(`## Resolution\\n${attempts} answer\\(s\\) in this run were not accepted`) : /## Resolution\nThis run is not yet terminal-eligible/;
+  return attempts > 0
+    ? new RegExp(`## Resolution\\n${attempts} answer\\(s\\) in this run were not accepted`)
+    : /## Resolution\nThis run is not yet terminal-eligible/;
 }
 
-const customs = (h: PiHarness, type: string) => h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === type);
+const customs = (h: PiHarness, type: string) =>
+  h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === type);
 
 async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: number): Promise<number> {
   const tag = `R${index}`;
@@ -631,14 +767,16 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
     after.push(pure.getSnapshot());
   }
   const final = pure.getSnapshot();
-  const expectedEvents = steps.flatMap((s) => s.events).filter((_, i, all) => {
-    // Events the adapter sends only while its actor is active (a settled run ignores the rest).
-    const a = createActor(resolutionMachine).start();
-    for (const e of all.slice(0, i)) if (a.getSnapshot().status === "active") a.send(e);
-    const active = a.getSnapshot().status === "active";
-    a.stop();
-    return active;
-  });
+  const expectedEvents = steps
+    .flatMap((s) => s.events)
+    .filter((_, i, all) => {
+      // Events the adapter sends only while its actor is active (a settled run ignores the rest).
+      const a = createActor(resolutionMachine).start();
+      for (const e of all.slice(0, i)) if (a.getSnapshot().status === "active") a.send(e);
+      const active = a.getSnapshot().status === "active";
+      a.stop();
+      return active;
+    });
   pure.stop();
 
   const responseBefore = h.accessor.read(0).state.response;
@@ -651,39 +789,66 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
   expect(h.extensionErrors(), `no extension errors — ${where}`).toEqual([]);
   const adapter = latest("resolution", since);
   expect(adapter, `I2.1 one resolution actor per enabled run — ${where}`).toBeDefined();
-  expect(recorded.actors.slice(since).filter((r) => r.machine === "resolution"), `I2.1 exactly one resolution actor for the run — ${where}`).toHaveLength(1);
-  expect(adapter!.events.map(eventKey), `the adapter sends exactly the translated events — ${where}`).toEqual(expectedEvents.map(eventKey));
-  expect(flattenValue(adapter!.actor.getSnapshot().value), `I2.x adapter resolution state equals the machine's — ${where}`).toBe(flattenValue(final.value));
+  expect(
+    recorded.actors.slice(since).filter((r) => r.machine === "resolution"),
+    `I2.1 exactly one resolution actor for the run — ${where}`,
+  ).toHaveLength(1);
+  expect(adapter!.events.map(eventKey), `the adapter sends exactly the translated events — ${where}`).toEqual(
+    expectedEvents.map(eventKey),
+  );
+  expect(
+    flattenValue(adapter!.actor.getSnapshot().value),
+    `I2.x adapter resolution state equals the machine's — ${where}`,
+  ).toBe(flattenValue(final.value));
 
   // The context of each inference shows the resolution state reached by the previous turns.
   const contexts = h.contexts.slice(contextsBefore);
-  expect(contexts, `I2.2 latching final:true never ends the turn: every scripted turn was an inference — ${where}`).toHaveLength(steps.length);
-  expect(contextText(contexts[0]!), `I2.1 every enabled run starts ineligible with zero attempts — ${where}`).toMatch(/## Resolution\nThis run is not yet terminal-eligible/);
+  expect(
+    contexts,
+    `I2.2 latching final:true never ends the turn: every scripted turn was an inference — ${where}`,
+  ).toHaveLength(steps.length);
+  expect(contextText(contexts[0]!), `I2.1 every enabled run starts ineligible with zero attempts — ${where}`).toMatch(
+    /## Resolution\nThis run is not yet terminal-eligible/,
+  );
   let steers = 0;
   for (let j = 1; j < contexts.length; j++) {
     const text = contextText(contexts[j]!);
     const state = after[j - 1]!;
-    expect(text, `I2.2/I2.5 inference ${j} sees the resolution state ${flattenValue(state.value)} — ${where}`).toMatch(resolutionNoteFor(state));
+    expect(text, `I2.2/I2.5 inference ${j} sees the resolution state ${flattenValue(state.value)} — ${where}`).toMatch(
+      resolutionNoteFor(state),
+    );
     for (const e of emitted[j - 1]!) {
       if (e.type === "resolution.steer") {
         steers++;
-        expect(text, `I2.5 hidden steer ${steers} reaches the next inference — ${where}`).toContain(`[State Flow resolution ${(e as unknown as { attempt: number }).attempt}/${MAX_RESOLUTION_STEERS + 1}]`);
+        expect(text, `I2.5 hidden steer ${steers} reaches the next inference — ${where}`).toContain(
+          `[State Flow resolution ${(e as unknown as { attempt: number }).attempt}/${MAX_RESOLUTION_STEERS + 1}]`,
+        );
       }
     }
     // Discarded and interrupted drafts never reach a later inference.
     for (let k = 0; k < j; k++) {
       const s = steps[k]!;
       if (s.kind === "text" && s.text && emitted[k]!.some((e) => e.type === "resolution.discardDraft")) {
-        expect(text, `I2.4/I2.5 discarded draft "${s.text}" stays out of later inferences — ${where}`).not.toContain(s.text);
+        expect(text, `I2.4/I2.5 discarded draft "${s.text}" stays out of later inferences — ${where}`).not.toContain(
+          s.text,
+        );
       }
     }
   }
   // Steers: exactly those the machine emitted, hidden from the user.
   const steerMessages = customs(h, "state-flow-resolution").slice(steersBefore);
   const expectedSteers = emitted.flat().filter((e) => e.type === "resolution.steer").length;
-  expect(steerMessages, `I2.5 one hidden steer per unresolved attempt 1..${MAX_RESOLUTION_STEERS} — ${where}`).toHaveLength(expectedSteers);
-  expect(steerMessages.every((m) => (m as { display: boolean }).display === false), `I2.5 steers are hidden — ${where}`).toBe(true);
-  expect(expectedSteers, `I2.5 steers never exceed ${MAX_RESOLUTION_STEERS} — ${where}`).toBeLessThanOrEqual(MAX_RESOLUTION_STEERS);
+  expect(
+    steerMessages,
+    `I2.5 one hidden steer per unresolved attempt 1..${MAX_RESOLUTION_STEERS} — ${where}`,
+  ).toHaveLength(expectedSteers);
+  expect(
+    steerMessages.every((m) => (m as { display: boolean }).display === false),
+    `I2.5 steers are hidden — ${where}`,
+  ).toBe(true);
+  expect(expectedSteers, `I2.5 steers never exceed ${MAX_RESOLUTION_STEERS} — ${where}`).toBeLessThanOrEqual(
+    MAX_RESOLUTION_STEERS,
+  );
   // Exhaustion: one concise error; committed state and enablement kept.
   const errors = h.notices.filter((n) => n.level === "error").slice(errorsBefore);
   if (final.matches("exhausted")) {
@@ -699,7 +864,9 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
     expect(response, `I2.6/I2.7 the eligible complete draft is the response — ${where}`).toBe(candidate.text);
     expect(h.accessor.read(1).state.response, `I2.6 one response transition — ${where}`).toBe(responseBefore);
   } else {
-    expect(response, `I2.4/I2.6 no response without an accepted answer (${flattenValue(final.value)}) — ${where}`).toBe(responseBefore);
+    expect(response, `I2.4/I2.6 no response without an accepted answer (${flattenValue(final.value)}) — ${where}`).toBe(
+      responseBefore,
+    );
   }
   return steps.length;
 }

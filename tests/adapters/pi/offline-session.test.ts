@@ -50,9 +50,11 @@ describe("createOfflineSession", () => {
       cwd,
       agentDir: join(root, "agent"),
       modelsStorePath: join(root, "models.json"),
-      extensionFactories: [() => {
-        throw new Error("broken factory");
-      }],
+      extensionFactories: [
+        () => {
+          throw new Error("broken factory");
+        },
+      ],
       sessionManager: SessionManager.inMemory(cwd),
     });
     expect(loadErrors).toEqual([expect.stringMatching(/broken factory/)]);
@@ -62,8 +64,14 @@ describe("createOfflineSession", () => {
     const { say, call, calls } = scriptedSteps("t");
     expect(say("done")()).toMatchObject({ stopReason: "stop", content: [{ type: "text", text: "done" }] });
     expect(say("cut", "length")().stopReason).toBe("length");
-    expect(call("read_state", {})()).toMatchObject({ stopReason: "toolUse", content: [{ type: "toolCall", id: "t-1", name: "read_state" }] });
-    expect(call("patch_state", { final: true }, { text: "first", id: "mine" })().content).toMatchObject([{ type: "text", text: "first" }, { type: "toolCall", id: "mine", arguments: { final: true } }]);
+    expect(call("read_state", {})()).toMatchObject({
+      stopReason: "toolUse",
+      content: [{ type: "toolCall", id: "t-1", name: "read_state" }],
+    });
+    expect(call("patch_state", { final: true }, { text: "first", id: "mine" })().content).toMatchObject([
+      { type: "text", text: "first" },
+      { type: "toolCall", id: "mine", arguments: { final: true } },
+    ]);
     expect(calls(["a", {}], ["b", {}])().content.map((c) => (c as { id: string }).id)).toEqual(["t-2", "t-3"]);
   });
 });

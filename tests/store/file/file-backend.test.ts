@@ -58,9 +58,23 @@ describe("file-only backend", () => {
   it("refuses a stale basis naming the file and scope that moved, writing nothing", async () => {
     const store = backend();
     const base = await store.loadCurrent(paths);
-    await store.publish({ basis: base, writes: new Map([[c.checkpoint, Buffer.from("1")], [c.patches, Buffer.from("")]]) });
+    await store.publish({
+      basis: base,
+      writes: new Map([
+        [c.checkpoint, Buffer.from("1")],
+        [c.patches, Buffer.from("")],
+      ]),
+    });
     // A second publisher still holding the old basis:
-    const error = await store.publish({ basis: base, writes: new Map([[s.checkpoint, Buffer.from("x")], [s.patches, Buffer.from("")]]) }).catch((e: unknown) => e);
+    const error = await store
+      .publish({
+        basis: base,
+        writes: new Map([
+          [s.checkpoint, Buffer.from("x")],
+          [s.patches, Buffer.from("")],
+        ]),
+      })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "stale-basis", file: c.checkpoint });
     expect((error as Error).message).toContain(`cwd scope file ${c.checkpoint} moved`);
     expect((await store.loadCurrent(paths)).files.get(s.checkpoint)).toBeNull();
@@ -84,12 +98,16 @@ describe("file-only backend", () => {
   it("refuses writes outside the cohort and symlinked members", async () => {
     const store = backend();
     const base = await store.loadCurrent(paths);
-    await expect(store.publish({ basis: base, writes: new Map([["other.json", Buffer.from("x")]]) })).rejects.toMatchObject({ code: "invalid-request" });
+    await expect(
+      store.publish({ basis: base, writes: new Map([["other.json", Buffer.from("x")]]) }),
+    ).rejects.toMatchObject({ code: "invalid-request" });
     const outside = join(temps.make(), "victim.json");
     writeFileSync(outside, "keep");
     symlinkSync(outside, join(store.root, "meta.json"));
     await expect(store.loadCurrent(paths)).rejects.toMatchObject({ code: "symlink-refused" });
-    await expect(store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("x")]]) })).rejects.toMatchObject({ code: "symlink-refused" });
+    await expect(store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("x")]]) })).rejects.toMatchObject({
+      code: "symlink-refused",
+    });
     expect(readFileSync(outside, "utf8")).toBe("keep");
   });
 
@@ -99,16 +117,32 @@ describe("file-only backend", () => {
     const first = await store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("1")]]) });
     await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.meta, Buffer.from("2")]]) });
     await expect(store.loadRevision(first.pointer, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
-    await expect(store.loadRevision({ revision: "a".repeat(40) }, paths)).rejects.toMatchObject({ code: "invalid-pointer" });
+    await expect(store.loadRevision({ revision: "a".repeat(40) }, paths)).rejects.toMatchObject({
+      code: "invalid-pointer",
+    });
   });
 
   it("rolls back a failed multi-file write from the verified basis", async () => {
     const { store, faults } = faultyStore("ENOSPC");
-    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("")]]) });
+    await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([
+        [g.checkpoint, Buffer.from("old")],
+        [g.patches, Buffer.from("")],
+      ]),
+    });
     const current = await store.loadCurrent(paths);
     faults.failOn = s.meta;
     await expect(
-      store.publish({ basis: current, writes: new Map([[g.checkpoint, Buffer.from("new")], [s.checkpoint, Buffer.from("s")], [s.patches, Buffer.from("")], [s.meta, Buffer.from("m")]]) }),
+      store.publish({
+        basis: current,
+        writes: new Map([
+          [g.checkpoint, Buffer.from("new")],
+          [s.checkpoint, Buffer.from("s")],
+          [s.patches, Buffer.from("")],
+          [s.meta, Buffer.from("m")],
+        ]),
+      }),
     ).rejects.toThrow("ENOSPC");
     const after = await store.loadCurrent(paths);
     expect(after.pointer).toEqual(current.pointer); // nothing accepted was lost, nothing half-written remains
@@ -120,10 +154,23 @@ describe("file-only backend", () => {
 
   it("rolls back files already renamed into place when a later step fails, restoring the exact basis bytes", async () => {
     const { root, store, faults } = faultyStore("EIO");
-    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("p")], [s.meta, Buffer.from("m0")]]) });
+    await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([
+        [g.checkpoint, Buffer.from("old")],
+        [g.patches, Buffer.from("p")],
+        [s.meta, Buffer.from("m0")],
+      ]),
+    });
     const basis = await store.loadCurrent(paths);
     faults.failOn = g.patches; // a deletion: it runs after the batch of puts was renamed into place
-    const writes = new Map<string, Buffer | null>([[g.checkpoint, Buffer.from("new")], [s.checkpoint, Buffer.from("s")], [s.patches, Buffer.from("")], [s.meta, Buffer.from("m1")], [g.patches, null]]);
+    const writes = new Map<string, Buffer | null>([
+      [g.checkpoint, Buffer.from("new")],
+      [s.checkpoint, Buffer.from("s")],
+      [s.patches, Buffer.from("")],
+      [s.meta, Buffer.from("m1")],
+      [g.patches, null],
+    ]);
     await expect(store.publish({ basis, writes })).rejects.toThrow("EIO");
     const after = await store.loadCurrent(paths);
     expect(after.pointer).toEqual(basis.pointer);
@@ -133,12 +180,26 @@ describe("file-only backend", () => {
 
   it("preserves bytes someone else wrote during a failed publication instead of rolling them back, and keeps the lock", async () => {
     const { root, store, faults } = faultyStore("EIO");
-    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.checkpoint, Buffer.from("old")], [g.patches, Buffer.from("p")], [s.meta, Buffer.from("m0")]]) });
+    await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([
+        [g.checkpoint, Buffer.from("old")],
+        [g.patches, Buffer.from("p")],
+        [s.meta, Buffer.from("m0")],
+      ]),
+    });
     const basis = await store.loadCurrent(paths);
     faults.failOn = g.patches;
     faults.external = () => writeFileSync(join(root, s.meta), "written by another tool"); // not State Flow: it ignores the lock
     const error = await store
-      .publish({ basis, writes: new Map<string, Buffer | null>([[g.checkpoint, Buffer.from("new")], [s.meta, Buffer.from("m1")], [g.patches, null]]) })
+      .publish({
+        basis,
+        writes: new Map<string, Buffer | null>([
+          [g.checkpoint, Buffer.from("new")],
+          [s.meta, Buffer.from("m1")],
+          [g.patches, null],
+        ]),
+      })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "rollback-conflict", file: s.meta });
     expect((error as Error).message).toMatch(/preserved those bytes instead of replacing them.*lock .* is kept/s);
@@ -150,7 +211,16 @@ describe("file-only backend", () => {
     rmSync(join(root, FILE_LOCK_NAME));
     const second = await store.loadCurrent(paths);
     faults.external = () => undefined;
-    await expect(store.publish({ basis: second, writes: new Map<string, Buffer | null>([[s.checkpoint, Buffer.from("new s")], [s.patches, Buffer.from("")], [g.patches, null]]) })).rejects.toThrow("EIO");
+    await expect(
+      store.publish({
+        basis: second,
+        writes: new Map<string, Buffer | null>([
+          [s.checkpoint, Buffer.from("new s")],
+          [s.patches, Buffer.from("")],
+          [g.patches, null],
+        ]),
+      }),
+    ).rejects.toThrow("EIO");
     expect(existsSync(join(root, s.checkpoint))).toBe(false);
     expect((await store.loadCurrent(paths)).files).toEqual(second.files);
   });
@@ -158,7 +228,12 @@ describe("file-only backend", () => {
   it("refuses a basis whose pointer does not match its hashes", async () => {
     const store = backend();
     const base = await store.loadCurrent(paths);
-    await expect(store.publish({ basis: { pointer: { revision: `file:${"0".repeat(64)}` }, hashes: base.hashes }, writes: new Map() })).rejects.toMatchObject({
+    await expect(
+      store.publish({
+        basis: { pointer: { revision: `file:${"0".repeat(64)}` }, hashes: base.hashes },
+        writes: new Map(),
+      }),
+    ).rejects.toMatchObject({
       code: "invalid-pointer",
     });
   });

@@ -8,7 +8,8 @@ const module = resolve(dirname(fileURLToPath(import.meta.url)), "../../../store/
 
 /** Reaches `point` three times in a fresh process armed with `spec`; prints each arrival it survived. */
 function arrive(spec: string | undefined, point: string) {
-  const script = `const { killPoint } = await import(${JSON.stringify(module)}); ` +
+  const script =
+    `const { killPoint } = await import(${JSON.stringify(module)}); ` +
     `for (let i = 1; i <= 3; i++) { killPoint(${JSON.stringify(point)}); console.log("survived " + i); }`;
   return spawnSync(
     process.execPath,
@@ -33,7 +34,8 @@ describe("crash points", () => {
   });
 
   it("can be armed after the process started; arrivals count from the arming", () => {
-    const script = `const { killPoint } = await import(${JSON.stringify(module)}); ` +
+    const script =
+      `const { killPoint } = await import(${JSON.stringify(module)}); ` +
       `killPoint("rename"); console.log("unarmed"); process.env.STATE_FLOW_KILL_AT = "rename#2"; ` +
       `for (let i = 1; i <= 3; i++) { killPoint("rename"); console.log("survived " + i); }`;
     const run = spawnSync(

@@ -51,21 +51,36 @@ describe("fs-safe", () => {
 
   it("prepares several files invisibly (temp + fsync), then renames them in order on commit, or removes them on abort", async () => {
     const root = temps.make();
-    await writeOwnedFilesAtomic(root, [["d/a.json", Buffer.from("old a")], ["b.json", Buffer.from("old b")]]);
-    const prepared = await prepareOwnedFilesAtomic(root, [["d/a.json", Buffer.from("new a")], ["b.json", Buffer.from("new b")], ["e/c.json", Buffer.from("c")]]);
+    await writeOwnedFilesAtomic(root, [
+      ["d/a.json", Buffer.from("old a")],
+      ["b.json", Buffer.from("old b")],
+    ]);
+    const prepared = await prepareOwnedFilesAtomic(root, [
+      ["d/a.json", Buffer.from("new a")],
+      ["b.json", Buffer.from("new b")],
+      ["e/c.json", Buffer.from("c")],
+    ]);
     // nothing visible yet: targets keep their bytes, temps sit next to them
     expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("old a");
     expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toHaveLength(1);
     // named as STORE_TEMP_GLOB (**/.*.sf-*.tmp) says, so the Git backend's `git add -A` skips them
     expect(STORE_TEMP_GLOB).toBe("**/.*.sf-*.tmp");
-    for (const name of readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))) expect(name).toMatch(/^\.a\.json\.sf-\d+-[0-9a-f]{12}\.tmp$/);
+    for (const name of readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp")))
+      expect(name).toMatch(/^\.a\.json\.sf-\d+-[0-9a-f]{12}\.tmp$/);
     await prepared.commit();
     expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
     expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");
     expect(readFileSync(join(root, "e/c.json"), "utf8")).toBe("c");
-    expect([...readdirSync(root), ...readdirSync(join(root, "d")), ...readdirSync(join(root, "e"))].filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect(
+      [...readdirSync(root), ...readdirSync(join(root, "d")), ...readdirSync(join(root, "e"))].filter((n) =>
+        n.endsWith(".tmp"),
+      ),
+    ).toEqual([]);
 
-    const aborted = await prepareOwnedFilesAtomic(root, [["d/a.json", Buffer.from("never")], ["b.json", Buffer.from("never")]]);
+    const aborted = await prepareOwnedFilesAtomic(root, [
+      ["d/a.json", Buffer.from("never")],
+      ["b.json", Buffer.from("never")],
+    ]);
     await aborted.abort();
     expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
     expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");
@@ -74,7 +89,12 @@ describe("fs-safe", () => {
     // one refused entry fails the whole preparation and leaves no temp file of the others behind
     const outside = temps.make();
     symlinkSync(join(outside, "t.json"), join(root, "link.json"));
-    await expect(prepareOwnedFilesAtomic(root, [["d/a.json", Buffer.from("x")], ["link.json", Buffer.from("x")]])).rejects.toMatchObject({ code: "symlink-refused" });
+    await expect(
+      prepareOwnedFilesAtomic(root, [
+        ["d/a.json", Buffer.from("x")],
+        ["link.json", Buffer.from("x")],
+      ]),
+    ).rejects.toMatchObject({ code: "symlink-refused" });
     expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
     expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
     expect(readdirSync(outside)).toEqual([]);
@@ -85,14 +105,21 @@ describe("fs-safe", () => {
     const outside = temps.make();
     writeFileSync(join(outside, "target.json"), "secret");
     symlinkSync(join(outside, "target.json"), join(root, "meta.json"));
-    await expect(readOwnedFile(root, "meta.json")).rejects.toMatchObject({ code: "symlink-refused", message: expect.stringContaining("meta.json") });
-    await expect(writeOwnedFileAtomic(root, "meta.json", Buffer.from("x"))).rejects.toMatchObject({ code: "symlink-refused" });
+    await expect(readOwnedFile(root, "meta.json")).rejects.toMatchObject({
+      code: "symlink-refused",
+      message: expect.stringContaining("meta.json"),
+    });
+    await expect(writeOwnedFileAtomic(root, "meta.json", Buffer.from("x"))).rejects.toMatchObject({
+      code: "symlink-refused",
+    });
     await expect(removeOwnedFile(root, "meta.json")).rejects.toMatchObject({ code: "symlink-refused" });
     expect(readFileSync(join(outside, "target.json"), "utf8")).toBe("secret");
 
     symlinkSync(outside, join(root, "--cwd--"));
     await expect(readOwnedFile(root, "--cwd--/target.json")).rejects.toMatchObject({ code: "symlink-refused" });
-    await expect(writeOwnedFileAtomic(root, "--cwd--/new.json", Buffer.from("x"))).rejects.toMatchObject({ code: "symlink-refused" });
+    await expect(writeOwnedFileAtomic(root, "--cwd--/new.json", Buffer.from("x"))).rejects.toMatchObject({
+      code: "symlink-refused",
+    });
     expect(readdirSync(outside)).toEqual(["target.json"]);
   });
 
@@ -100,7 +127,9 @@ describe("fs-safe", () => {
     const root = temps.make();
     mkdirSync(join(root, "meta.json"));
     await expect(readOwnedFile(root, "meta.json")).rejects.toMatchObject({ code: "not-regular-file" });
-    await expect(writeOwnedFileAtomic(root, "meta.json", Buffer.from("x"))).rejects.toMatchObject({ code: "not-regular-file" });
+    await expect(writeOwnedFileAtomic(root, "meta.json", Buffer.from("x"))).rejects.toMatchObject({
+      code: "not-regular-file",
+    });
   });
 
   it("removes files and reports absence", async () => {

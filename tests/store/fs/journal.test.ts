@@ -26,7 +26,10 @@ async function interrupted(): Promise<{ root: string; path: string; journal: Jou
   writeFileSync(join(root, "a"), "old a");
   writeFileSync(join(root, "b/c"), "old c");
   writeFileSync(join(root, "gone"), "old gone");
-  const prepared = await prepareOwnedFilesAtomic(root, [["a", bytes("new a")], ["b/c", bytes("new c")]]);
+  const prepared = await prepareOwnedFilesAtomic(root, [
+    ["a", bytes("new a")],
+    ["b/c", bytes("new c")],
+  ]);
   const journal: Journal = {
     version: 1,
     pid: 1,

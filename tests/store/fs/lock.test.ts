@@ -35,13 +35,25 @@ describe("publication lock", () => {
 
   it("reports a dead owner and a corrupt lock, still without stealing", async () => {
     const path = join(temps.make(), "state-flow-publication.lock");
-    writeFileSync(path, JSON.stringify({ pid: 2 ** 22 + 12345, host: hostname(), acquiredAt: "2020-01-01T00:00:00.000Z", generation: "old", token: "t" }));
+    writeFileSync(
+      path,
+      JSON.stringify({
+        pid: 2 ** 22 + 12345,
+        host: hostname(),
+        acquiredAt: "2020-01-01T00:00:00.000Z",
+        generation: "old",
+        token: "t",
+      }),
+    );
     await expect(acquirePublicationLock(path, { generation: "g" })).rejects.toMatchObject({
       code: "lock-held",
       message: expect.stringContaining("no longer running"),
     });
     writeFileSync(path, "garbage");
-    await expect(acquirePublicationLock(path, { generation: "g" })).rejects.toMatchObject({ code: "lock-held", message: expect.stringContaining("unreadable") });
+    await expect(acquirePublicationLock(path, { generation: "g" })).rejects.toMatchObject({
+      code: "lock-held",
+      message: expect.stringContaining("unreadable"),
+    });
     expect(readFileSync(path, "utf8")).toBe("garbage");
   });
 
@@ -56,7 +68,11 @@ describe("publication lock", () => {
     const path = join(temps.make(), "l.lock");
     expect(await withPublicationLock(path, { generation: "g" }, async () => 7)).toBe(7);
     expect(existsSync(path)).toBe(false);
-    await expect(withPublicationLock(path, { generation: "g" }, async () => { throw new Error("boom"); })).rejects.toThrow("boom");
+    await expect(
+      withPublicationLock(path, { generation: "g" }, async () => {
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
     expect(existsSync(path)).toBe(false);
   });
 });

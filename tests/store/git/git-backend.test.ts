@@ -107,8 +107,14 @@ describe("git backend", () => {
     for (let n = 1; n <= 10; n++) {
       // sparse: the cwd scope only changes on even cohorts, the global scope only every third
       const writes = cohort(n);
-      if (n % 2 === 1 && n > 1) { writes.delete(c.checkpoint); writes.delete(c.patches); }
-      if (n % 3 !== 1) { writes.delete(g.checkpoint); writes.delete(g.patches); }
+      if (n % 2 === 1 && n > 1) {
+        writes.delete(c.checkpoint);
+        writes.delete(c.patches);
+      }
+      if (n % 3 !== 1) {
+        writes.delete(g.checkpoint);
+        writes.delete(g.patches);
+      }
       const before = counter.count;
       const receipt = await backend.publish({ basis, writes, message: `cohort ${n}` });
       expect(counter.count - before).toBeLessThanOrEqual(6);
@@ -119,14 +125,20 @@ describe("git backend", () => {
       basis = await backend.loadCurrent(paths);
       expect(counter.count - loadBefore).toBeLessThanOrEqual(2);
       expect(basis.pointer).toEqual(receipt.pointer);
-      revisions.push({ revision: receipt.pointer.revision, files: new Map([...basis.files].map(([p, b]) => [p, b!]).filter(([, b]) => b !== null) as Array<[string, Buffer]>) });
+      revisions.push({
+        revision: receipt.pointer.revision,
+        files: new Map(
+          [...basis.files].map(([p, b]) => [p, b!]).filter(([, b]) => b !== null) as Array<[string, Buffer]>,
+        ),
+      });
     }
     expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("10");
     expect(git(root, env, "status", "--porcelain")).toBe(""); // no artificial staged/unstaged entries
     const liveBefore = readFileSync(join(root, s.meta));
     for (const { revision, files } of revisions) {
       const past = await backend.loadRevision({ revision }, paths);
-      for (const path of paths) expect(past.files.get(path) ?? null, `${path}@${revision}`).toEqual(files.get(path) ?? null);
+      for (const path of paths)
+        expect(past.files.get(path) ?? null, `${path}@${revision}`).toEqual(files.get(path) ?? null);
     }
     expect(readFileSync(join(root, s.meta))).toEqual(liveBefore);
     expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(revisions[9]!.revision);
@@ -137,15 +149,28 @@ describe("git backend", () => {
     const { backend, root, env } = await repo();
     const big = Buffer.alloc(3 * 1024 * 1024 + 17, 0x61);
     big.write('{"big":"', 0);
-    const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.checkpoint, big], [s.patches, Buffer.from("")]]) });
-    await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.checkpoint, Buffer.from("small")]]) });
+    const first = await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map([
+        [s.checkpoint, big],
+        [s.patches, Buffer.from("")],
+      ]),
+    });
+    await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map([[s.checkpoint, Buffer.from("small")]]),
+    });
     const cold = await backend.loadRevision(first.pointer, paths);
     expect(cold.files.get(s.checkpoint)?.length).toBe(big.length);
     expect(cold.files.get(s.checkpoint)!.equals(big)).toBe(true); // Buffer.equals: deep toEqual on MiBs is slow
     expect(readFileSync(join(root, s.checkpoint), "utf8")).toBe("small");
     expect(git(root, env, "status", "--porcelain")).toBe("");
-    await expect(backend.loadRevision({ revision: "1".repeat(40) }, paths)).rejects.toMatchObject({ code: "revision-missing" });
-    await expect(backend.loadRevision({ revision: "file:" + "0".repeat(64) }, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
+    await expect(backend.loadRevision({ revision: "1".repeat(40) }, paths)).rejects.toMatchObject({
+      code: "revision-missing",
+    });
+    await expect(backend.loadRevision({ revision: "file:" + "0".repeat(64) }, paths)).rejects.toMatchObject({
+      code: "pointer-unavailable",
+    });
     await expect(backend.loadRevision({ revision: "HEAD" }, paths)).rejects.toMatchObject({ code: "invalid-pointer" });
   });
 
@@ -155,10 +180,16 @@ describe("git backend", () => {
     writeFileSync(join(root, "ignored.txt"), "private");
     writeFileSync(join(root, "notes.md"), "user note");
     writeFileSync(join(root, ".draft.tmp"), "a user's temp-named file is theirs to commit");
-    writeFileSync(join(root, ".meta.json.sf-4242-0123456789ab.tmp"), "left behind by a crashed publisher: never history");
+    writeFileSync(
+      join(root, ".meta.json.sf-4242-0123456789ab.tmp"),
+      "left behind by a crashed publisher: never history",
+    );
     const crlf = Buffer.from("line1\r\nline2\r\n");
     writeFileSync(join(root, ".gitattributes"), "*.json text eol=lf\n");
-    const receipt = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.meta, crlf]]) });
+    const receipt = await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map([[g.meta, crlf]]),
+    });
     const tracked = git(root, env, "ls-tree", "-r", "--name-only", receipt.pointer.revision).trim().split("\n");
     expect(tracked).toEqual([".draft.tmp", ".gitattributes", ".gitignore", "meta.json", "notes.md"]);
     expect((await backend.loadRevision(receipt.pointer, [g.meta])).files.get(g.meta)).toEqual(crlf); // no filter touched the bytes
@@ -166,9 +197,14 @@ describe("git backend", () => {
     // a manual deletion is part of the next commit's delta
     git(root, env, "rm", "-q", "--cached", "notes.md");
     writeFileSync(join(root, "notes.md"), "edited");
-    const second = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.patches, Buffer.from("")]]) });
+    const second = await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map([[g.patches, Buffer.from("")]]),
+    });
     expect(git(root, env, "show", `${second.pointer.revision}:notes.md`)).toBe("edited");
-    expect(git(root, env, "status", "--porcelain", "--ignored")).toBe("?? .meta.json.sf-4242-0123456789ab.tmp\n!! ignored.txt\n"); // the stray stays the user's to inspect
+    expect(git(root, env, "status", "--porcelain", "--ignored")).toBe(
+      "?? .meta.json.sf-4242-0123456789ab.tmp\n!! ignored.txt\n",
+    ); // the stray stays the user's to inspect
   });
 
   it("overlays and writes trees in-process (one git process), leaving git's own view of the index clean; falls back to git where the index is unusual", async () => {
@@ -188,21 +224,35 @@ describe("git backend", () => {
     git(root, env, "gc", "-q", "--prune=now");
     const basis = await backend.loadCurrent(paths);
     let before = counter.count;
-    const second = await backend.publish({ basis, writes: new Map([[s.meta, Buffer.from("two")], [g.patches, null]]) });
+    const second = await backend.publish({
+      basis,
+      writes: new Map([
+        [s.meta, Buffer.from("two")],
+        [g.patches, null],
+      ]),
+    });
     expect(counter.count - before).toBe(1);
     check(second.pointer.revision);
-    expect(git(root, env, "ls-tree", "-r", "--name-only", second.pointer.revision).split("\n")).not.toContain(g.patches);
+    expect(git(root, env, "ls-tree", "-r", "--name-only", second.pointer.revision).split("\n")).not.toContain(
+      g.patches,
+    );
     // a version 4 index (feature.manyFiles) stays version 4, still in-process
     git(root, env, "update-index", "--index-version", "4");
     before = counter.count;
-    const third = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.meta, Buffer.from("three")]]) });
+    const third = await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map([[s.meta, Buffer.from("three")]]),
+    });
     expect(counter.count - before).toBe(1 + 1); // loadCurrent + add
     check(third.pointer.revision);
     expect(readFileSync(join(root, ".git", "index")).readUInt32BE(4)).toBe(4);
     // an index git-index.ts does not handle (a skip-worktree entry): git's update-index + write-tree, same result
     git(root, env, "update-index", "--skip-worktree", "docs/run.sh");
     before = counter.count;
-    const fourth = await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[s.meta, Buffer.from("four")]]) });
+    const fourth = await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map([[s.meta, Buffer.from("four")]]),
+    });
     expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
     check(fourth.pointer.revision);
     expect(git(root, env, "show", `${fourth.pointer.revision}:${s.meta}`)).toBe("four");
@@ -214,14 +264,18 @@ describe("git backend", () => {
     // 300 other sessions' files, committed and packed by gc (trees not loose)
     for (let n = 0; n < 100; n++) {
       mkdirSync(join(root, keys.cwdKey, `other-${n}`), { recursive: true });
-      for (const f of ["checkpoint.json", "patches.jsonl", "meta.json"]) writeFileSync(join(root, keys.cwdKey, `other-${n}`, f), `${n} ${f}\n`);
+      for (const f of ["checkpoint.json", "patches.jsonl", "meta.json"])
+        writeFileSync(join(root, keys.cwdKey, `other-${n}`, f), `${n} ${f}\n`);
     }
     git(root, env, "add", "-A");
     git(root, env, "commit", "-q", "-m", "others");
     git(root, env, "gc", "-q", "--prune=now");
     const fresh = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fresh" }))!;
     await fresh.checkIdentity();
-    const looseObjects = () => readdirSync(join(root, ".git", "objects")).filter((d) => /^[0-9a-f]{2}$/.test(d)).flatMap((d) => readdirSync(join(root, ".git", "objects", d)));
+    const looseObjects = () =>
+      readdirSync(join(root, ".git", "objects"))
+        .filter((d) => /^[0-9a-f]{2}$/.test(d))
+        .flatMap((d) => readdirSync(join(root, ".git", "objects", d)));
     let basis = await fresh.loadCurrent(paths);
     let before = counter.count;
     const first = await fresh.publish({ basis, writes: cohort(1) });
@@ -233,7 +287,10 @@ describe("git backend", () => {
     expect(counter.count - before).toBe(1);
     // new objects: one blob, the trees on the session's path (session dir, cwd dir, root) and the commit
     expect(looseObjects().filter((o) => !loose.has(o))).toHaveLength(1 + 3 + 1);
-    for (const revision of [first.pointer.revision, second.pointer.revision]) expect(git(root, env, "ls-tree", "-r", "--name-only", revision).split("\n").filter(Boolean)).toHaveLength(300 + cohort(1).size);
+    for (const revision of [first.pointer.revision, second.pointer.revision])
+      expect(git(root, env, "ls-tree", "-r", "--name-only", revision).split("\n").filter(Boolean)).toHaveLength(
+        300 + cohort(1).size,
+      );
     expect(git(root, env, "write-tree").trim()).toBe(git(root, env, "rev-parse", "HEAD^{tree}").trim());
     expect(git(root, env, "status", "--porcelain")).toBe("");
     git(root, env, "fsck", "--strict", "--no-progress");
@@ -249,7 +306,9 @@ describe("git backend", () => {
     expect(counter.count - before).toBe(1 + 3 + 1 + cohort(1).size + 2 + 2);
     const objects = join(root, ".git", "objects");
     for (const dir of readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d))) {
-      expect(statSync(join(objects, dir)).mode & 0o2070, `${dir} is group-writable and setgid, as git makes it`).toBe(0o2070);
+      expect(statSync(join(objects, dir)).mode & 0o2070, `${dir} is group-writable and setgid, as git makes it`).toBe(
+        0o2070,
+      );
     }
     expect(git(root, env, "status", "--porcelain")).toBe("");
     git(root, env, "fsck", "--strict", "--no-progress");
@@ -269,8 +328,16 @@ describe("git backend", () => {
   it("refuses a stale basis naming the file, and a moved head through CAS", async () => {
     const { backend, root, env } = await repo();
     const base = await backend.loadCurrent(paths);
-    await backend.publish({ basis: base, writes: new Map([[c.checkpoint, Buffer.from("a")], [c.patches, Buffer.from("")]]) });
-    const error = await backend.publish({ basis: base, writes: new Map([[s.meta, Buffer.from("x")]]) }).catch((e: unknown) => e);
+    await backend.publish({
+      basis: base,
+      writes: new Map([
+        [c.checkpoint, Buffer.from("a")],
+        [c.patches, Buffer.from("")],
+      ]),
+    });
+    const error = await backend
+      .publish({ basis: base, writes: new Map([[s.meta, Buffer.from("x")]]) })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "stale-basis", file: c.checkpoint });
     expect((error as Error).message).toContain("cwd scope file");
     // another session's commit that did not touch our members is reconciled (head adopted as base)
@@ -321,7 +388,11 @@ describe("git backend", () => {
     const fixed = (await openGitBackend({ root, binary: GIT, env: dated, counter, generation: "dated" }))!;
     await fixed.checkIdentity();
     const before = counter.count;
-    const first = await fixed.publish({ basis: await fixed.loadCurrent(paths), writes: cohort(1), message: "cohort one" });
+    const first = await fixed.publish({
+      basis: await fixed.loadCurrent(paths),
+      writes: cohort(1),
+      message: "cohort one",
+    });
     expect(counter.count - before).toBe(1 + 1); // loadCurrent + add (overlay, trees, commit, ref in-process)
     const tree = git(root, env, "rev-parse", `${first.pointer.revision}^{tree}`).trim();
     expect(git(root, dated, "commit-tree", tree, "-m", "cohort one").trim()).toBe(first.pointer.revision); // byte-identical to git
@@ -329,7 +400,10 @@ describe("git backend", () => {
     const text = git(root, env, "cat-file", "commit", second.pointer.revision);
     expect(text).toContain(`parent ${first.pointer.revision}\n`);
     expect(text).toMatch(/^author State Flow Test <test@state-flow\.invalid> \d+ [+-]\d{4}$/m);
-    expect(git(root, env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([`${second.pointer.revision} state-flow: accepted cohort`, `${first.pointer.revision} state-flow: accepted cohort`]);
+    expect(git(root, env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([
+      `${second.pointer.revision} state-flow: accepted cohort`,
+      `${first.pointer.revision} state-flow: accepted cohort`,
+    ]);
     git(root, env, "fsck", "--strict", "--no-progress");
     // a reference-transaction hook must run: git's own commit-tree + update-ref (3 processes)
     const hook = join(root, ".git", "hooks", "reference-transaction");
@@ -359,7 +433,10 @@ describe("git backend", () => {
     const { backend } = await repo();
     const base = await backend.loadCurrent(paths);
     const held = await acquirePublicationLock(backend.lockPath, { generation: "crashed-writer" });
-    await expect(backend.publish({ basis: base, writes: cohort(1) })).rejects.toMatchObject({ code: "lock-held", file: backend.lockPath });
+    await expect(backend.publish({ basis: base, writes: cohort(1) })).rejects.toMatchObject({
+      code: "lock-held",
+      file: backend.lockPath,
+    });
     await held.release();
     await backend.publish({ basis: base, writes: cohort(1) });
   });
@@ -382,11 +459,15 @@ describe("git backend", () => {
     // Unborn: the file pointer still names the live files exactly.
     const unborn = await backend.loadRevision(filePointer, paths);
     expect(unborn.pointer).toEqual(filePointer);
-    await expect(backend.loadRevision({ revision: `file:${"0".repeat(64)}` }, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
+    await expect(backend.loadRevision({ revision: `file:${"0".repeat(64)}` }, paths)).rejects.toMatchObject({
+      code: "pointer-unavailable",
+    });
     const current = await backend.loadCurrent(paths);
     const receipt = await backend.publish({ basis: current, writes: new Map() });
     expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("1");
-    expect(git(root, env, "ls-tree", "-r", "--name-only", "HEAD").trim().split("\n").sort()).toEqual([...paths].filter((p) => snap.files.get(p) !== null).sort());
+    expect(git(root, env, "ls-tree", "-r", "--name-only", "HEAD").trim().split("\n").sort()).toEqual(
+      [...paths].filter((p) => snap.files.get(p) !== null).sort(),
+    );
     const adopted = await backend.loadRevision(filePointer, paths);
     expect(adopted.pointer).toEqual(receipt.pointer);
     for (const path of paths) expect(adopted.files.get(path)).toEqual(snap.files.get(path));

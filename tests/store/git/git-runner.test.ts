@@ -41,7 +41,15 @@ describe("git runner", () => {
     expect(out.length).toBe(big.length);
     expect(out.equals(big)).toBe(true);
     // a command that prints nothing resolves with empty output (no simple-git 50 ms wait involved)
-    expect((await r.exec(["update-ref", "refs/heads/x", (await r.execText(["commit-tree", (await r.execText(["write-tree"])).trim(), "-m", "m"])).trim()])).length).toBe(0);
+    expect(
+      (
+        await r.exec([
+          "update-ref",
+          "refs/heads/x",
+          (await r.execText(["commit-tree", (await r.execText(["write-tree"])).trim(), "-m", "m"])).trim(),
+        ])
+      ).length,
+    ).toBe(0);
     expect(counter.count).toBe(5);
     expect(counter.log?.map((e) => [e.args[0], e.via])).toEqual([
       ["hash-object", "spawn"],
@@ -72,7 +80,10 @@ describe("git runner", () => {
     const fake = join(dir, "fake-git");
     writeFileSync(fake, "#!/bin/sh\necho nope >&2\nexit 7\n", { mode: 0o755 });
     const failing = new GitRunner({ cwd: dir, env, binary: fake });
-    await expect(failing.exec(["x"], { input: Buffer.alloc(4 * 1024 * 1024) })).rejects.toMatchObject({ exitCode: 7, stderr: "nope\n" });
+    await expect(failing.exec(["x"], { input: Buffer.alloc(4 * 1024 * 1024) })).rejects.toMatchObject({
+      exitCode: 7,
+      stderr: "nope\n",
+    });
     await expect(failing.run(["x"])).rejects.toMatchObject({ name: "GitCommandError", exitCode: 7 });
   });
 });

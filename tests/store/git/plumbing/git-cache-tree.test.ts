@@ -1,7 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { compareSubtreeNames, parseCacheTree, serializeCacheTree } from "../../../../store/git/plumbing/git-cache-tree.ts";
+import {
+  compareSubtreeNames,
+  parseCacheTree,
+  serializeCacheTree,
+} from "../../../../store/git/plumbing/git-cache-tree.ts";
 import { TempDirs, git, initRepo } from "../../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -27,7 +31,12 @@ function treeExtension(index: Buffer): Buffer | null {
 describe("git cache tree", () => {
   it("reads git's TREE extension, valid and partly invalidated, and writes it back byte for byte", () => {
     const { dir, env, index } = initRepo(temps, "sf-cachetree-");
-    const blob = execFileSync("git", ["hash-object", "-w", "--stdin"], { cwd: dir, env, input: "x\n", encoding: "utf8" }).trim();
+    const blob = execFileSync("git", ["hash-object", "-w", "--stdin"], {
+      cwd: dir,
+      env,
+      input: "x\n",
+      encoding: "utf8",
+    }).trim();
     let info = "";
     for (const path of ["a/b/c", "a/b/d", "a/e", "bb/f", "c", "zz/y/x", "z/1"]) info += `100644 ${blob}\t${path}\0`;
     execFileSync("git", ["update-index", "-z", "--add", "--index-info"], { cwd: dir, env, input: info });

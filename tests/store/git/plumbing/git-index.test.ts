@@ -82,44 +82,57 @@ describe("git index", () => {
     expect(git(dir, env, "status", "--porcelain")).toBe("");
   });
 
-  it.each([2, 4] as const)("overlays blobs and deletions exactly like git update-index --index-info (index version %i)", (version) => {
-    const { dir, env, index } = repo();
-    populate(dir);
-    git(dir, env, "add", "-A");
-    git(dir, env, "update-index", "--index-version", String(version));
-    const copy = join(dir, ".git", "index.copy");
-    copyFileSync(index, copy);
-    const one = git(dir, env, "hash-object", "-w", "--stdin", "--no-filters").trim(); // empty blob
-    const overlay = new Map<string, string | null>([
-      ["a/x", one], // replaced (mode 100644, stat zeroed)
-      ["run.sh", null], // removed
-      ["new/dir/ü.json", one], // added, sorted into place
-      ["absent", null], // removing what is not there is a no-op
-    ]);
-    let info = "";
-    for (const [path, id] of overlay) info += id === null ? `0 ${"0".repeat(40)}\t${path}\0` : `100644 ${id}\t${path}\0`;
-    execWithInput(dir, { ...env, GIT_INDEX_FILE: copy }, ["update-index", "-z", "--index-info"], info);
-    const parsed = parseIndex(readFileSync(index));
-    if (!parsed.supported) throw new Error(parsed.reason);
-    const ours = overlayEntries(parsed.entries, overlay);
-    expect(ours.map((e) => e.path)).toEqual([...ours.map((e) => e.path)].sort());
-    const added = ours.find((e) => e.path === indexPathOf("new/dir/ü.json"));
-    expect(added).toMatchObject({ mode: 0o100644, oid: one }); // git's regular-file mode
-    writeFileSync(index, serializeIndex(ours, parsed.version));
-    expect(lsFiles(dir, env, index)).toBe(lsFiles(dir, env, copy));
-    expect(readFileSync(index).equals(readFileSync(copy))).toBe(true); // byte-identical, stat blocks included
-  });
+  it.each([2, 4] as const)(
+    "overlays blobs and deletions exactly like git update-index --index-info (index version %i)",
+    (version) => {
+      const { dir, env, index } = repo();
+      populate(dir);
+      git(dir, env, "add", "-A");
+      git(dir, env, "update-index", "--index-version", String(version));
+      const copy = join(dir, ".git", "index.copy");
+      copyFileSync(index, copy);
+      const one = git(dir, env, "hash-object", "-w", "--stdin", "--no-filters").trim(); // empty blob
+      const overlay = new Map<string, string | null>([
+        ["a/x", one], // replaced (mode 100644, stat zeroed)
+        ["run.sh", null], // removed
+        ["new/dir/ü.json", one], // added, sorted into place
+        ["absent", null], // removing what is not there is a no-op
+      ]);
+      let info = "";
+      for (const [path, id] of overlay)
+        info += id === null ? `0 ${"0".repeat(40)}\t${path}\0` : `100644 ${id}\t${path}\0`;
+      execWithInput(dir, { ...env, GIT_INDEX_FILE: copy }, ["update-index", "-z", "--index-info"], info);
+      const parsed = parseIndex(readFileSync(index));
+      if (!parsed.supported) throw new Error(parsed.reason);
+      const ours = overlayEntries(parsed.entries, overlay);
+      expect(ours.map((e) => e.path)).toEqual([...ours.map((e) => e.path)].sort());
+      const added = ours.find((e) => e.path === indexPathOf("new/dir/ü.json"));
+      expect(added).toMatchObject({ mode: 0o100644, oid: one }); // git's regular-file mode
+      writeFileSync(index, serializeIndex(ours, parsed.version));
+      expect(lsFiles(dir, env, index)).toBe(lsFiles(dir, env, copy));
+      expect(readFileSync(index).equals(readFileSync(copy))).toBe(true); // byte-identical, stat blocks included
+    },
+  );
 
   it("reports what it does not handle instead of guessing", () => {
     const variants: Array<[string, (dir: string, env: NodeJS.ProcessEnv) => void, RegExp]> = [
       ["split index", (dir, env) => git(dir, env, "update-index", "--split-index"), /required index extension "link"/],
-      ["intent-to-add", (dir, env) => (writeFileSync(join(dir, "later"), "l\n"), git(dir, env, "add", "-N", "later")), /extended flags/],
+      [
+        "intent-to-add",
+        (dir, env) => (writeFileSync(join(dir, "later"), "l\n"), git(dir, env, "add", "-N", "later")),
+        /extended flags/,
+      ],
       ["skip-worktree", (dir, env) => git(dir, env, "update-index", "--skip-worktree", "a0"), /extended flags/],
       [
         "unmerged",
         (dir, env) => {
           const blob = git(dir, env, "hash-object", "-w", "a0").trim();
-          execWithInput(dir, env, ["update-index", "--index-info"], `0 ${"0".repeat(40)}\ta0\n100644 ${blob} 1\ta0\n100644 ${blob} 2\ta0\n`);
+          execWithInput(
+            dir,
+            env,
+            ["update-index", "--index-info"],
+            `0 ${"0".repeat(40)}\ta0\n100644 ${blob} 1\ta0\n100644 ${blob} 2\ta0\n`,
+          );
         },
         /unmerged/,
       ],

@@ -34,7 +34,11 @@ describe("git objects", () => {
     expect(formatGitTimezone(-600)).toBe("-1000");
     const now = Date.now();
     expect(gitDateOf(now)).toBe(`${Math.floor(now / 1000)} ${formatGitTimezone(-new Date(now).getTimezoneOffset())}`);
-    expect(parseGitIdent("A B <a@b> 1700000000 +0100\n")).toEqual({ person: "A B <a@b>", date: "1700000000 +0100", seconds: 1700000000 });
+    expect(parseGitIdent("A B <a@b> 1700000000 +0100\n")).toEqual({
+      person: "A B <a@b>",
+      date: "1700000000 +0100",
+      seconds: 1700000000,
+    });
     expect(parseGitIdent("garbage")).toBeNull();
     // the message is stored as `git commit-tree -m` stores it: completed with a final newline if non-empty
     const storedMessage = (message: string) =>
@@ -57,15 +61,41 @@ describe("git objects", () => {
     const committer = parseGitIdent(git(dir, env, "var", "GIT_COMMITTER_IDENT"))!;
     expect(committer.date).toBe("1700000123 -0700");
     let parent: string | null = null;
-    for (const message of ["state-flow: accepted cohort", "multi\n\nline\n", "", "ünïcode ✓ {\"x\":1}", "trailing  \n\n"]) {
-      const expected: string = git(dir, env, "commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message).trim();
-      const body = commitObjectBody({ tree, parents: parent ? [parent] : [], author: `${author.person} ${author.date}`, committer: `${committer.person} ${committer.date}`, message });
+    for (const message of [
+      "state-flow: accepted cohort",
+      "multi\n\nline\n",
+      "",
+      'ünïcode ✓ {"x":1}',
+      "trailing  \n\n",
+    ]) {
+      const expected: string = git(
+        dir,
+        env,
+        "commit-tree",
+        tree,
+        ...(parent ? ["-p", parent] : []),
+        "-m",
+        message,
+      ).trim();
+      const body = commitObjectBody({
+        tree,
+        parents: parent ? [parent] : [],
+        author: `${author.person} ${author.date}`,
+        committer: `${committer.person} ${committer.date}`,
+        message,
+      });
       expect(gitObjectId("commit", body), JSON.stringify(message)).toBe(expected);
       expect(body.equals(Buffer.from(git(dir, env, "cat-file", "commit", expected), "utf8"))).toBe(true);
       parent = expected;
     }
     // our own written objects (a fresh one, and an existing one left alone) are read back by git
-    const mine = commitObjectBody({ tree, parents: [parent!], author: `${author.person} ${author.date}`, committer: `${committer.person} ${committer.date}`, message: "mine" });
+    const mine = commitObjectBody({
+      tree,
+      parents: [parent!],
+      author: `${author.person} ${author.date}`,
+      committer: `${committer.person} ${committer.date}`,
+      message: "mine",
+    });
     const id = writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine, { fsync: true });
     expect(writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine)).toBe(id);
     expect(git(dir, env, "cat-file", "-t", id).trim()).toBe("commit");
@@ -73,7 +103,11 @@ describe("git objects", () => {
     const blobId = await writeLooseObject(join(dir, ".git", "objects"), "blob", blob);
     writeFileSync(join(dir, "blob.bin"), blob);
     expect(blobId).toBe(git(dir, env, "hash-object", "--no-filters", "blob.bin").trim());
-    expect(inflateSync(readFileSync(join(dir, ".git", "objects", id.slice(0, 2), id.slice(2)))).equals(Buffer.concat([Buffer.from(`commit ${mine.length}\0`), mine]))).toBe(true);
+    expect(
+      inflateSync(readFileSync(join(dir, ".git", "objects", id.slice(0, 2), id.slice(2)))).equals(
+        Buffer.concat([Buffer.from(`commit ${mine.length}\0`), mine]),
+      ),
+    ).toBe(true);
     git(dir, env, "update-ref", "refs/heads/mine", id);
     git(dir, env, "fsck", "--strict", "--no-progress");
   });
@@ -90,7 +124,13 @@ describe("git objects", () => {
     const gitDate = /^author .*> (\d+ [+-]\d{4})$/m.exec(text)![1]!;
     expect(gitDate.split(" ")[1]).toBe(date.split(" ")[1]); // same timezone field
     expect(Math.abs(Number(gitDate.split(" ")[0]) - Number(date.split(" ")[0]))).toBeLessThanOrEqual(1);
-    const body = commitObjectBody({ tree, parents: [], author: `${author.person} ${gitDate}`, committer: `${author.person} ${gitDate}`, message: "now" });
+    const body = commitObjectBody({
+      tree,
+      parents: [],
+      author: `${author.person} ${gitDate}`,
+      committer: `${author.person} ${gitDate}`,
+      message: "now",
+    });
     expect(gitObjectId("commit", body)).toBe(expected);
   });
 });

@@ -52,13 +52,35 @@ function repo(config: string[] = []) {
 
 function snapshot(gitDir: string, ref: string) {
   const read = (p: string) => (existsSync(join(gitDir, p)) ? readFileSync(join(gitDir, p), "utf8") : null);
-  return { ref: read(ref), head: read("HEAD"), headLog: read("logs/HEAD"), refLog: read(`logs/${ref}`), locks: readdirSync(join(gitDir, "refs", "heads")).filter((n) => n.endsWith(".lock")), headLock: existsSync(join(gitDir, "HEAD.lock")) };
+  return {
+    ref: read(ref),
+    head: read("HEAD"),
+    headLog: read("logs/HEAD"),
+    refLog: read(`logs/${ref}`),
+    locks: readdirSync(join(gitDir, "refs", "heads")).filter((n) => n.endsWith(".lock")),
+    headLock: existsSync(join(gitDir, "HEAD.lock")),
+  };
 }
 
 describe("git refs (in-process compare-and-swap)", () => {
   it("accepts only plain branch names", () => {
-    for (const ok of ["refs/heads/main", "refs/heads/feature/x-1", "refs/heads/ü"]) expect(isPlainBranchRef(ok), ok).toBe(true);
-    for (const bad of ["HEAD", "refs/heads/", "refs/tags/x", "refs/heads/a..b", "refs/heads/.x", "refs/heads/x.lock", "refs/heads/a b", "refs/heads/a//b", "refs/heads/x.", "refs/heads/a@{b", "refs/heads/@", "refs/heads/a~1", "refs/heads/../../config"]) {
+    for (const ok of ["refs/heads/main", "refs/heads/feature/x-1", "refs/heads/ü"])
+      expect(isPlainBranchRef(ok), ok).toBe(true);
+    for (const bad of [
+      "HEAD",
+      "refs/heads/",
+      "refs/tags/x",
+      "refs/heads/a..b",
+      "refs/heads/.x",
+      "refs/heads/x.lock",
+      "refs/heads/a b",
+      "refs/heads/a//b",
+      "refs/heads/x.",
+      "refs/heads/a@{b",
+      "refs/heads/@",
+      "refs/heads/a~1",
+      "refs/heads/../../config",
+    ]) {
       expect(isPlainBranchRef(bad), bad).toBe(false);
     }
   });
@@ -77,7 +99,10 @@ describe("git refs (in-process compare-and-swap)", () => {
     expect(after.ref).toBe(`${ours.c2}\n`);
     expect(after.headLog?.split("\n")).toHaveLength(3);
     git(ours.dir, ours.env, "fsck", "--strict", "--no-progress");
-    expect(git(ours.dir, ours.env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([`${ours.c2} state-flow: accepted cohort`, `${ours.c1} state-flow: accepted cohort`]);
+    expect(git(ours.dir, ours.env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([
+      `${ours.c2} state-flow: accepted cohort`,
+      `${ours.c1} state-flow: accepted cohort`,
+    ]);
   });
 
   it("follows core.logAllRefUpdates like git: no reflog created when false, appended when it exists", async () => {
@@ -87,7 +112,8 @@ describe("git refs (in-process compare-and-swap)", () => {
     git(theirs.dir, theirs.env, "update-ref", "-m", "state-flow: accepted cohort", theirs.ref, theirs.c1, ZERO);
     expect(snapshot(ours.gitDir, ours.ref)).toEqual(snapshot(theirs.gitDir, theirs.ref));
     expect(existsSync(join(ours.gitDir, "logs", ours.ref))).toBe(false);
-    for (const r of [ours, theirs]) mkdirSync(join(r.gitDir, "logs"), { recursive: true }), writeFileSync(join(r.gitDir, "logs", "HEAD"), "");
+    for (const r of [ours, theirs])
+      (mkdirSync(join(r.gitDir, "logs"), { recursive: true }), writeFileSync(join(r.gitDir, "logs", "HEAD"), ""));
     await compareAndSwapRef(ours.options(ours.c2, ours.c1, { logAllRefUpdates: "none" }));
     git(theirs.dir, theirs.env, "update-ref", "-m", "state-flow: accepted cohort", theirs.ref, theirs.c2, theirs.c1);
     expect(snapshot(ours.gitDir, ours.ref)).toEqual(snapshot(theirs.gitDir, theirs.ref));
@@ -101,7 +127,10 @@ describe("git refs (in-process compare-and-swap)", () => {
     git(dir, env, "pack-refs", "--all");
     expect(existsSync(join(gitDir, ref))).toBe(false);
     expect(await readRefValue(gitDir, ref, ZERO)).toBe(c1);
-    await expect(compareAndSwapRef(options(c1, c2))).rejects.toMatchObject({ code: "stale-basis", message: expect.stringContaining("compare-and-swap failed") });
+    await expect(compareAndSwapRef(options(c1, c2))).rejects.toMatchObject({
+      code: "stale-basis",
+      message: expect.stringContaining("compare-and-swap failed"),
+    });
     expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
     await compareAndSwapRef(options(c2, c1)); // packed value is the basis
     expect(git(dir, env, "rev-parse", ref).trim()).toBe(c2);
@@ -116,14 +145,20 @@ describe("git refs (in-process compare-and-swap)", () => {
     const held = join(gitDir, `${ref}.lock`);
     writeFileSync(held, "someone else\n");
     const started = performance.now();
-    await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 50 }))).rejects.toMatchObject({ code: "lock-held", file: held });
+    await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 50 }))).rejects.toMatchObject({
+      code: "lock-held",
+      file: held,
+    });
     expect(performance.now() - started).toBeGreaterThanOrEqual(45);
     expect(readFileSync(held, "utf8")).toBe("someone else\n");
     expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
     rmSync(held);
     // HEAD.lock held: our branch lock is released again
     writeFileSync(join(gitDir, "HEAD.lock"), "x");
-    await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 0 }))).rejects.toMatchObject({ code: "lock-held", file: join(gitDir, "HEAD.lock") });
+    await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 0 }))).rejects.toMatchObject({
+      code: "lock-held",
+      file: join(gitDir, "HEAD.lock"),
+    });
     expect(existsSync(held)).toBe(false);
     expect(readFileSync(join(gitDir, "HEAD.lock"), "utf8")).toBe("x");
     rmSync(join(gitDir, "HEAD.lock"));
@@ -139,10 +174,14 @@ describe("git refs (in-process compare-and-swap)", () => {
     git(dir, env, "update-ref", ref, c1);
     const prepared = await prepareRefUpdate(options(c2, c1));
     // git respects our lock (its own protocol): update-ref and commit fail, nothing moves
-    expect(() => execFileSync("git", ["update-ref", ref, c1], { cwd: dir, env, stdio: "pipe" })).toThrow(/cannot lock ref|Unable to create/);
+    expect(() => execFileSync("git", ["update-ref", ref, c1], { cwd: dir, env, stdio: "pipe" })).toThrow(
+      /cannot lock ref|Unable to create/,
+    );
     writeFileSync(join(dir, "f"), "f");
     git(dir, env, "add", "f");
-    expect(() => execFileSync("git", ["commit", "-q", "-m", "racing"], { cwd: dir, env, stdio: "pipe" })).toThrow(/cannot lock ref|Unable to create|HEAD/);
+    expect(() => execFileSync("git", ["commit", "-q", "-m", "racing"], { cwd: dir, env, stdio: "pipe" })).toThrow(
+      /cannot lock ref|Unable to create|HEAD/,
+    );
     expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
     await prepared.commit();
     expect(git(dir, env, "rev-parse", ref).trim()).toBe(c2);
@@ -159,14 +198,20 @@ describe("git refs (in-process compare-and-swap)", () => {
     expect([s.locks, s.headLock]).toEqual([[], false]);
     // HEAD switched to another branch meanwhile: refused
     git(dir, env, "symbolic-ref", "HEAD", "refs/heads/other");
-    await expect(compareAndSwapRef(options(c1, theirs))).rejects.toMatchObject({ code: "stale-basis", message: expect.stringContaining("HEAD") });
+    await expect(compareAndSwapRef(options(c1, theirs))).rejects.toMatchObject({
+      code: "stale-basis",
+      message: expect.stringContaining("HEAD"),
+    });
     expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
   });
 
   it("refuses a ref file that does not hold an object id", async () => {
     const { c1, ref, gitDir, options } = repo();
     writeFileSync(join(gitDir, ref), "ref: refs/heads/elsewhere\n");
-    await expect(compareAndSwapRef(options(c1, null))).rejects.toMatchObject({ code: "git-failed", file: join(gitDir, ref) });
+    await expect(compareAndSwapRef(options(c1, null))).rejects.toMatchObject({
+      code: "git-failed",
+      file: join(gitDir, ref),
+    });
     expect(readFileSync(join(gitDir, ref), "utf8")).toBe("ref: refs/heads/elsewhere\n");
     expect(snapshot(gitDir, ref).locks).toEqual([]);
   });
