@@ -210,7 +210,8 @@ async function benchLoad1000() {
     const msg = `cohort ${n}`;
     chunks.push(
       Buffer.from(
-        `commit ${branch}\ncommitter Bench <bench@state-flow.invalid> ${1_700_000_000 + n} +0000\ndata ${msg.length}\n${msg}\n`,
+        `commit ${branch}\ncommitter Bench <bench@state-flow.invalid> ${1_700_000_000 + n} +0000\n` +
+          `data ${msg.length}\n${msg}\n`,
       ),
     );
     for (const [path, bytes] of files) {
@@ -308,7 +309,8 @@ try {
     trueMs: round(spawnCost.trueMs, 3),
   };
   breakdown.push(
-    `spawn: git --version direct ${round(spawnCost.directMs)} ms, via simple-git ${round(spawnCost.simpleGitMs)} ms; /bin/true ${round(spawnCost.trueMs)} ms`,
+    `spawn: git --version direct ${round(spawnCost.directMs)} ms, ` +
+      `via simple-git ${round(spawnCost.simpleGitMs)} ms; /bin/true ${round(spawnCost.trueMs)} ms`,
   );
   const load = await benchLoad1000();
   rows.push(["load current (1,000 commits)", "", `${round(load.ms)}`, "", "", `${load.processes}`, ""]);

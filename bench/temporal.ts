@@ -97,8 +97,10 @@ for (const size of SIZES) {
   };
   results[size.label] = row;
   console.log(
-    `${size.label.padEnd(8)} ${baseline.toFixed(3).padStart(12)}  ${transition.toFixed(3).padStart(14)}  ${row.transitionRatio.toFixed(2).padStart(5)}x ` +
-      `${reads[0]!.toFixed(3).padStart(11)} ${(reads[0]! / baseline).toFixed(2).padStart(5)}x ${reads[7]!.toFixed(3).padStart(11)} ${(reads[7]! / baseline).toFixed(2).padStart(5)}x`,
+    `${size.label.padEnd(8)} ${baseline.toFixed(3).padStart(12)}  ` +
+      `${transition.toFixed(3).padStart(14)}  ${row.transitionRatio.toFixed(2).padStart(5)}x ` +
+      `${reads[0]!.toFixed(3).padStart(11)} ${(reads[0]! / baseline).toFixed(2).padStart(5)}x ` +
+      `${reads[7]!.toFixed(3).padStart(11)} ${(reads[7]! / baseline).toFixed(2).padStart(5)}x`,
   );
 }
 console.log(`BENCH ${JSON.stringify({ bench: "temporal", results })}`);

@@ -137,7 +137,8 @@ function boundaryAt(lineage: Lineage, offset: number): Boundary {
   if (!Number.isInteger(offset) || offset < 0 || offset >= HOT_OFFSETS) {
     throw new StateFlowError(
       "offset-out-of-contract",
-      `offset ${String(offset)} is outside the hot read contract: use an integer 0–7 (older history is explicit Git inspection)`,
+      `offset ${String(offset)} is outside the hot read contract: ` +
+        `use an integer 0–7 (older history is explicit Git inspection)`,
       "offset",
     );
   }
@@ -156,7 +157,10 @@ function boundaryAt(lineage: Lineage, offset: number): Boundary {
     : { lineage: lineage.id, id: lineage.id, step: lineage.originStep };
 }
 
-/** Checks a lineage's own structure: window bounded, parent-linked, consecutive steps, anchored at the origin when short. */
+/**
+ * Checks a lineage's own structure: window bounded, parent-linked, consecutive steps, anchored at the origin
+ * when short.
+ */
 export function assertLineage(lineage: Lineage, path = "lineage"): void {
   const fail = (message: string): never => {
     throw new StateFlowError("invalid-lineage", message, path);
@@ -184,7 +188,8 @@ export function assertLineage(lineage: Lineage, path = "lineage"): void {
     fail(`window[0] (${first.id}) must descend from the origin ${lineage.id}`);
   if (!reachesOrigin && lineage.window.length < HOT_OFFSETS) {
     fail(
-      `window holds ${lineage.window.length} transitions but ${first.step - lineage.originStep - 1} more since the origin are missing`,
+      `window holds ${lineage.window.length} transitions but ` +
+        `${first.step - lineage.originStep - 1} more since the origin are missing`,
     );
   }
 }
@@ -204,7 +209,8 @@ export function assertStreamInLineage(stream: ScopeStream, lineage: Lineage): vo
     if (b.lineage !== lineage.id) {
       if (b.step > lineage.originStep) {
         fail(
-          `belongs to lineage ${b.lineage} and follows this lineage's origin (step ${b.step} > ${lineage.originStep}); adopt it at a fresh origin`,
+          `belongs to lineage ${b.lineage} and follows this lineage's origin ` +
+            `(step ${b.step} > ${lineage.originStep}); adopt it at a fresh origin`,
         );
       }
       return;
@@ -325,7 +331,8 @@ export function applyTransition(
   if (Object.keys(records).length === 0) {
     throw new StateFlowError(
       "no-op-cohort",
-      'this patch changes nothing; omit unchanged scopes and send {"final":true} alone when no semantic update is needed',
+      "this patch changes nothing; omit unchanged scopes and send " +
+        '{"final":true} alone when no semantic update is needed',
     );
   }
   const window = [...view.lineage.window, transition].slice(-HOT_OFFSETS);

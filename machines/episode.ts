@@ -216,8 +216,9 @@ export const episodeMachine = setup({
         },
         adopting: {
           description:
-            "Start on an active file-only branch once Git is available: its exact current cohort is committed into Git. " +
-            "Tools are off meanwhile; success or failure returns to exactly the active state it left (a failure keeps the file store).",
+            "Start on an active file-only branch once Git is available: its exact current cohort is committed into " +
+            "Git. Tools are off meanwhile; success or failure returns to exactly the active state it left (a failure " +
+            "keeps the file store).",
           entry: ["adoptGit"],
           on: {
             STORAGE_READY: { target: "#episode.active.hist", actions: ["reportAdopted"] },
@@ -242,7 +243,8 @@ export const episodeMachine = setup({
           type: "history",
           history: "deep",
           description:
-            "Where a failed stop or a finished adoption returns to: the exact bootstrap (transcript or handoff) or steady.",
+            "Where a failed stop or a finished adoption returns to: the exact bootstrap (transcript or handoff) " +
+            "or steady.",
         },
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
@@ -258,7 +260,8 @@ export const episodeMachine = setup({
     },
     stopping: {
       description:
-        "STOP accepted: the branch's disabled config is being persisted (no semantic step). Passive begins only once it is durable; tools are off meanwhile.",
+        "STOP accepted: the branch's disabled config is being persisted (no semantic step). Passive begins only " +
+        "once it is durable; tools are off meanwhile.",
       entry: ["persistDisabled"],
       on: {
         STOP_PERSISTED: { target: "passive", actions: ["freezeHandoff"] },

@@ -104,8 +104,7 @@ export const publicationMachine = setup({
   actions: {
     // Newest only. A target accepted while its own push is in flight is covered by that push: it
     // supersedes any older queued target and is not queued behind itself (a second push of the same
-    // commit would be redundant and would reset its failure count). Not needed for liveness any more
-    // (every push start is an emitted event, so a same-target restart would run): see ISS-2.
+    // commit would be redundant and would reset its failure count).
     queueNewest: assign({
       queued: ({ context, event }) =>
         event.type !== "ACCEPTED" || event.target === context.inflight ? null : event.target,
@@ -312,7 +311,10 @@ export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   return "idle";
 }
 
-/** What a RETRY can do now: wait for the push in flight, wait for a queued target's turn end, push the pending target, or nothing. */
+/**
+ * What a RETRY can do now: wait for the push in flight, wait for a queued target's turn end, push the pending
+ * target, or nothing.
+ */
 export type RetryPlan =
   | { kind: "await"; target: string }
   | { kind: "queued"; target: string }

@@ -18,7 +18,8 @@ export type BranchMarker =
  * - valid: the immutable target exists, belongs to this runtime and is enabled;
  * - stopped: a valid target of this session whose runtime was stopped (the frozen boundary);
  * - invalid: malformed or missing immutable target → fall back through the branch;
- * - unavailable: a file-only cohort that was replaced → retain the pointer (never pass current files off as the past);
+ * - unavailable: a file-only cohort that was replaced → retain the pointer (never pass current files off as the
+ *   past);
  * - lockBusy: transient publication lock → retain the pointer for retry.
  */
 export type PointerCheck = "valid" | "stopped" | "invalid" | "unavailable" | "lockBusy";

@@ -4,6 +4,7 @@
 // machine's result event. The host (the Pi adapter) turns its lifecycle events into the calls
 // below and implements `BranchHost`; every lifecycle question is the machines' to answer.
 
+import type { Actor } from "xstate";
 import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
 import { StateFlowError } from "../core/errors.ts";
 import type { ScopeSelector } from "../core/scope-state.ts";
@@ -87,8 +88,8 @@ export interface PatchAccepted {
 }
 
 export class FlowRuntime {
-  readonly episode;
-  private readonly barrier;
+  readonly episode: Actor<typeof episodeMachine>;
+  private readonly barrier: Actor<typeof barrierMachine>;
   private readonly host: BranchHost;
   private readonly options: FlowRuntimeOptions;
   private readonly diagnostics: Diagnostics;
@@ -558,7 +559,8 @@ export class FlowRuntime {
       onPendingChange: (pending) => {
         if (!pending?.lastError) return;
         this.host.notify(
-          `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); it is retried later.`,
+          `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); ` +
+            "it is retried later.",
           "warning",
         );
       },

@@ -17,7 +17,7 @@
 // acknowledges a newer target, and shutdown fences the old generation (its late results are
 // ignored).
 
-import { createActor, type InspectionEvent, type Observer } from "xstate";
+import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import {
   isPushResult,
   pushingTarget,
@@ -61,7 +61,8 @@ export type PublicationOutcome =
   | { readonly kind: "pushed"; readonly revision: string; readonly remote?: string }
   | { readonly kind: "local-only"; readonly revision: string } // no remote configured
   | { readonly kind: "pending"; readonly revision: string; readonly error: string } // push failed, kept for retry
-  | { readonly kind: "unreachable"; readonly revision: string; readonly error: string } // target commit no longer exists locally
+  // the target commit no longer exists locally
+  | { readonly kind: "unreachable"; readonly revision: string; readonly error: string }
   | { readonly kind: "superseded"; readonly revision: string } // a newer target replaced this one
   | { readonly kind: "fenced" }; // result arrived after shutdown
 
@@ -170,69 +171,157 @@ function resultOutcome(
 }
 
 export function createPublication(options: PublicationOptions): PublicationDriver {
-  const policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
-  const pusher = options.pusher;
-  const actor = createActor(publicationMachine, {
-    input: { policy, backend: pusher ? "git" : "file", remote: pusher !== null && (options.remote ?? true) },
-    ...(options.inspect ? { inspect: options.inspect } : {}),
-  });
-  // Effect plumbing only (no lifecycle): the push promises still running, and callers awaiting
-  // the outcome of one target.
-  const running = new Set<Promise<void>>();
-  const waiters = new Set<Waiter>();
+  return new MachinePublication(options);
+}
+
+/** The driver over one publication actor. Effect plumbing only: every lifecycle decision is the machine's. */
+class MachinePublication implements PublicationDriver {
+  readonly policy: PublicationPolicy;
+  private readonly options: PublicationOptions;
+  private readonly pusher: Pusher | null;
+  private readonly actor: Actor<typeof publicationMachine>;
+  /** The push promises still running. */
+  private readonly running = new Set<Promise<void>>();
+  /** Callers awaiting the outcome of one target. */
+  private readonly waiters = new Set<Waiter>();
   // The machine announces every push it starts (including a restart of the same target); they run
   // once the event that started them has been reported (intent first, then the push).
-  const announced: PushAnnounced[] = [];
-  actor.on("publication.push", (push) => void announced.push(push));
-  const stale = new Set<string>();
-  actor.on("publication.stale", ({ target }) => void stale.add(target));
-  actor.start();
+  private readonly announced: PushAnnounced[] = [];
+  /** Targets whose result the machine announced as not counted, during the current dispatch. */
+  private readonly stale = new Set<string>();
 
-  const snap = (): PublicationSnapshot => actor.getSnapshot();
-  const isOpen = () => snap().status === "active";
+  constructor(options: PublicationOptions) {
+    this.options = options;
+    this.policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
+    this.pusher = options.pusher;
+    const remote = this.pusher !== null && (options.remote ?? true);
+    this.actor = createActor(publicationMachine, {
+      input: { policy: this.policy, backend: this.pusher ? "git" : "file", remote },
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    this.actor.on("publication.push", (push) => void this.announced.push(push));
+    this.actor.on("publication.stale", ({ target }) => void this.stale.add(target));
+    this.actor.start();
+    if (options.restored) this.restore(options.restored);
+  }
+
+  get pending(): PendingPublication | null {
+    return this.isOpen() ? intentOf(this.snap().context) : null;
+  }
+
+  async accepted(revision: string): Promise<PublicationOutcome> {
+    const fixed = this.routeOutcome(revision);
+    if (fixed) return fixed;
+    const outcome = this.policy === "transition" ? this.outcomeOf(revision) : null;
+    this.dispatch({ type: "ACCEPTED", target: revision });
+    if (outcome) return outcome; // transition: resolves after this cohort's push result
+    // turn-end: queued for its turn end, or already covered by its own push in flight
+    return (
+      this.routeOutcome(revision) ??
+      (this.snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision })
+    );
+  }
+
+  turnEnd(): PublicationOutcome {
+    const fixed = this.routeOutcome(null);
+    if (fixed) return fixed.kind === "fenced" ? { kind: "idle" } : fixed;
+    this.dispatch({ type: "TURN_END" });
+    const target = pushingTarget(this.snap());
+    return target === null ? { kind: "idle" } : { kind: "pushing", revision: target };
+  }
+
+  async retry(): Promise<PublicationOutcome> {
+    const fixed = this.routeOutcome(null);
+    if (fixed) return fixed;
+    const plan = retryPlan(this.snap());
+    if (plan.kind === "await") return this.outcomeOf(plan.target);
+    if (plan.kind === "queued") return { kind: "queued", revision: plan.target }; // waits for its turn end
+    if (plan.kind === "idle") return { kind: "idle" };
+    const outcome = this.outcomeOf(plan.target);
+    this.dispatch({ type: "RETRY" });
+    return outcome;
+  }
+
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  shutdown(): PendingPublication | null {
+    const intent = this.isOpen() ? intentOf(this.snap().context) : null;
+    this.dispatch({ type: "SHUTDOWN" });
+    return intent;
+  }
+
+  private snap(): PublicationSnapshot {
+    return this.actor.getSnapshot();
+  }
+
+  private isOpen(): boolean {
+    return this.snap().status === "active";
+  }
+
+  /** The intent a previous generation persisted; sent directly: restoring starts no push. */
+  private restore(restored: PendingPublication): void {
+    this.actor.send({
+      type: "RESTORED_PENDING",
+      target: restored.revision,
+      attempts: restored.attempts,
+      ...(restored.lastError === undefined ? {} : { error: restored.lastError }),
+    });
+    // A route that publishes nothing (file-only, no remote, off) drops the old intent: say so.
+    const intent = intentOf(this.snap().context);
+    if (!sameIntent(restored, intent)) this.options.onPendingChange?.(intent);
+  }
 
   /**
    * Sends one event (the pushes it starts run from the emitted events); reports the intent change;
    * settles the waiters of a delivered result and of superseded or fenced targets.
    */
-  function dispatch(
+  private dispatch(
     event: PublicationEvent,
     delivered?: (stale: boolean, next: PublicationSnapshot) => PublicationOutcome,
   ): void {
-    if (!isOpen()) return;
-    const prev = snap();
-    stale.clear();
-    actor.send(event);
-    const next = snap();
-    if (next.status === "active" && !sameIntent(intentOf(prev.context), intentOf(next.context)))
-      options.onPendingChange?.(intentOf(next.context));
-    for (const push of announced.splice(0)) run(push.target, push.generation);
-    const c = next.context;
-    const live = (revision: string) => next.status === "active" && (c.queued === revision || c.inflight === revision);
+    if (!this.isOpen()) return;
+    const prev = this.snap();
+    this.stale.clear();
+    this.actor.send(event);
+    const next = this.snap();
+    const open = next.status === "active";
+    if (open && !sameIntent(intentOf(prev.context), intentOf(next.context)))
+      this.options.onPendingChange?.(intentOf(next.context));
+    for (const push of this.announced.splice(0)) this.run(push.target, push.generation);
     // A result settles its target's callers unless a push of that same target is in flight again
     // (a same-target restart): then they wait for that push, which reports to them in turn.
-    if (delivered && isPushResult(event) && !(next.status === "active" && c.inflight === event.target))
-      settle(event.target, delivered(stale.has(event.target), next));
-    for (const waiter of [...waiters]) {
-      if (next.status !== "active") settle(waiter.revision, { kind: "fenced" });
-      else if (!live(waiter.revision)) settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
+    if (delivered && isPushResult(event) && !(open && next.context.inflight === event.target))
+      this.settle(event.target, delivered(this.stale.has(event.target), next));
+    this.settleDropped(next);
+  }
+
+  /** Callers of a target the machine no longer holds learn it was superseded (or fenced at shutdown). */
+  private settleDropped(next: PublicationSnapshot): void {
+    const { queued, inflight } = next.context;
+    for (const waiter of [...this.waiters]) {
+      if (next.status !== "active") this.settle(waiter.revision, { kind: "fenced" });
+      else if (queued !== waiter.revision && inflight !== waiter.revision)
+        this.settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
     }
   }
 
-  function settle(revision: string, outcome: PublicationOutcome): void {
-    for (const waiter of [...waiters])
+  private settle(revision: string, outcome: PublicationOutcome): void {
+    for (const waiter of [...this.waiters])
       if (waiter.revision === revision) {
-        waiters.delete(waiter);
+        this.waiters.delete(waiter);
         waiter.resolve(outcome);
       }
   }
 
   /** Resolves with the outcome of `revision`'s push (or superseded/fenced); register BEFORE dispatching. */
-  function outcomeOf(revision: string): Promise<PublicationOutcome> {
-    return new Promise((resolve) => waiters.add({ revision, resolve }));
+  private outcomeOf(revision: string): Promise<PublicationOutcome> {
+    return new Promise((resolve) => this.waiters.add({ revision, resolve }));
   }
 
-  function run(target: string, generation: number): void {
+  private run(target: string, generation: number): void {
+    const pusher = this.pusher;
     if (!pusher) return; // unreachable: only the remote route (which needs a pusher) pushes
     const p: Promise<void> = (async () => {
       let result: GitPushResult;
@@ -241,33 +330,21 @@ export function createPublication(options: PublicationOptions): PublicationDrive
       } catch (error) {
         result = { kind: "failed", detail: error instanceof Error ? error.message : String(error) };
       }
-      report(target, generation, result);
-    })().finally(() => running.delete(p));
-    running.add(p);
+      this.report(target, generation, result);
+    })().finally(() => this.running.delete(p));
+    this.running.add(p);
   }
 
-  /** Sends one push result as its event; the outcome is derived from the snapshots around it. */
-  function report(target: string, generation: number, result: GitPushResult): void {
-    if (!isOpen()) return settle(target, { kind: "fenced" });
+  /** Sends one push result as its event; the outcome is derived from the snapshot after it. */
+  private report(target: string, generation: number, result: GitPushResult): void {
+    if (!this.isOpen()) return this.settle(target, { kind: "fenced" });
     const event = resultEvent(target, generation, result);
-    dispatch(event, (wasStale, next) => resultOutcome(event, result, wasStale, next));
-  }
-
-  if (options.restored) {
-    // Sent directly: restoring starts no push, and the caller already persisted this intent.
-    actor.send({
-      type: "RESTORED_PENDING",
-      target: options.restored.revision,
-      attempts: options.restored.attempts,
-      ...(options.restored.lastError === undefined ? {} : { error: options.restored.lastError }),
-    });
-    // A route that publishes nothing (file-only, no remote, off) drops the old intent: say so.
-    if (!sameIntent(options.restored, intentOf(snap().context))) options.onPendingChange?.(intentOf(snap().context));
+    this.dispatch(event, (wasStale, next) => resultOutcome(event, result, wasStale, next));
   }
 
   /** The outcome for routes that never publish, or null on the remote route. */
-  function routeOutcome(revision: string | null): PublicationOutcome | null {
-    switch (publicationStatus(snap())) {
+  private routeOutcome(revision: string | null): PublicationOutcome | null {
+    switch (publicationStatus(this.snap())) {
       case "file-only":
         return { kind: "file-only" };
       case "closed":
@@ -280,51 +357,6 @@ export function createPublication(options: PublicationOptions): PublicationDrive
         return null;
     }
   }
-
-  return {
-    policy,
-    get pending() {
-      return isOpen() ? intentOf(snap().context) : null;
-    },
-    async accepted(revision) {
-      const fixed = routeOutcome(revision);
-      if (fixed) return fixed;
-      const outcome = policy === "transition" ? outcomeOf(revision) : null;
-      dispatch({ type: "ACCEPTED", target: revision });
-      if (outcome) return outcome; // transition: resolves after this cohort's push result
-      // turn-end: queued for its turn end, or already covered by its own push in flight
-      return (
-        routeOutcome(revision) ??
-        (snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision })
-      );
-    },
-    turnEnd() {
-      const fixed = routeOutcome(null);
-      if (fixed) return fixed.kind === "fenced" ? { kind: "idle" } : fixed;
-      dispatch({ type: "TURN_END" });
-      const target = pushingTarget(snap());
-      return target === null ? { kind: "idle" } : { kind: "pushing", revision: target };
-    },
-    async retry() {
-      const fixed = routeOutcome(null);
-      if (fixed) return fixed;
-      const plan = retryPlan(snap());
-      if (plan.kind === "await") return outcomeOf(plan.target);
-      if (plan.kind === "queued") return { kind: "queued", revision: plan.target }; // waits for its turn end
-      if (plan.kind === "idle") return { kind: "idle" };
-      const outcome = outcomeOf(plan.target);
-      dispatch({ type: "RETRY" });
-      return outcome;
-    },
-    async settled() {
-      while (running.size > 0) await Promise.allSettled([...running]);
-    },
-    shutdown() {
-      const intent = isOpen() ? intentOf(snap().context) : null;
-      dispatch({ type: "SHUTDOWN" });
-      return intent;
-    },
-  };
 }
 
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */

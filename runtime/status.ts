@@ -53,7 +53,8 @@ export function renderStatus(input: StatusInput): string {
   const offsets = availableOffsets(rt.view.lineage);
   lines.push(`  hot offsets: 0–${offsets - 1} (${offsets} available)`);
   lines.push(
-    `  retained tails: ${SCOPES.map((s) => `${s} ${rt.view.streams[s].tail.length}`).join(", ")} (may include inherited pre-origin records)`,
+    `  retained tails: ${SCOPES.map((s) => `${s} ${rt.view.streams[s].tail.length}`).join(", ")} ` +
+      "(may include inherited pre-origin records)",
   );
   const counts = SCOPES.map((s) => `${s} ${Object.keys(rt.view.current[s].artifacts).length}`);
   const effective = Object.keys(readTemporalState(rt.view).state.artifacts).length;

@@ -24,7 +24,10 @@ export function defaultStoreRoot(agentDir: string): string {
   return join(resolve(agentDir), STORE_DIR_NAME);
 }
 
-/** Pi's session-folder name for a cwd: `/home/a/b` → `--home-a-b--`. Relative cwds resolve against process.cwd() as Pi does. */
+/**
+ * Pi's session-folder name for a cwd: `/home/a/b` → `--home-a-b--`. Relative cwds resolve against process.cwd() as Pi
+ * does.
+ */
 export function cwdKey(cwd: string): string {
   const resolved = resolve(cwd);
   return `--${resolved.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
@@ -176,8 +179,9 @@ export function assertIdentityOwns(options: {
   throw new StoreError(
     "foreign-identity",
     `${file} is owned by ${describeIdentity(stored)}, not ${describeIdentity(claimed)}. ` +
-      `Two ${claimed.kind === "cwd" ? "directories map to the same cwd key" : "sessions claim the same session key"}; ` +
-      `State Flow never shares or silently re-targets a scope. Use a different state store (storage root) for one of them, ` +
+      `Two ${claimed.kind === "cwd" ? "directories map to the same cwd key" : "sessions claim the same session key"}` +
+      `; State Flow never shares or silently re-targets a scope. ` +
+      `Use a different state store (storage root) for one of them, ` +
       `or move the foreign scope directory away after checking it.`,
     { file },
   );

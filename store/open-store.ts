@@ -76,7 +76,9 @@ function newGeneration(): string {
   return `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
 }
 
-/** Opens the store at `root`. One git process when a repository exists (rev-parse); none when git is absent or unused. */
+/**
+ * Opens the store at `root`. One git process when a repository exists (rev-parse); none when git is absent or unused.
+ */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const root = resolve(options.root);
   const generation = options.generation ?? newGeneration();

@@ -107,7 +107,8 @@ export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): Br
     const missing = metaBytes ? scopeFiles("session", id).config! : metaPath;
     throw new StoreError(
       "partial-pair",
-      `${missing} is missing while its runtime partner exists; restore it (e.g. from Git) or select an earlier checkpoint.`,
+      `${missing} is missing while its runtime partner exists; ` +
+        `restore it (e.g. from Git) or select an earlier checkpoint.`,
       { file: missing },
     );
   }

@@ -137,7 +137,8 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
     lines.push(
       "",
       "## Bootstrap",
-      "This is the migration run: the earlier conversation below is visible only now. Move whatever stays relevant into state with patch_state before you finish; later runs will not see it.",
+      "This is the migration run: the earlier conversation below is visible only now. Move whatever stays relevant " +
+        "into state with patch_state before you finish; later runs will not see it.",
     );
   }
   if (input.resolutionNote) lines.push("", "## Resolution", input.resolutionNote);
@@ -145,10 +146,19 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
 }
 
 /** Protocol text appended to the system prompt while State Flow is active. */
-export const PROTOCOL = `## State Flow protocol
-State Flow keeps this conversation's durable memory as one materialized state per scope (global, cwd, session; effective = global → cwd → session, session wins). Each run you see the user's current request, state[0] and compact transition context in a runtime-context message, plus this run's own messages; earlier runs are not replayed.
-- patch_state({global?, cwd?, session?, final?}) is the only way to change state. Each scope patch may touch artifacts, contract and working; objects merge, arrays and values replace, null deletes a key (never inside an array: arrays are stored whole). response is captured by the runtime from your final answer.
-- Use patch_state only for established, future-relevant facts: decisions, verified results, unresolved questions and the exact continuation. No narration or routine progress.
-- Call patch_state alone in its message: any other tool call beside it is blocked.
-- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). Without it your answer is not accepted and you will be asked again.
-- read_state({offset?: 0–7, scope?}) reads older or scope-specific state when a concrete gap needs it.`;
+export const PROTOCOL = [
+  "## State Flow protocol",
+  "State Flow keeps this conversation's durable memory as one materialized state per scope (global, cwd, session; " +
+    "effective = global → cwd → session, session wins). Each run you see the user's current request, state[0] and " +
+    "compact transition context in a runtime-context message, plus this run's own messages; earlier runs are not " +
+    "replayed.",
+  "- patch_state({global?, cwd?, session?, final?}) is the only way to change state. Each scope patch may touch " +
+    "artifacts, contract and working; objects merge, arrays and values replace, null deletes a key (never inside an " +
+    "array: arrays are stored whole). response is captured by the runtime from your final answer.",
+  "- Use patch_state only for established, future-relevant facts: decisions, verified results, unresolved " +
+    "questions and the exact continuation. No narration or routine progress.",
+  "- Call patch_state alone in its message: any other tool call beside it is blocked.",
+  '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). ' +
+    "Without it your answer is not accepted and you will be asked again.",
+  "- read_state({offset?: 0–7, scope?}) reads older or scope-specific state when a concrete gap needs it.",
+].join("\n");

@@ -77,8 +77,10 @@ function resolutionNote(resolution: { eligible: boolean; steers: number } | null
     return "Terminal eligibility is latched (final:true accepted): your next complete answer becomes the response.";
   }
   return resolution.steers > 0
-    ? `${resolution.steers} answer(s) in this run were not accepted. Call patch_state with final:true before your final answer.`
-    : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) before your final answer.";
+    ? `${resolution.steers} answer(s) in this run were not accepted. ` +
+        "Call patch_state with final:true before your final answer."
+    : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) " +
+        "before your final answer.";
 }
 
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */

@@ -90,7 +90,9 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
     name: "patch_state",
     label: "Patch state",
     description:
-      "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
+      "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects " +
+      "merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete " +
+      "answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
     promptSnippet:
       "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
     parameters: PATCH_STATE_JSON_SCHEMA as never,
@@ -110,7 +112,8 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
     name: "read_state",
     label: "Read state",
     description:
-      "Read State Flow state at a past offset (0 = now … 7) or of one scope (effective, global, cwd, session). Use only for a concrete historical or scope-specific gap; current state is already in your context.",
+      "Read State Flow state at a past offset (0 = now … 7) or of one scope (effective, global, cwd, session). Use " +
+      "only for a concrete historical or scope-specific gap; current state is already in your context.",
     promptSnippet: "Read older (offset 0–7) or scope-specific State Flow state",
     parameters: READ_STATE_JSON_SCHEMA as never,
     async execute(_toolCallId: string, params: unknown) {

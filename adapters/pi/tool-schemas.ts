@@ -24,7 +24,8 @@ const ScopePatch = (scope: string) =>
         v.pipe(
           v.record(v.string(), v.nullable(v.looseObject({ description: v.optional(v.string()) }))),
           v.description(
-            "Source-path-keyed compiled routing metadata; each entry needs a non-empty description. null removes an entry.",
+            "Source-path-keyed compiled routing metadata; each entry needs a non-empty description. " +
+              "null removes an entry.",
           ),
         ),
       ),

@@ -107,7 +107,8 @@ export class FileBackend implements StoreBackend {
     if (!isFilePointer(pointer)) {
       throw new StoreError(
         "invalid-pointer",
-        `${JSON.stringify(pointer.revision)} is not a file-only cohort pointer ("file:<64 lowercase hex>"); a Git revision needs the Git backend.`,
+        `${JSON.stringify(pointer.revision)} is not a file-only cohort pointer ("file:<64 lowercase hex>"); ` +
+          `a Git revision needs the Git backend.`,
       );
     }
     return loadIfCurrent(pointer, await this.loadCurrent(paths));
@@ -122,7 +123,8 @@ export class FileBackend implements StoreBackend {
     ) {
       throw new StoreError(
         "invalid-pointer",
-        `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; publish on a snapshot loaded from this file-only store.`,
+        `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; ` +
+          `publish on a snapshot loaded from this file-only store.`,
       );
     }
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR_MODE });

@@ -30,7 +30,8 @@ export function assertStorePath(rel: string): string[] {
     throw new StoreError(
       "invalid-key",
       `Store path ${JSON.stringify(rel)} is not a plain relative path below the store root ` +
-        `(POSIX "/" separators; no empty, ".", "..", ".git" or NUL components). Use the layout helpers to build store paths.`,
+        `(POSIX "/" separators; no empty, ".", "..", ".git" or NUL components). ` +
+        `Use the layout helpers to build store paths.`,
       { file: rel },
     );
   }
@@ -116,7 +117,10 @@ async function checkParents(root: string, segments: readonly string[], create: b
   return true;
 }
 
-/** The absolute path of an existing store file; null when it or a directory above it is absent. Refuses symlinks and non-regular files. */
+/**
+ * The absolute path of an existing store file; null when it or a directory above it is absent. Refuses symlinks and
+ * non-regular files.
+ */
 async function existingOwnedFile(root: string, rel: string): Promise<string | null> {
   const segments = assertStorePath(rel);
   if (!(await checkParents(root, segments, false))) return null;

@@ -83,7 +83,10 @@ function describeOwner(owner: LockOwner | { unreadable: string } | null): string
           ? "; that process is still running"
           : "";
   }
-  return `pid ${owner.pid} on ${owner.host} since ${owner.acquiredAt} (generation ${owner.generation}${owner.purpose ? `, ${owner.purpose}` : ""}${liveness})`;
+  return (
+    `pid ${owner.pid} on ${owner.host} since ${owner.acquiredAt} ` +
+    `(generation ${owner.generation}${owner.purpose ? `, ${owner.purpose}` : ""}${liveness})`
+  );
 }
 
 /** Whether the recorded owner is a process of this host that no longer runs (its publication was interrupted). */
@@ -168,7 +171,8 @@ export async function acquirePublicationLock(
         throw new StoreError(
           "lock-lost",
           `The publication lock ${path} was removed or replaced while this publisher held it ` +
-            `(now: ${describeOwner(current)}). Another process ignored the lock protocol; reconcile the store before publishing again.`,
+            `(now: ${describeOwner(current)}). Another process ignored the lock protocol; ` +
+            `reconcile the store before publishing again.`,
           { file: path },
         );
       }

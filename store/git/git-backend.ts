@@ -29,8 +29,8 @@
 // (so only the touched paths are rehashed). Where it would not be exact (a split or sparse index,
 // intent-to-add or skip-worktree entries, sha256 objects, core.sharedRepository), or for a
 // large store's first publication in this process (or after another writer moved HEAD), it runs
-// as `git update-index -z --index-info` + `git write-tree` (two processes more). Where steps 3–4 would not be exact (sha256 objects,
-// commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
+// as `git update-index -z --index-info` + `git write-tree` (two processes more). Where steps 3–4 would not be exact
+// (sha256 objects, commit.gpgSign, a non-UTF-8 i18n.commitEncoding, core.sharedRepository,
 // extensions.refStorage, a reference-transaction hook, a timezone node and git disagree on, an
 // unusual message or ref name) they run as `git commit-tree` + `git update-ref` (two more).
 // A failure after the ref moved keeps the publication lock; removing it lets the next
@@ -166,7 +166,8 @@ function identityMissing(error: unknown): StoreError {
     "git-identity-missing",
     `Git has no commit identity configured for the State Flow store, and State Flow does not invent one. ` +
       `Run: git config --global user.name "Your Name" && git config --global user.email "you@example.com" ` +
-      `(or set them in the store repository), then retry. Git said: ${error instanceof Error ? error.message : String(error)}`,
+      `(or set them in the store repository), then retry. ` +
+      `Git said: ${error instanceof Error ? error.message : String(error)}`,
     { cause: error },
   );
 }
@@ -246,7 +247,8 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
     throw new StoreError(
       "git-not-exact-root",
       `The state store ${root} is not the top level of its own Git repository (git reports ${top ?? "nothing"}). ` +
-        `State Flow publishes only from an exact-root repository; remove the stray .git or choose another storage root.`,
+        `State Flow publishes only from an exact-root repository; ` +
+        `remove the stray .git or choose another storage root.`,
       { file: root },
     );
   }
@@ -499,9 +501,12 @@ export class GitBackend implements StoreBackend {
       if (committed !== live) {
         throw new StoreError(
           "worktree-diverged",
-          `The live file ${path} ${live === null ? "is missing but" : "differs from what"} the committed revision ${revision} ` +
-            `${committed === null ? "does not contain it" : "records"}. A publisher was interrupted or the file was edited by hand. ` +
-            `Inspect with git -C ${this.root} diff HEAD -- ${path}; restore it with git -C ${this.root} checkout HEAD -- ${path} ` +
+          `The live file ${path} ${live === null ? "is missing but" : "differs from what"} ` +
+            `the committed revision ${revision} ` +
+            `${committed === null ? "does not contain it" : "records"}. ` +
+            `A publisher was interrupted or the file was edited by hand. ` +
+            `Inspect with git -C ${this.root} diff HEAD -- ${path}; ` +
+            `restore it with git -C ${this.root} checkout HEAD -- ${path} ` +
             `or commit the intended bytes, then retry. Nothing was read as current state.`,
           { file: path },
         );
@@ -553,8 +558,10 @@ export class GitBackend implements StoreBackend {
       ) {
         throw new StoreError(
           "revision-missing",
-          `Revision ${pointer.revision} is not a commit in the state repository ${this.root}. Its history is unavailable here ` +
-            `(a different storage root, a reset, or missing objects); select another checkpoint or restore the original repository.`,
+          `Revision ${pointer.revision} is not a commit in the state repository ${this.root}. ` +
+            `Its history is unavailable here ` +
+            `(a different storage root, a reset, or missing objects); ` +
+            `select another checkpoint or restore the original repository.`,
           { cause: error },
         );
       }
@@ -569,7 +576,8 @@ export class GitBackend implements StoreBackend {
       if (type !== "blob" || (mode !== "100644" && mode !== "100755") || !sha) {
         throw new StoreError(
           "not-regular-object",
-          `${path} at revision ${pointer.revision} is a ${type} with mode ${mode}, not a regular file; State Flow reads only regular-file Git objects.`,
+          `${path} at revision ${pointer.revision} is a ${type} with mode ${mode}, not a regular file; ` +
+            `State Flow reads only regular-file Git objects.`,
           { file: path },
         );
       }
@@ -1132,7 +1140,9 @@ export class GitBackend implements StoreBackend {
   // ---------------------------------------------------------------------------------------------
   // Remote publication
 
-  /** The remote to publish to: branch.<b>.remote, else `origin`, else the only remote; null = local-only. One process. */
+  /**
+   * The remote to publish to: branch.<b>.remote, else `origin`, else the only remote; null = local-only. One process.
+   */
   async publicationRemote(): Promise<string | null> {
     const ref = await this.headBranch();
     const branch = ref.slice("refs/heads/".length);
@@ -1183,7 +1193,8 @@ function assertGitPath(path: string): void {
   if (/[\n\r]/.test(path)) {
     throw new StoreError(
       "invalid-key",
-      `${JSON.stringify(path)} contains a line break, which Git batch reads cannot express; use another storage root or cwd.`,
+      `${JSON.stringify(path)} contains a line break, which Git batch reads cannot express; ` +
+        `use another storage root or cwd.`,
       {
         file: path,
       },

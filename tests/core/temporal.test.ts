@@ -124,7 +124,11 @@ describe("temporal acceptance properties", () => {
 
   it("sparse scopes share one temporal target (the T181–T184 example)", () => {
     const h = new Harness();
-    h.patch({ global: { working: { v: "G" } }, cwd: { working: { v: "C" } }, session: { working: { v: "S" } } }); // T181
+    h.patch({
+      global: { working: { v: "G" } },
+      cwd: { working: { v: "C" } },
+      session: { working: { v: "S" } },
+    }); // T181
     h.patch({ cwd: { working: { v: "C'" } }, session: { working: { v: "S'" } } }); // T182
     h.patch({ global: { working: { v: "G'" } }, session: { working: { v: "S''" } } }); // T183
     h.patch({ cwd: { working: { v: "C''" } }, session: { working: { v: "S'''" } } }); // T184

@@ -1,4 +1,4 @@
-// The crash matrix (issue 9): real Pi sessions in child OS processes (tests/crash/child.ts) publish
+// The crash matrix: real Pi sessions in child OS processes (tests/crash/child.ts) publish
 // State Flow cohorts and are SIGKILLed at a named write step (store/fs/crash-points.ts); after each
 // kill a fresh process reopens the same session file and store and must show exactly the old or
 // the new cohort in every scope, keep every transition whose tool result was returned, leave

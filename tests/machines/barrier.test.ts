@@ -50,7 +50,10 @@ function simpleEventsFor(s: AnyMachineSnapshot): BarrierEvent[] {
 const serializeState = (s: AnyMachineSnapshot) =>
   JSON.stringify([s.value, (s.context as BarrierContext).calls.map((c) => c.name)]);
 
-/** Per-path oracle state: the batch as the test sent it (null outside a batch), independent of the machine's context. */
+/**
+ * Per-path oracle state: the batch as the test sent it (null outside a batch), independent of the machine's
+ * context.
+ */
 interface BatchTrace {
   calls: readonly ToolCallRef[] | null;
 }

@@ -408,31 +408,35 @@ describe("episode scenarios", () => {
     expect(episodeStateName(done), "I1.9 retried stop ends passive").toBe("passive");
   });
 
-  it("I1.13 a start on an active file-only branch adopts it into Git and returns to exactly where it was, success or failure", () => {
-    for (const outcome of ["STORAGE_READY", "STORAGE_FAILED"] as const) {
-      const a = createActor(episodeMachine, { input: { autoStart: false } }).start();
-      const notices: string[] = [];
-      const effects: string[] = [];
-      a.on("episode.notice", (e) => notices.push(e.code));
-      a.on("episode.effect", (e) => effects.push(e.effect));
-      a.send({ type: "SESSION_START", reason: "startup", branch: "unmarked" });
-      a.send({ type: "START" });
-      a.send({ type: "STORAGE_READY" });
-      expect(episodeStateName(a.getSnapshot())).toBe("active.bootstrap.fromTranscript");
-      a.send({ type: "START" });
-      expect(notices, "I1.13 without git nothing changes").toEqual(["already-active"]);
-      a.send({ type: "START", adoptGit: true });
-      expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
-      expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);
-      expect(effects.at(-1)).toBe("adopt-git");
-      a.send({ type: outcome });
-      expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe(
-        "active.bootstrap.fromTranscript",
-      );
-      expect(notices.at(-1)).toBe(outcome === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed");
-      a.stop();
-    }
-  });
+  it(
+    "I1.13 a start on an active file-only branch adopts it into " +
+      "Git and returns to exactly where it was, success or failure",
+    () => {
+      for (const outcome of ["STORAGE_READY", "STORAGE_FAILED"] as const) {
+        const a = createActor(episodeMachine, { input: { autoStart: false } }).start();
+        const notices: string[] = [];
+        const effects: string[] = [];
+        a.on("episode.notice", (e) => notices.push(e.code));
+        a.on("episode.effect", (e) => effects.push(e.effect));
+        a.send({ type: "SESSION_START", reason: "startup", branch: "unmarked" });
+        a.send({ type: "START" });
+        a.send({ type: "STORAGE_READY" });
+        expect(episodeStateName(a.getSnapshot())).toBe("active.bootstrap.fromTranscript");
+        a.send({ type: "START" });
+        expect(notices, "I1.13 without git nothing changes").toEqual(["already-active"]);
+        a.send({ type: "START", adoptGit: true });
+        expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
+        expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);
+        expect(effects.at(-1)).toBe("adopt-git");
+        a.send({ type: outcome });
+        expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe(
+          "active.bootstrap.fromTranscript",
+        );
+        expect(notices.at(-1)).toBe(outcome === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed");
+        a.stop();
+      }
+    },
+  );
 
   it("I1.13 check catches a silent adoption, and one started without git", () => {
     const silent = runSuite(episodeMachine.provide({ actions: { reportAdopted: () => undefined } }));

@@ -149,7 +149,8 @@ export function checkPublicationStep(
   if (started && wasPushing && !isCurrent) v.push("I3.5 second push started while one is in flight");
   if (started && (!isPushing || started.target !== n.inflight || started.generation !== n.generation))
     v.push(
-      `I3.5 announced push ${JSON.stringify(started)} is not the push in flight (${n.inflight}@${n.generation}, ${after})`,
+      `I3.5 announced push ${JSON.stringify(started)} ` +
+        `is not the push in flight (${n.inflight}@${n.generation}, ${after})`,
     );
   // every push start is announced: a new in-flight target, or still pushing after the in-flight push
   // returned (a restart, possibly of the same target, that no snapshot diff can see)
@@ -199,7 +200,8 @@ export function checkPublicationStep(
       v.push(`I3.7 unreachable ${p.inflight} kept for another push`);
     if (p.queued === null && (after !== "remote.idle" || n.generation !== p.generation + 1 || holdsTarget(n)))
       v.push(
-        `I3.7 unreachable ${p.inflight} with nothing newer did not reset the lineage (${after}, generation ${n.generation})`,
+        `I3.7 unreachable ${p.inflight} with nothing newer ` +
+          `did not reset the lineage (${after}, generation ${n.generation})`,
       );
     if (p.queued !== null && (n.generation !== p.generation || (n.queued !== p.queued && n.inflight !== p.queued)))
       v.push(`I3.7 unreachable ${p.inflight} dropped the newer queued target ${p.queued}`);
@@ -286,18 +288,22 @@ describe("publication negative controls (explicit push events, ISS-2)", () => {
     expect(violations.some((v) => v.startsWith("I3.1") && v.includes("was queued"))).toBe(true);
   });
 
-  it("I3.1 check catches an older target kept queued when the in-flight target is accepted again (the first ISS-2 fix)", () => {
-    const keepsOlder = publicationMachine.provide({
-      actions: {
-        queueNewest: assign({
-          queued: ({ context, event }) =>
-            event.type !== "ACCEPTED" ? null : event.target === context.inflight ? context.queued : event.target,
-        }) as never,
-      },
-    });
-    const { violations } = runSuite(keepsOlder, 10_000);
-    expect(violations.some((v) => v.startsWith("I3.1") && v.includes("is not the newest accepted"))).toBe(true);
-  });
+  it(
+    "I3.1 check catches an older target kept queued when the " +
+      "in-flight target is accepted again (the first ISS-2 fix)",
+    () => {
+      const keepsOlder = publicationMachine.provide({
+        actions: {
+          queueNewest: assign({
+            queued: ({ context, event }) =>
+              event.type !== "ACCEPTED" ? null : event.target === context.inflight ? context.queued : event.target,
+          }) as never,
+        },
+      });
+      const { violations } = runSuite(keepsOlder, 10_000);
+      expect(violations.some((v) => v.startsWith("I3.1") && v.includes("is not the newest accepted"))).toBe(true);
+    },
+  );
 
   it("I3.7 check catches an unreachable target resetting the lineage over a newer queued target", () => {
     const { violations } = runSuite(
@@ -375,22 +381,26 @@ describe("publication scenarios", () => {
     a.stop();
   });
 
-  it("I3.1 ISS-2: the target accepted while its own push is in flight is covered by that push, and a later cohort is pushed", () => {
-    const { actor: a, pushes } = started({ policy: "transition", backend: "git", remote: true });
-    a.send({ type: "RESTORED_PENDING", target: "r1" });
-    a.send({ type: "RETRY" });
-    a.send({ type: "ACCEPTED", target: "r1" });
-    expect(a.getSnapshot().context).toMatchObject({ inflight: "r1", queued: null });
-    a.send({ type: "PUSH_FAILED", target: "r1", generation: 0, error: "remote down" });
-    expect(publicationStatus(a.getSnapshot())).toBe("pending");
-    expect(a.getSnapshot().context).toMatchObject({ pending: "r1", attempts: 1 });
-    a.send({ type: "ACCEPTED", target: "r2" });
-    expect(
-      pushes.map((p) => p.target),
-      "I3.5 one announcement per push, none for the re-accepted r1",
-    ).toEqual(["r1", "r2"]);
-    a.stop();
-  });
+  it(
+    "I3.1 ISS-2: the target accepted while its own push is in " +
+      "flight is covered by that push, and a later cohort is pushed",
+    () => {
+      const { actor: a, pushes } = started({ policy: "transition", backend: "git", remote: true });
+      a.send({ type: "RESTORED_PENDING", target: "r1" });
+      a.send({ type: "RETRY" });
+      a.send({ type: "ACCEPTED", target: "r1" });
+      expect(a.getSnapshot().context).toMatchObject({ inflight: "r1", queued: null });
+      a.send({ type: "PUSH_FAILED", target: "r1", generation: 0, error: "remote down" });
+      expect(publicationStatus(a.getSnapshot())).toBe("pending");
+      expect(a.getSnapshot().context).toMatchObject({ pending: "r1", attempts: 1 });
+      a.send({ type: "ACCEPTED", target: "r2" });
+      expect(
+        pushes.map((p) => p.target),
+        "I3.5 one announcement per push, none for the re-accepted r1",
+      ).toEqual(["r1", "r2"]);
+      a.stop();
+    },
+  );
 
   it("I3.5 a same-target restart is a second announcement (what pushToStart's snapshot diff could not see)", () => {
     // The pre-ISS-2 queueNewest re-queues r1 behind itself; with explicit events the restart still runs.
@@ -413,30 +423,34 @@ describe("publication scenarios", () => {
     a.stop();
   });
 
-  it("I3.7 an unreachable target with nothing newer resets the lineage; with a newer target queued after a turn end, that one is pushed at once", () => {
-    const { actor: a, pushes } = started({ policy: "turn-end", backend: "git", remote: true });
-    a.send({ type: "RESTORED_PENDING", target: "gone", attempts: 2 });
-    a.send({ type: "RETRY" });
-    a.send({ type: "PUSH_UNREACHABLE", target: "gone", generation: 0 });
-    expect(publicationStatus(a.getSnapshot())).toBe("idle");
-    expect(a.getSnapshot().context).toMatchObject({
-      generation: 1,
-      queued: null,
-      inflight: null,
-      pending: null,
-      attempts: 0,
-    });
-    a.send({ type: "ACCEPTED", target: "c1" });
-    a.send({ type: "TURN_END" });
-    a.send({ type: "ACCEPTED", target: "c2" });
-    a.send({ type: "TURN_END" });
-    a.send({ type: "PUSH_UNREACHABLE", target: "c1", generation: 1 });
-    expect(pushes).toEqual([
-      { target: "gone", generation: 0 },
-      { target: "c1", generation: 1 },
-      { target: "c2", generation: 1 },
-    ]);
-    expect(a.getSnapshot().context).toMatchObject({ inflight: "c2", pending: null, generation: 1 });
-    a.stop();
-  });
+  it(
+    "I3.7 an unreachable target with nothing newer resets the lineage; with " +
+      "a newer target queued after a turn end, that one is pushed at once",
+    () => {
+      const { actor: a, pushes } = started({ policy: "turn-end", backend: "git", remote: true });
+      a.send({ type: "RESTORED_PENDING", target: "gone", attempts: 2 });
+      a.send({ type: "RETRY" });
+      a.send({ type: "PUSH_UNREACHABLE", target: "gone", generation: 0 });
+      expect(publicationStatus(a.getSnapshot())).toBe("idle");
+      expect(a.getSnapshot().context).toMatchObject({
+        generation: 1,
+        queued: null,
+        inflight: null,
+        pending: null,
+        attempts: 0,
+      });
+      a.send({ type: "ACCEPTED", target: "c1" });
+      a.send({ type: "TURN_END" });
+      a.send({ type: "ACCEPTED", target: "c2" });
+      a.send({ type: "TURN_END" });
+      a.send({ type: "PUSH_UNREACHABLE", target: "c1", generation: 1 });
+      expect(pushes).toEqual([
+        { target: "gone", generation: 0 },
+        { target: "c1", generation: 1 },
+        { target: "c2", generation: 1 },
+      ]);
+      expect(a.getSnapshot().context).toMatchObject({ inflight: "c2", pending: null, generation: 1 });
+      a.stop();
+    },
+  );
 });

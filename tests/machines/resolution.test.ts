@@ -95,7 +95,8 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
   for (const e of emitted) {
     if (e.type === "resolution.commitResponse" && (e as { text?: string }).text !== trace.candidate)
       v.push(
-        `I2.6 the committed response is not the eligible draft's text (${JSON.stringify((e as { text?: string }).text)})`,
+        "I2.6 the committed response is not the eligible draft's text " +
+          `(${JSON.stringify((e as { text?: string }).text)})`,
       );
   }
   return v;

@@ -53,15 +53,18 @@ describe("selectRestore (I1.11)", () => {
     });
   });
 
-  it("I1.11 unavailable cohorts and lock failures retain the selected pointer, never an older disabled marker", async () => {
-    const markers: BranchMarker[] = [{ kind: "disabled" }, rev("a")];
-    expect(await selectRestore(markers, checks({ a: "unavailable" }), "S")).toEqual({
-      kind: "unproven",
-      revision: "a",
-      reason: "unavailable",
-    });
-    expect(await selectRestore(markers, checks({ a: "lockBusy" }), "S")).toEqual({ kind: "lockBusy", revision: "a" });
-  });
+  it(
+    "I1.11 unavailable cohorts and lock failures retain " + "the selected pointer, never an older disabled marker",
+    async () => {
+      const markers: BranchMarker[] = [{ kind: "disabled" }, rev("a")];
+      expect(await selectRestore(markers, checks({ a: "unavailable" }), "S")).toEqual({
+        kind: "unproven",
+        revision: "a",
+        reason: "unavailable",
+      });
+      expect(await selectRestore(markers, checks({ a: "lockBusy" }), "S")).toEqual({ kind: "lockBusy", revision: "a" });
+    },
+  );
 
   it("I1.11 only invalid pointers → unproven (fails closed), not none", async () => {
     expect(await selectRestore([rev("x")], checks({}), "S")).toEqual({
@@ -71,12 +74,15 @@ describe("selectRestore (I1.11)", () => {
     });
   });
 
-  it("I1.4 a stop marker written by another physical session (fork, copy) restores as disabled, never passive", async () => {
-    const markers: BranchMarker[] = [rev("a"), { kind: "disabled", stoppedBy: "PARENT" }];
-    expect(await selectRestore(markers, checks({ a: "valid" }), "FORK")).toEqual({ kind: "disabled" });
-    expect(await selectRestore(markers, checks({ a: "valid" }), "PARENT")).toEqual({ kind: "passive" });
-    expect(await selectRestore([{ kind: "disabled" }], checks({}), "PARENT")).toEqual({ kind: "disabled" });
-  });
+  it(
+    "I1.4 a stop marker written by another physical session " + "(fork, copy) restores as disabled, never passive",
+    async () => {
+      const markers: BranchMarker[] = [rev("a"), { kind: "disabled", stoppedBy: "PARENT" }];
+      expect(await selectRestore(markers, checks({ a: "valid" }), "FORK")).toEqual({ kind: "disabled" });
+      expect(await selectRestore(markers, checks({ a: "valid" }), "PARENT")).toEqual({ kind: "passive" });
+      expect(await selectRestore([{ kind: "disabled" }], checks({}), "PARENT")).toEqual({ kind: "disabled" });
+    },
+  );
 
   it("I1.11 property: the result is decided by the newest non-invalid marker", async () => {
     const marker = fc.oneof(

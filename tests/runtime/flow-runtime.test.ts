@@ -100,50 +100,53 @@ function world(git: boolean) {
 
 for (const git of [true, false]) {
   describe(`FlowRuntime without Pi (${git ? "Git" : "file-only"} store)`, () => {
-    it("starts, runs an enabled run to an accepted answer, stops, and restores passive in a fresh runtime", async () => {
-      const { identity, open } = world(git);
-      const host = new RecordingHost(identity.sessionId);
-      const runtime = open(host);
-      await runtime.sessionStart("startup", identity, "empty");
-      expect(runtime.episodeName()).toBe("off");
-      expect(host.registered, "an ordinary session registers no tools").toBe(0);
+    it(
+      "starts, runs an enabled run to an accepted answer, " + "stops, and restores passive in a fresh runtime",
+      async () => {
+        const { identity, open } = world(git);
+        const host = new RecordingHost(identity.sessionId);
+        const runtime = open(host);
+        await runtime.sessionStart("startup", identity, "empty");
+        expect(runtime.episodeName()).toBe("off");
+        expect(host.registered, "an ordinary session registers no tools").toBe(0);
 
-      await runtime.command("start");
-      expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
-      expect(host.registered).toBe(1);
-      expect(host.view).toMatchObject({ toolsActive: true, toolsRegistered: true, footer: "state-flow #0" });
+        await runtime.command("start");
+        expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
+        expect(host.registered).toBe(1);
+        expect(host.view).toMatchObject({ toolsActive: true, toolsRegistered: true, footer: "state-flow #0" });
 
-      expect(runtime.runStarted("remember the plan")).toBe(true);
-      const projection = runtime.projection();
-      expect(projection).toMatchObject({
-        mode: "bootstrap",
-        specification: "remember the plan",
-        resolution: { eligible: false },
-      });
-      await runtime.patchState(parsePatchSet({ session: { working: { plan: "A" } }, final: true }));
-      expect(runtime.projection()).toMatchObject({ resolution: { eligible: true } });
-      runtime.draft({ id: 1, ending: "complete", text: "Plan A.", stopReason: "stop" });
-      await runtime.turnEnd();
-      runtime.runEnded();
-      expect(runtime.episodeName(), "the first accepted run ends the bootstrap").toBe("active.steady");
-      expect(runtime.read(0, "session").state.response).toBe("Plan A.");
-      expect(runtime.read(0, "session").state.working).toEqual({ plan: "A" });
+        expect(runtime.runStarted("remember the plan")).toBe(true);
+        const projection = runtime.projection();
+        expect(projection).toMatchObject({
+          mode: "bootstrap",
+          specification: "remember the plan",
+          resolution: { eligible: false },
+        });
+        await runtime.patchState(parsePatchSet({ session: { working: { plan: "A" } }, final: true }));
+        expect(runtime.projection()).toMatchObject({ resolution: { eligible: true } });
+        runtime.draft({ id: 1, ending: "complete", text: "Plan A.", stopReason: "stop" });
+        await runtime.turnEnd();
+        runtime.runEnded();
+        expect(runtime.episodeName(), "the first accepted run ends the bootstrap").toBe("active.steady");
+        expect(runtime.read(0, "session").state.response).toBe("Plan A.");
+        expect(runtime.read(0, "session").state.working).toEqual({ plan: "A" });
 
-      await runtime.command("stop");
-      expect(runtime.episodeName()).toBe("passive");
-      expect(host.view?.toolsActive).toBe(false);
-      const markers = host.markers();
-      expect(markers.at(-1)).toEqual({ kind: "disabled", stoppedBy: identity.sessionId });
-      runtime.shutdown();
+        await runtime.command("stop");
+        expect(runtime.episodeName()).toBe("passive");
+        expect(host.view?.toolsActive).toBe(false);
+        const markers = host.markers();
+        expect(markers.at(-1)).toEqual({ kind: "disabled", stoppedBy: identity.sessionId });
+        runtime.shutdown();
 
-      const reopened = open(host);
-      await reopened.sessionStart("resume", identity, "marked");
-      expect(reopened.episodeName(), "this session's stop restores the frozen boundary").toBe("passive");
-      expect(reopened.read(0, "session").state.response).toBe("Plan A.");
-      await reopened.command("start");
-      expect(reopened.episodeName()).toBe("active.bootstrap.fromHandoff");
-      reopened.shutdown();
-    });
+        const reopened = open(host);
+        await reopened.sessionStart("resume", identity, "marked");
+        expect(reopened.episodeName(), "this session's stop restores the frozen boundary").toBe("passive");
+        expect(reopened.read(0, "session").state.response).toBe("Plan A.");
+        await reopened.command("start");
+        expect(reopened.episodeName()).toBe("active.bootstrap.fromHandoff");
+        reopened.shutdown();
+      },
+    );
 
     it("steers an unresolved answer twice, then gives up with one error and keeps the branch enabled", async () => {
       const { identity, open } = world(git);

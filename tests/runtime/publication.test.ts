@@ -139,78 +139,93 @@ describe("publication policies", () => {
     expect(pub.pending).toBeNull();
   });
 
-  it("unreachable with a newer target queued: reported once for that target, the newer target is pushed at once (transition)", async () => {
-    const { pusher, calls } = manualPusher();
-    const persisted: Array<PendingPublication | null> = [];
-    const pub = createPublication({ policy: "transition", pusher, onPendingChange: (p) => persisted.push(p) });
-    const a = track(pub.accepted("a"));
-    const b = track(pub.accepted("b"));
-    await tick();
-    calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
-    await tick();
-    expect(a.value).toEqual({ kind: "unreachable", revision: "a", error: "bad object a" });
-    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
-    expect(pub.pending).toEqual({ revision: "b", attempts: 0 });
-    calls[1]!.resolve({ kind: "pushed" });
-    await pub.settled();
-    expect(b.value).toEqual({ kind: "pushed", revision: "b" });
-    expect(pub.pending).toBeNull();
-    expect(persisted).toEqual([{ revision: "a", attempts: 0 }, { revision: "b", attempts: 0 }, null]); // "a" never became pending
-  });
+  it(
+    "unreachable with a newer target queued: reported once for " +
+      "that target, the newer target is pushed at once (transition)",
+    async () => {
+      const { pusher, calls } = manualPusher();
+      const persisted: Array<PendingPublication | null> = [];
+      const pub = createPublication({ policy: "transition", pusher, onPendingChange: (p) => persisted.push(p) });
+      const a = track(pub.accepted("a"));
+      const b = track(pub.accepted("b"));
+      await tick();
+      calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
+      await tick();
+      expect(a.value).toEqual({ kind: "unreachable", revision: "a", error: "bad object a" });
+      expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+      expect(pub.pending).toEqual({ revision: "b", attempts: 0 });
+      calls[1]!.resolve({ kind: "pushed" });
+      await pub.settled();
+      expect(b.value).toEqual({ kind: "pushed", revision: "b" });
+      expect(pub.pending).toBeNull();
+      // "a" never became pending
+      expect(persisted).toEqual([{ revision: "a", attempts: 0 }, { revision: "b", attempts: 0 }, null]);
+    },
+  );
 
-  it("unreachable after a turn end with a newer target queued: the newer target is pushed right away (turn-end)", async () => {
-    const { pusher, calls } = manualPusher();
-    const pub = createPublication({ pusher });
-    await pub.accepted("a");
-    pub.turnEnd();
-    await pub.accepted("b");
-    pub.turnEnd();
-    calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
-    await tick();
-    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
-    calls[1]!.resolve({ kind: "failed", detail: "offline" });
-    await pub.settled();
-    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
-  });
+  it(
+    "unreachable after a turn end with a newer target " + "queued: the newer target is pushed right away (turn-end)",
+    async () => {
+      const { pusher, calls } = manualPusher();
+      const pub = createPublication({ pusher });
+      await pub.accepted("a");
+      pub.turnEnd();
+      await pub.accepted("b");
+      pub.turnEnd();
+      calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
+      await tick();
+      expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
+      calls[1]!.resolve({ kind: "failed", detail: "offline" });
+      await pub.settled();
+      expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
+    },
+  );
 
-  it("transition: accepted() resolves only after this cohort's push result; a cohort accepted meanwhile is pushed next", async () => {
-    const { pusher, calls } = manualPusher();
-    const pub = createPublication({ policy: "transition", pusher });
-    const a = track(pub.accepted("a"));
-    await tick();
-    expect(calls.map((c) => c.revision)).toEqual(["a"]);
-    expect(a.done).toBe(false); // synchronous policy: waits for the push result
-    const b = track(pub.accepted("b")); // a is still in flight: b queues behind it
-    await tick();
-    expect(calls).toHaveLength(1);
-    calls[0]!.resolve({ kind: "pushed", remote: "origin" });
-    await tick();
-    expect(a.value).toEqual({ kind: "pushed", revision: "a", remote: "origin" });
-    expect(calls.map((c) => c.revision)).toEqual(["a", "b"]); // pushed right after a's result, no turn end needed
-    expect(b.done).toBe(false);
-    calls[1]!.resolve({ kind: "failed", detail: "offline" });
-    await tick();
-    expect(b.value).toEqual({ kind: "pending", revision: "b", error: "offline" });
-    expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
-  });
+  it(
+    "transition: accepted() resolves only after this cohort's " +
+      "push result; a cohort accepted meanwhile is pushed next",
+    async () => {
+      const { pusher, calls } = manualPusher();
+      const pub = createPublication({ policy: "transition", pusher });
+      const a = track(pub.accepted("a"));
+      await tick();
+      expect(calls.map((c) => c.revision)).toEqual(["a"]);
+      expect(a.done).toBe(false); // synchronous policy: waits for the push result
+      const b = track(pub.accepted("b")); // a is still in flight: b queues behind it
+      await tick();
+      expect(calls).toHaveLength(1);
+      calls[0]!.resolve({ kind: "pushed", remote: "origin" });
+      await tick();
+      expect(a.value).toEqual({ kind: "pushed", revision: "a", remote: "origin" });
+      expect(calls.map((c) => c.revision)).toEqual(["a", "b"]); // pushed right after a's result, no turn end needed
+      expect(b.done).toBe(false);
+      calls[1]!.resolve({ kind: "failed", detail: "offline" });
+      await tick();
+      expect(b.value).toEqual({ kind: "pending", revision: "b", error: "offline" });
+      expect(pub.pending).toEqual({ revision: "b", attempts: 1, lastError: "offline" });
+    },
+  );
 
-  it("transition: a cohort superseded while queued behind a push resolves as superseded, the newest is pushed", async () => {
-    const { pusher, calls } = manualPusher();
-    const pub = createPublication({ policy: "transition", pusher });
-    const a = track(pub.accepted("a"));
-    const b = track(pub.accepted("b"));
-    const c = track(pub.accepted("c"));
-    await tick();
-    expect(b.value).toEqual({ kind: "superseded", revision: "b" });
-    calls[0]!.resolve({ kind: "pushed" });
-    await tick();
-    expect(a.value).toEqual({ kind: "pushed", revision: "a" });
-    expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
-    calls[1]!.resolve({ kind: "pushed" });
-    await pub.settled();
-    expect(c.value).toEqual({ kind: "pushed", revision: "c" });
-    expect(pub.pending).toBeNull();
-  });
+  it(
+    "transition: a cohort superseded while queued behind " + "a push resolves as superseded, the newest is pushed",
+    async () => {
+      const { pusher, calls } = manualPusher();
+      const pub = createPublication({ policy: "transition", pusher });
+      const a = track(pub.accepted("a"));
+      const b = track(pub.accepted("b"));
+      const c = track(pub.accepted("c"));
+      await tick();
+      expect(b.value).toEqual({ kind: "superseded", revision: "b" });
+      calls[0]!.resolve({ kind: "pushed" });
+      await tick();
+      expect(a.value).toEqual({ kind: "pushed", revision: "a" });
+      expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
+      calls[1]!.resolve({ kind: "pushed" });
+      await pub.settled();
+      expect(c.value).toEqual({ kind: "pushed", revision: "c" });
+      expect(pub.pending).toBeNull();
+    },
+  );
 
   it("turn-end: a turn end during a push pushes the newer target right after the result (not lost)", async () => {
     const { pusher, calls } = manualPusher();
@@ -308,22 +323,27 @@ describe("publication policies", () => {
     const revision = await commit();
     expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
     expect(pub.pending).toBeNull();
-    expect(await pub.accepted(await commit())).toMatchObject({ kind: "local-only" }); // routed local-only now: no further push
+    // routed local-only now: no further push
+    expect(await pub.accepted(await commit())).toMatchObject({ kind: "local-only" });
   });
 
-  it("openPublication asks the backend for a remote: none → local-only without a push or a pending intent (real git)", async () => {
-    const { backend, commit } = await gitStore();
-    const { pusher, pushed } = counting(gitPusher(backend));
-    const persisted: Array<PendingPublication | null> = [];
-    const pub = await openPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
-    const revision = await commit();
-    expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
-    expect(pub.turnEnd()).toEqual({ kind: "idle" });
-    await pub.settled();
-    expect(pushed).toEqual([]);
-    expect(persisted).toEqual([]);
-    expect(pub.pending).toBeNull();
-  });
+  it(
+    "openPublication asks the backend for a remote: none → " +
+      "local-only without a push or a pending intent (real git)",
+    async () => {
+      const { backend, commit } = await gitStore();
+      const { pusher, pushed } = counting(gitPusher(backend));
+      const persisted: Array<PendingPublication | null> = [];
+      const pub = await openPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
+      const revision = await commit();
+      expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
+      expect(pub.turnEnd()).toEqual({ kind: "idle" });
+      await pub.settled();
+      expect(pushed).toEqual([]);
+      expect(persisted).toEqual([]);
+      expect(pub.pending).toBeNull();
+    },
+  );
 
   it("transition pushes synchronously to a bare remote (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
@@ -366,37 +386,41 @@ describe("publication policies", () => {
     expect(git(remote, env, "for-each-ref").trim()).toBe("");
   });
 
-  it("unreachable remote → pending → restart with the persisted target → remote fixed → pushed (real git)", async () => {
-    const { backend, commit, remote, root, env, home } = await gitStore();
-    git(root, env, "remote", "add", "origin", join(home, "does-not-exist.git"));
-    let persisted: PendingPublication | null = null;
-    const first = await openPublication({ pusher: gitPusher(backend), onPendingChange: (p) => (persisted = p) });
-    const r1 = await commit();
-    await first.accepted(r1);
-    const r2 = await commit();
-    await first.accepted(r2);
-    expect(first.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
-    await first.settled();
-    expect(persisted).toMatchObject({ revision: r2, attempts: 1 });
-    expect(persisted!.lastError).toMatch(/does-not-exist/);
-    const saved = first.shutdown();
-    expect(saved).toEqual(persisted);
+  it(
+    "unreachable remote → pending → restart with the " + "persisted target → remote fixed → pushed (real git)",
+    async () => {
+      const { backend, commit, remote, root, env, home } = await gitStore();
+      git(root, env, "remote", "add", "origin", join(home, "does-not-exist.git"));
+      let persisted: PendingPublication | null = null;
+      const first = await openPublication({ pusher: gitPusher(backend), onPendingChange: (p) => (persisted = p) });
+      const r1 = await commit();
+      await first.accepted(r1);
+      const r2 = await commit();
+      await first.accepted(r2);
+      expect(first.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
+      await first.settled();
+      expect(persisted).toMatchObject({ revision: r2, attempts: 1 });
+      expect(persisted!.lastError).toMatch(/does-not-exist/);
+      const saved = first.shutdown();
+      expect(saved).toEqual(persisted);
 
-    // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
-    git(root, env, "remote", "set-url", "origin", remote);
-    const headBefore = git(root, env, "rev-parse", "HEAD").trim();
-    const second = await openPublication({
-      pusher: gitPusher(backend),
-      restored: saved,
-      onPendingChange: (p) => (persisted = p),
-    });
-    expect(second.pending).toEqual(saved);
-    expect(await second.retry()).toMatchObject({ kind: "pushed", revision: r2 });
-    expect(persisted).toBeNull();
-    const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
-    expect(git(remote, env, "rev-parse", branch).trim()).toBe(r2);
-    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(headBefore); // the existing commit was pushed, nothing re-applied
-  });
+      // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
+      git(root, env, "remote", "set-url", "origin", remote);
+      const headBefore = git(root, env, "rev-parse", "HEAD").trim();
+      const second = await openPublication({
+        pusher: gitPusher(backend),
+        restored: saved,
+        onPendingChange: (p) => (persisted = p),
+      });
+      expect(second.pending).toEqual(saved);
+      expect(await second.retry()).toMatchObject({ kind: "pushed", revision: r2 });
+      expect(persisted).toBeNull();
+      const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
+      expect(git(remote, env, "rev-parse", branch).trim()).toBe(r2);
+      // the existing commit was pushed, nothing re-applied
+      expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(headBefore);
+    },
+  );
 });
 
 describe("regression: a target accepted while its own push is in flight", () => {
@@ -426,22 +450,25 @@ describe("regression: a target accepted while its own push is in flight", () => 
     expect(pushes).toEqual(["r1", "r2"]);
   });
 
-  it("re-accepting the in-flight target supersedes an older queued target; every caller settles after one push", async () => {
-    const { pusher, calls } = manualPusher();
-    const pub = createPublication({ policy: "transition", pusher });
-    const first = track(pub.accepted("r1"));
-    const older = track(pub.accepted("r0")); // queued behind r1's push
-    const again = track(pub.accepted("r1")); // newest accepted again: its own push covers it
-    await tick();
-    expect(older.value).toEqual({ kind: "superseded", revision: "r0" });
-    expect(pub.pending).toEqual({ revision: "r1", attempts: 0 });
-    calls[0]!.resolve({ kind: "failed", detail: "remote down" });
-    await tick();
-    expect(first.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
-    expect(again.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
-    expect(calls.map((c) => c.revision)).toEqual(["r1"]); // r0 was never pushed over the newer r1
-    expect(pub.pending).toEqual({ revision: "r1", attempts: 1, lastError: "remote down" });
-  });
+  it(
+    "re-accepting the in-flight target supersedes an older " + "queued target; every caller settles after one push",
+    async () => {
+      const { pusher, calls } = manualPusher();
+      const pub = createPublication({ policy: "transition", pusher });
+      const first = track(pub.accepted("r1"));
+      const older = track(pub.accepted("r0")); // queued behind r1's push
+      const again = track(pub.accepted("r1")); // newest accepted again: its own push covers it
+      await tick();
+      expect(older.value).toEqual({ kind: "superseded", revision: "r0" });
+      expect(pub.pending).toEqual({ revision: "r1", attempts: 0 });
+      calls[0]!.resolve({ kind: "failed", detail: "remote down" });
+      await tick();
+      expect(first.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+      expect(again.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+      expect(calls.map((c) => c.revision)).toEqual(["r1"]); // r0 was never pushed over the newer r1
+      expect(pub.pending).toEqual({ revision: "r1", attempts: 1, lastError: "remote down" });
+    },
+  );
 
   it("turn-end: re-accepting the in-flight target reports it pushing and queues nothing behind it", async () => {
     const { pusher, calls } = manualPusher();

@@ -50,7 +50,10 @@ describe("status", () => {
   it("separates runtime config/meta from semantic materialization", () => {
     const text = renderStatus({ ...base, runtime: runtime(), pendingTarget: "d".repeat(40) });
     expect(text).toMatch(
-      /Runtime \(config and meta\)[\s\S]*enabled: yes[\s\S]*scope keys: cwd --w-- {4}session 2026_u[\s\S]*head: step 1 \(T1\)[\s\S]*Semantic materialization/,
+      new RegExp(
+        /Runtime \(config and meta\)[\s\S]*enabled: yes[\s\S]*scope keys: cwd --w-- {4}session 2026_u/.source +
+          /[\s\S]*head: step 1 \(T1\)[\s\S]*Semantic materialization/.source,
+      ),
     );
     expect(text).toMatch(/publication: turn-end \(pending d{40}\)/);
     expect(text).toMatch(/hot offsets: 0–1 \(2 available\)/);

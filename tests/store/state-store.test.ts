@@ -190,103 +190,119 @@ describe("file-only restore under a held publication lock", () => {
 });
 
 describe("file-only store adopted into Git later", () => {
-  it("a new session's start adopts the live file cohort into Git; the old file pointer still restores while it matches", async () => {
-    const root = temp.make();
-    const fileStore = await open("file", root, identity("A"));
-    let a = await fileStore.start(null, "off");
-    a = (await fileStore.commit(a, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1"))
-      .runtime;
-    const filePointer = a.pointer;
-    expect(filePointer.revision).toMatch(/^file:/);
-    // Git becomes available: session B starts, which initializes the repository over the files.
-    const b = await open("git", root, identity("B"));
-    const rb = await b.start(null, "off");
-    expect(readTemporalState(rb.view, 0, "cwd").state.contract).toEqual({ lang: "ts" });
-    const log = git(root, process.env, "log", "--format=%s").trim().split("\n");
-    expect(log).toHaveLength(1);
-    expect(git(root, process.env, "show", "--stat", "--format=", "HEAD")).toContain(
-      `${identity("A").sessionKey}/checkpoint.json`,
-    );
-    // A's branch still names its file cohort, which B's start left untouched.
-    const gitA = await open("git", root, identity("A"));
-    const restored = await gitA.loadPointer(filePointer);
-    expect(restored.view).toEqual(a.view);
-    expect(restored.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
-    // Once A's cohort changes, the old file pointer no longer names current files.
-    const next = (await gitA.commit(restored, { session: { working: { later: true } } }, "a2")).runtime;
-    expect(next.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
-    await expect(gitA.loadPointer(filePointer)).rejects.toMatchObject({ code: "pointer-unavailable" });
-  });
+  it(
+    "a new session's start adopts the live file cohort into " +
+      "Git; the old file pointer still restores while it matches",
+    async () => {
+      const root = temp.make();
+      const fileStore = await open("file", root, identity("A"));
+      let a = await fileStore.start(null, "off");
+      a = (await fileStore.commit(a, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1"))
+        .runtime;
+      const filePointer = a.pointer;
+      expect(filePointer.revision).toMatch(/^file:/);
+      // Git becomes available: session B starts, which initializes the repository over the files.
+      const b = await open("git", root, identity("B"));
+      const rb = await b.start(null, "off");
+      expect(readTemporalState(rb.view, 0, "cwd").state.contract).toEqual({ lang: "ts" });
+      const log = git(root, process.env, "log", "--format=%s").trim().split("\n");
+      expect(log).toHaveLength(1);
+      expect(git(root, process.env, "show", "--stat", "--format=", "HEAD")).toContain(
+        `${identity("A").sessionKey}/checkpoint.json`,
+      );
+      // A's branch still names its file cohort, which B's start left untouched.
+      const gitA = await open("git", root, identity("A"));
+      const restored = await gitA.loadPointer(filePointer);
+      expect(restored.view).toEqual(a.view);
+      expect(restored.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+      // Once A's cohort changes, the old file pointer no longer names current files.
+      const next = (await gitA.commit(restored, { session: { working: { later: true } } }, "a2")).runtime;
+      expect(next.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+      await expect(gitA.loadPointer(filePointer)).rejects.toMatchObject({ code: "pointer-unavailable" });
+    },
+  );
 });
 
 describe("a Git store that went file-only for a while", () => {
-  it("a branch whose file cohort HEAD does not hold restores it and adopts it with one commit of the complete current files", async () => {
-    const root = temp.make();
-    const gitA = await open("git", root, identity("A"));
-    let a = await gitA.start(null, "off");
-    a = (await gitA.commit(a, { cwd: { contract: { lang: "ts" } } }, "a1")).runtime;
-    const anchored = a.pointer.revision;
-    // Git disappears from PATH: the same branch keeps publishing file-only, so HEAD goes stale.
-    const fileA = await open("file", root, identity("A"));
-    a = (await fileA.commit(a, { session: { working: { offline: 1 } } }, "a2")).runtime;
-    a = (await fileA.commit(a, { cwd: { contract: { lang: "ts", strict: true } } }, "a3")).runtime;
-    expect(a.pointer.revision).toMatch(/^file:/);
-    // Git is back. Nobody can read the diverged files as current without proof…
-    const gitAgain = await open("git", root, identity("A"));
-    await expect(gitAgain.loadCurrent()).rejects.toMatchObject({ code: "worktree-diverged" });
-    const gitB = await open("git", root, identity("B"));
-    await expect(gitB.start(null, "off")).rejects.toMatchObject({ code: "worktree-diverged" });
-    // …but A's branch names that exact cohort: it restores, under its file pointer.
-    const restored = await gitAgain.loadPointer(a.pointer);
-    expect(restored.view).toEqual(a.view);
-    expect(restored.pointer).toEqual(a.pointer);
-    // An explicit start (nothing changes but the provenance) commits the complete current cohort:
-    // one commit, no fabricated history for the file-only transitions.
-    const started = await gitAgain.start(restored, "off");
-    expect(started.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
-    expect(git(root, process.env, "rev-list", "--count", `${anchored}..${started.pointer.revision}`).trim()).toBe("1");
-    expect((await gitAgain.loadPointer(started.pointer)).view).toEqual(a.view);
-    const next = (await gitAgain.commit(started, { session: { working: { offline: 1, online: true } } }, "a4")).runtime;
-    expect(git(root, process.env, "rev-list", "--count", `${anchored}..${next.pointer.revision}`).trim()).toBe("2");
-    expect(git(root, process.env, "status", "--porcelain")).toBe("");
-    const cold = await gitAgain.loadPointer(next.pointer);
-    expect(readTemporalState(cold.view, 0, "cwd").state.contract).toEqual({ lang: "ts", strict: true }); // the file-only cwd patch
-    expect(readTemporalState(cold.view, 1, "session").state.working).toEqual({ offline: 1 }); // hot history kept
-    expect(cold.meta.counters.transitions).toBe(a.meta.counters.transitions + 1);
-    // and the repository reads as current again, for every session
-    expect((await gitAgain.loadCurrent())!.pointer).toEqual(next.pointer);
-    await expect(gitB.start(null, "off")).resolves.toMatchObject({ config: { enabled: true } });
-  });
+  it(
+    "a branch whose file cohort HEAD does not hold restores it " +
+      "and adopts it with one commit of the complete current files",
+    async () => {
+      const root = temp.make();
+      const gitA = await open("git", root, identity("A"));
+      let a = await gitA.start(null, "off");
+      a = (await gitA.commit(a, { cwd: { contract: { lang: "ts" } } }, "a1")).runtime;
+      const anchored = a.pointer.revision;
+      // Git disappears from PATH: the same branch keeps publishing file-only, so HEAD goes stale.
+      const fileA = await open("file", root, identity("A"));
+      a = (await fileA.commit(a, { session: { working: { offline: 1 } } }, "a2")).runtime;
+      a = (await fileA.commit(a, { cwd: { contract: { lang: "ts", strict: true } } }, "a3")).runtime;
+      expect(a.pointer.revision).toMatch(/^file:/);
+      // Git is back. Nobody can read the diverged files as current without proof…
+      const gitAgain = await open("git", root, identity("A"));
+      await expect(gitAgain.loadCurrent()).rejects.toMatchObject({ code: "worktree-diverged" });
+      const gitB = await open("git", root, identity("B"));
+      await expect(gitB.start(null, "off")).rejects.toMatchObject({ code: "worktree-diverged" });
+      // …but A's branch names that exact cohort: it restores, under its file pointer.
+      const restored = await gitAgain.loadPointer(a.pointer);
+      expect(restored.view).toEqual(a.view);
+      expect(restored.pointer).toEqual(a.pointer);
+      // An explicit start (nothing changes but the provenance) commits the complete current cohort:
+      // one commit, no fabricated history for the file-only transitions.
+      const started = await gitAgain.start(restored, "off");
+      expect(started.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+      expect(git(root, process.env, "rev-list", "--count", `${anchored}..${started.pointer.revision}`).trim()).toBe(
+        "1",
+      );
+      expect((await gitAgain.loadPointer(started.pointer)).view).toEqual(a.view);
+      const next = (await gitAgain.commit(started, { session: { working: { offline: 1, online: true } } }, "a4"))
+        .runtime;
+      expect(git(root, process.env, "rev-list", "--count", `${anchored}..${next.pointer.revision}`).trim()).toBe("2");
+      expect(git(root, process.env, "status", "--porcelain")).toBe("");
+      const cold = await gitAgain.loadPointer(next.pointer);
+      // the file-only cwd patch
+      expect(readTemporalState(cold.view, 0, "cwd").state.contract).toEqual({ lang: "ts", strict: true });
+      expect(readTemporalState(cold.view, 1, "session").state.working).toEqual({ offline: 1 }); // hot history kept
+      expect(cold.meta.counters.transitions).toBe(a.meta.counters.transitions + 1);
+      // and the repository reads as current again, for every session
+      expect((await gitAgain.loadCurrent())!.pointer).toEqual(next.pointer);
+      await expect(gitB.start(null, "off")).resolves.toMatchObject({ config: { enabled: true } });
+    },
+  );
 });
 
 describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)", (kind) => {
-  it("sessions publishing at the same time neither fail on each other's half-done publication nor lose a cohort", async () => {
-    const root = temp.make();
-    const a = await open(kind, root, identity("A"));
-    const b = await open(kind, root, identity("B"));
-    let ra = await a.start(null, "off");
-    let rb = await b.start(null, "off");
-    const rounds = 12;
-    await Promise.all([
-      (async () => {
-        for (let i = 1; i <= rounds; i++) ra = (await a.commit(ra, { global: { working: { a: i } } }, `a${i}`)).runtime;
-      })(),
-      (async () => {
-        for (let i = 1; i <= rounds; i++)
-          rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
-      })(),
-    ]);
-    expect(readTemporalState(ra.view, 0, "global").state.working).toEqual({ a: rounds });
-    expect(readTemporalState(rb.view, 0, "session").state.working).toEqual({ b: rounds });
-    if (kind === "git") {
-      // Every cohort is its own commit, and each session's newest revision reads back exactly.
-      expect(git(root, process.env, "rev-list", "--count", "HEAD").trim()).toBe(String(2 + 2 * rounds));
-      expect(readTemporalState((await b.loadPointer(rb.pointer)).view, 0, "session").state.working).toEqual({
-        b: rounds,
-      });
-      expect(readTemporalState((await a.loadPointer(ra.pointer)).view, 0, "global").state.working).toEqual({
-        a: rounds,
-      });
-    }
-  });
+  it(
+    "sessions publishing at the same time neither fail on " + "each other's half-done publication nor lose a cohort",
+    async () => {
+      const root = temp.make();
+      const a = await open(kind, root, identity("A"));
+      const b = await open(kind, root, identity("B"));
+      let ra = await a.start(null, "off");
+      let rb = await b.start(null, "off");
+      const rounds = 12;
+      await Promise.all([
+        (async () => {
+          for (let i = 1; i <= rounds; i++)
+            ra = (await a.commit(ra, { global: { working: { a: i } } }, `a${i}`)).runtime;
+        })(),
+        (async () => {
+          for (let i = 1; i <= rounds; i++)
+            rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
+        })(),
+      ]);
+      expect(readTemporalState(ra.view, 0, "global").state.working).toEqual({ a: rounds });
+      expect(readTemporalState(rb.view, 0, "session").state.working).toEqual({ b: rounds });
+      if (kind === "git") {
+        // Every cohort is its own commit, and each session's newest revision reads back exactly.
+        expect(git(root, process.env, "rev-list", "--count", "HEAD").trim()).toBe(String(2 + 2 * rounds));
+        expect(readTemporalState((await b.loadPointer(rb.pointer)).view, 0, "session").state.working).toEqual({
+          b: rounds,
+        });
+        expect(readTemporalState((await a.loadPointer(ra.pointer)).view, 0, "global").state.working).toEqual({
+          a: rounds,
+        });
+      }
+    },
+  );
 });

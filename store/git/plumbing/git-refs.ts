@@ -77,7 +77,8 @@ async function createLock(path: string, timeoutMs: number, what: string): Promis
       if (performance.now() >= deadline) {
         throw new StoreError(
           "lock-held",
-          `Git's lock ${path} exists: another git process is updating ${what} of the state repository (or one was killed). ` +
+          `Git's lock ${path} exists: another git process is updating ${what} of the state repository ` +
+            `(or one was killed). ` +
             `State Flow waited ${timeoutMs} ms like git, does not steal it, and published nothing. ` +
             `If no git process is running in ${dirname(path)}, remove ${path} and retry.`,
           { file: path },
@@ -92,7 +93,8 @@ async function createLock(path: string, timeoutMs: number, what: string): Promis
 function refFailed(what: string, error: unknown, file: string): StoreError {
   return new StoreError(
     "git-failed",
-    `${what} failed: ${error instanceof Error ? error.message : String(error)}. Nothing was published; fix the repository (permissions, free space) and retry.`,
+    `${what} failed: ${error instanceof Error ? error.message : String(error)}. ` +
+      `Nothing was published; fix the repository (permissions, free space) and retry.`,
     { file, cause: error },
   );
 }
@@ -107,7 +109,8 @@ export async function readRefValue(commonDir: string, ref: string, zeroId: strin
     if (shaPattern.test(value)) return value;
     throw new StoreError(
       "git-failed",
-      `The ref file ${loosePath} holds ${JSON.stringify(loose.slice(0, 100))}, not an object id; State Flow does not update it. Inspect it with git -C ${dirname(commonDir)} show-ref.`,
+      `The ref file ${loosePath} holds ${JSON.stringify(loose.slice(0, 100))}, not an object id; ` +
+        `State Flow does not update it. Inspect it with git -C ${dirname(commonDir)} show-ref.`,
       {
         file: loosePath,
       },
@@ -214,7 +217,8 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
       if (head !== `ref: ${ref}`) {
         throw new StoreError(
           "stale-basis",
-          `Stale basis: HEAD of the state repository moved from ${ref} to ${head} while publishing. Nothing was published; reload and retry.`,
+          `Stale basis: HEAD of the state repository moved from ${ref} to ${head} while publishing. ` +
+            `Nothing was published; reload and retry.`,
           {
             file: join(gitDir, "HEAD"),
           },
@@ -225,7 +229,8 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
     if (current !== oldId) {
       throw new StoreError(
         "stale-basis",
-        `Stale basis: ${ref} of the state repository moved away from ${oldId ?? "(unborn)"} to ${current ?? "(deleted)"} while publishing ` +
+        `Stale basis: ${ref} of the state repository moved away from ${oldId ?? "(unborn)"} ` +
+          `to ${current ?? "(deleted)"} while publishing ` +
           `(compare-and-swap failed). Nothing was published; reload the current view and retry.`,
         { file: ref },
       );
@@ -245,7 +250,9 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
     abort: release,
     async commit() {
       try {
-        const line = `${oldId ?? zeroId} ${newId} ${options.committer}${options.message ? `\t${options.message.replace(/[ \t\n\r]+/g, " ").trim()}` : ""}\n`;
+        const line =
+          `${oldId ?? zeroId} ${newId} ${options.committer}` +
+          `${options.message ? `\t${options.message.replace(/[ \t\n\r]+/g, " ").trim()}` : ""}\n`;
         await Promise.all([
           appendReflog(join(commonDir, "logs", ref), autocreatesReflog(options.logAllRefUpdates, ref), line),
           options.headPointsHere

@@ -89,7 +89,9 @@ interface BuildState {
   readonly exists: (oid: string) => boolean;
 }
 
-/** A cached directory node that can stand for entries[start, end) (end within the parent's run) under `dir` unchanged. */
+/**
+ * A cached directory node that can stand for entries[start, end) (end within the parent's run) under `dir` unchanged.
+ */
 function reusable(state: BuildState, node: CacheTreeNode, start: number, end: number, dir: string): boolean {
   return (
     node.entryCount > 0 &&

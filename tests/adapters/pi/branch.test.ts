@@ -49,12 +49,15 @@ describe("branchMarkers", () => {
     ]);
   });
 
-  it("a disabled marker after this session's stop handoff restores passive; another session's is plain disabled", () => {
-    expect(branchMarkers([handoff("S"), checkpoint({ disabled: true })], "S")).toEqual([
-      { kind: "disabled", stoppedBy: "S" },
-    ]);
-    expect(branchMarkers([handoff("PARENT"), checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled" }]);
-  });
+  it(
+    "a disabled marker after this session's stop handoff " + "restores passive; another session's is plain disabled",
+    () => {
+      expect(branchMarkers([handoff("S"), checkpoint({ disabled: true })], "S")).toEqual([
+        { kind: "disabled", stoppedBy: "S" },
+      ]);
+      expect(branchMarkers([handoff("PARENT"), checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled" }]);
+    },
+  );
 });
 
 describe("branchShape", () => {

@@ -136,82 +136,93 @@ function messageText(message: { content: unknown }): string {
 }
 
 describe("the pi CLI with this package (-e <repo root>)", () => {
-  it("autoStart: the faux model patches state with final:true, the answer is printed and committed to the Git store", async () => {
-    const dirs = setup({ autoStart: true });
-    const run = await runPi(
-      dirs,
-      [
-        {
-          call: "patch_state",
-          args: {
-            global: { contract: { style: "terse" } },
-            cwd: { contract: { tool: "pi CLI" } },
-            session: { working: { checked: "print mode" } },
-            final: true,
+  it(
+    "autoStart: the faux model patches state with final:true, " +
+      "the answer is printed and committed to the Git store",
+    async () => {
+      const dirs = setup({ autoStart: true });
+      const run = await runPi(
+        dirs,
+        [
+          {
+            call: "patch_state",
+            args: {
+              global: { contract: { style: "terse" } },
+              cwd: { contract: { tool: "pi CLI" } },
+              session: { working: { checked: "print mode" } },
+              final: true,
+            },
           },
-        },
-        { say: "CLI answer: state recorded." },
-      ],
-      "Record that the CLI works",
-    );
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    expect(run.stdout.trim()).toBe("CLI answer: state recorded.");
+          { say: "CLI answer: state recorded." },
+        ],
+        "Record that the CLI works",
+      );
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(run.stdout.trim()).toBe("CLI answer: state recorded.");
 
-    // What the model saw: State Flow's tools and protocol, then the rebuilt state after the patch.
-    expect(run.contexts).toHaveLength(2);
-    const [first, second] = run.contexts;
-    expect(first!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
-    expect(first!.systemPrompt).toContain("## State Flow protocol");
-    const runtime = messageText(second!.messages[0]!);
-    expect(runtime).toMatch(/^\[State Flow runtime context/);
-    expect(runtime).toContain("Record that the CLI works");
-    expect(runtime).toContain('"checked": "print mode"');
+      // What the model saw: State Flow's tools and protocol, then the rebuilt state after the patch.
+      expect(run.contexts).toHaveLength(2);
+      const [first, second] = run.contexts;
+      expect(first!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
+      expect(first!.systemPrompt).toContain("## State Flow protocol");
+      const runtime = messageText(second!.messages[0]!);
+      expect(runtime).toMatch(/^\[State Flow runtime context/);
+      expect(runtime).toContain("Record that the CLI works");
+      expect(runtime).toContain('"checked": "print mode"');
 
-    // The store: <agentDir>/state-flow/<cwd-key>/<session-key>/…, a Git repository with three commits.
-    const cwdDir = join(dirs.storeRoot, cwdKey(dirs.cwd));
-    const sessions = readdirSync(cwdDir, { withFileTypes: true }).filter((e) => e.isDirectory());
-    expect(sessions).toHaveLength(1);
-    const sessionKey = sessions[0]!.name;
-    for (const file of ["checkpoint.json", "patches.jsonl", "meta.json", "config.json"])
-      expect(existsSync(join(cwdDir, sessionKey, file))).toBe(true);
-    for (const file of ["checkpoint.json", "patches.jsonl", "meta.json"]) {
-      expect(existsSync(join(cwdDir, file))).toBe(true);
-      expect(existsSync(join(dirs.storeRoot, file))).toBe(true);
-    }
-    expect(JSON.parse(readFileSync(join(cwdDir, sessionKey, "config.json"), "utf8"))).toMatchObject({ enabled: true });
+      // The store: <agentDir>/state-flow/<cwd-key>/<session-key>/…, a Git repository with three commits.
+      const cwdDir = join(dirs.storeRoot, cwdKey(dirs.cwd));
+      const sessions = readdirSync(cwdDir, { withFileTypes: true }).filter((e) => e.isDirectory());
+      expect(sessions).toHaveLength(1);
+      const sessionKey = sessions[0]!.name;
+      for (const file of ["checkpoint.json", "patches.jsonl", "meta.json", "config.json"])
+        expect(existsSync(join(cwdDir, sessionKey, file))).toBe(true);
+      for (const file of ["checkpoint.json", "patches.jsonl", "meta.json"]) {
+        expect(existsSync(join(cwdDir, file))).toBe(true);
+        expect(existsSync(join(dirs.storeRoot, file))).toBe(true);
+      }
+      expect(JSON.parse(readFileSync(join(cwdDir, sessionKey, "config.json"), "utf8"))).toMatchObject({
+        enabled: true,
+      });
 
-    const log = spawnSync("git", ["log", "--format=%an|%s"], { cwd: dirs.storeRoot, env: dirs.env, encoding: "utf8" });
-    expect(log.stdout.trim().split("\n")).toEqual([
-      "State Flow CLI Test|state-flow: response",
-      "State Flow CLI Test|state-flow: patch_state global+cwd+session",
-      `State Flow CLI Test|state-flow: start session ${sessionKey}`,
-    ]);
+      const log = spawnSync("git", ["log", "--format=%an|%s"], {
+        cwd: dirs.storeRoot,
+        env: dirs.env,
+        encoding: "utf8",
+      });
+      expect(log.stdout.trim().split("\n")).toEqual([
+        "State Flow CLI Test|state-flow: response",
+        "State Flow CLI Test|state-flow: patch_state global+cwd+session",
+        `State Flow CLI Test|state-flow: start session ${sessionKey}`,
+      ]);
 
-    const store = await openStore({ root: dirs.storeRoot, env: dirs.env });
-    expect(store.kind).toBe("git");
-    const runtime0 = await new StateStore(store, {
-      cwd: dirs.cwd,
-      cwdKey: cwdKey(dirs.cwd),
-      sessionId: sessionIdOfKey(sessionKey),
-      sessionKey,
-    }).loadCurrent();
-    expect(runtime0).not.toBeNull();
-    const now = readTemporalState(runtime0!.view);
-    expect(now.boundary.step).toBe(2);
-    expect(now.state).toEqual({
-      artifacts: {},
-      contract: { style: "terse", tool: "pi CLI" },
-      working: { checked: "print mode" },
-      response: "CLI answer: state recorded.",
-    });
-    expect(readTemporalState(runtime0!.view, 1, "session").state).toMatchObject({
-      working: { checked: "print mode" },
-      response: "",
-    });
-    expect(readTemporalState(runtime0!.view, 0, "global").state.contract).toEqual({ style: "terse" });
-    expect(readTemporalState(runtime0!.view, 0, "cwd").state.contract).toEqual({ tool: "pi CLI" });
-  }, 30_000);
+      const store = await openStore({ root: dirs.storeRoot, env: dirs.env });
+      expect(store.kind).toBe("git");
+      const runtime0 = await new StateStore(store, {
+        cwd: dirs.cwd,
+        cwdKey: cwdKey(dirs.cwd),
+        sessionId: sessionIdOfKey(sessionKey),
+        sessionKey,
+      }).loadCurrent();
+      expect(runtime0).not.toBeNull();
+      const now = readTemporalState(runtime0!.view);
+      expect(now.boundary.step).toBe(2);
+      expect(now.state).toEqual({
+        artifacts: {},
+        contract: { style: "terse", tool: "pi CLI" },
+        working: { checked: "print mode" },
+        response: "CLI answer: state recorded.",
+      });
+      expect(readTemporalState(runtime0!.view, 1, "session").state).toMatchObject({
+        working: { checked: "print mode" },
+        response: "",
+      });
+      expect(readTemporalState(runtime0!.view, 0, "global").state.contract).toEqual({ style: "terse" });
+      expect(readTemporalState(runtime0!.view, 0, "cwd").state.contract).toEqual({ tool: "pi CLI" });
+    },
+    30_000,
+  );
 
   it("manual default: without autoStart the CLI stays ordinary Pi and creates no store", async () => {
     const dirs = setup(null);

@@ -55,7 +55,8 @@ describe("loadConfig", () => {
   it("fails on unknown keys, naming key and value", () => {
     write({ autostart: true });
     expect(failure()).toBe(
-      `${join(agentDir, "state-flow.json")}: "autostart" = true is not a known setting (known: directory, autoStart, logging, remotePublication)`,
+      `${join(agentDir, "state-flow.json")}: "autostart" = true is not a known setting ` +
+        "(known: directory, autoStart, logging, remotePublication)",
     );
   });
 

@@ -14,31 +14,35 @@ function agentStarts(h: PiHarness): number {
 }
 
 describe("terminal resolution in a real session", () => {
-  it("an unresolved draft is discarded and answered with a hidden same-run steer; the later final answer is committed", async () => {
-    const h = await harness();
-    await h.command("/state-flow-start");
-    h.script(
-      say("Draft without final."),
-      call("patch_state", { session: { working: { done: true } }, final: true }),
-      say("Accepted answer."),
-    );
-    await h.prompt("answer me");
-    expect(agentStarts(h)).toBe(1);
-    expect(h.accessor.read(0).state.response).toBe("Accepted answer.");
-    const steer = h.session.messages.find(
-      (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
-    ) as { display: boolean } | undefined;
-    expect(steer?.display).toBe(false);
-    const second = contextText(h.contexts[1]!);
-    expect(second).not.toContain("Draft without final.");
-    expect(second).toContain("[State Flow resolution 1/3]");
-    // The private instruction never stays: the next run's context has neither note nor draft.
-    h.script(call("patch_state", { final: true }), say("next"));
-    await h.prompt("next question");
-    const later = contextText(h.contexts[h.contexts.length - 1]!);
-    expect(later).not.toContain("State Flow resolution");
-    expect(later).not.toContain("Draft without final.");
-  });
+  it(
+    "an unresolved draft is discarded and answered with a " +
+      "hidden same-run steer; the later final answer is committed",
+    async () => {
+      const h = await harness();
+      await h.command("/state-flow-start");
+      h.script(
+        say("Draft without final."),
+        call("patch_state", { session: { working: { done: true } }, final: true }),
+        say("Accepted answer."),
+      );
+      await h.prompt("answer me");
+      expect(agentStarts(h)).toBe(1);
+      expect(h.accessor.read(0).state.response).toBe("Accepted answer.");
+      const steer = h.session.messages.find(
+        (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+      ) as { display: boolean } | undefined;
+      expect(steer?.display).toBe(false);
+      const second = contextText(h.contexts[1]!);
+      expect(second).not.toContain("Draft without final.");
+      expect(second).toContain("[State Flow resolution 1/3]");
+      // The private instruction never stays: the next run's context has neither note nor draft.
+      h.script(call("patch_state", { final: true }), say("next"));
+      await h.prompt("next question");
+      const later = contextText(h.contexts[h.contexts.length - 1]!);
+      expect(later).not.toContain("State Flow resolution");
+      expect(later).not.toContain("Draft without final.");
+    },
+  );
 
   it("the third unresolved attempt ends steering with one concise error, keeping state and enablement", async () => {
     const h = await harness();
@@ -138,94 +142,104 @@ describe("episode in a real session", () => {
     expect(reloaded).toContain("after stop");
   });
 
-  it("/state-flow-stop typed while a run is streaming waits for the run, so its accepted patch and answer are part of the stopped state", async () => {
-    const h = await harness();
-    await h.command("/state-flow-start");
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const patch = call("patch_state", { session: { working: { fact: "from the run" } }, final: true });
-    h.script(
-      // the model is still thinking when the user types the command (the harness passes promises through)
-      (async () => {
-        await gate;
-        return patch();
-      }) as unknown as typeof patch,
-      say("answer of the run"),
-    );
-    const run = h.session.prompt("work");
-    await new Promise((r) => setTimeout(r, 20));
-    expect(h.session.isStreaming).toBe(true);
-    const stop = h.command("/state-flow-stop"); // Pi runs extension commands at once, even while streaming
-    await new Promise((r) => setTimeout(r, 20));
-    expect(h.accessor.episode(), "the stop waits for the run").toMatch(/^active/);
-    release();
-    await Promise.all([run, stop]);
-    expect(h.accessor.episode()).toBe("passive");
-    expect(h.accessor.read(0, "session").state).toMatchObject({
-      working: { fact: "from the run" },
-      response: "answer of the run",
-    });
-    const markers = h.session.sessionManager
-      .getBranch()
-      .filter((e) => e.type === "custom" && e.customType === "state-flow")
-      .map((e) => (e as { data: unknown }).data);
-    expect(markers.at(-1)).toEqual({ disabled: true });
-  });
+  it(
+    "/state-flow-stop typed while a run is streaming waits for the run, " +
+      "so its accepted patch and answer are part of the stopped state",
+    async () => {
+      const h = await harness();
+      await h.command("/state-flow-start");
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const patch = call("patch_state", { session: { working: { fact: "from the run" } }, final: true });
+      h.script(
+        // the model is still thinking when the user types the command (the harness passes promises through)
+        (async () => {
+          await gate;
+          return patch();
+        }) as unknown as typeof patch,
+        say("answer of the run"),
+      );
+      const run = h.session.prompt("work");
+      await new Promise((r) => setTimeout(r, 20));
+      expect(h.session.isStreaming).toBe(true);
+      const stop = h.command("/state-flow-stop"); // Pi runs extension commands at once, even while streaming
+      await new Promise((r) => setTimeout(r, 20));
+      expect(h.accessor.episode(), "the stop waits for the run").toMatch(/^active/);
+      release();
+      await Promise.all([run, stop]);
+      expect(h.accessor.episode()).toBe("passive");
+      expect(h.accessor.read(0, "session").state).toMatchObject({
+        working: { fact: "from the run" },
+        response: "answer of the run",
+      });
+      const markers = h.session.sessionManager
+        .getBranch()
+        .filter((e) => e.type === "custom" && e.customType === "state-flow")
+        .map((e) => (e as { data: unknown }).data);
+      expect(markers.at(-1)).toEqual({ disabled: true });
+    },
+  );
 
-  it("a stop that cannot be persisted (lock held by another writer) keeps the branch enabled, visibly (I1.12)", async () => {
-    const { writeFileSync, rmSync } = await import("node:fs");
-    const h = await harness();
-    await h.command("/state-flow-start");
-    h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("ok"));
-    await h.prompt("before stop");
-    const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
-    writeFileSync(
-      lock,
-      JSON.stringify({
-        pid: 999999,
-        host: "another-host",
-        generation: "other",
-        purpose: "test writer",
-        createdAt: new Date().toISOString(),
-      }),
-    );
-    await h.command("/state-flow-stop");
-    expect(h.accessor.episode()).toBe("active.steady");
-    expect(h.activeTools).toContain("patch_state");
-    expect(
-      h.notices
-        .filter((n) => n.level === "error")
-        .map((n) => n.message)
-        .join("\n"),
-    ).toMatch(/could not persist the stop[\s\S]*stays enabled/);
-    expect(
-      h.session.messages.some(
-        (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-stop",
-      ),
-    ).toBe(false);
-    rmSync(lock);
-    await h.command("/state-flow-stop");
-    expect(h.accessor.episode()).toBe("passive");
-  });
+  it(
+    "a stop that cannot be persisted (lock held by another " + "writer) keeps the branch enabled, visibly (I1.12)",
+    async () => {
+      const { writeFileSync, rmSync } = await import("node:fs");
+      const h = await harness();
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("ok"));
+      await h.prompt("before stop");
+      const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
+      writeFileSync(
+        lock,
+        JSON.stringify({
+          pid: 999999,
+          host: "another-host",
+          generation: "other",
+          purpose: "test writer",
+          createdAt: new Date().toISOString(),
+        }),
+      );
+      await h.command("/state-flow-stop");
+      expect(h.accessor.episode()).toBe("active.steady");
+      expect(h.activeTools).toContain("patch_state");
+      expect(
+        h.notices
+          .filter((n) => n.level === "error")
+          .map((n) => n.message)
+          .join("\n"),
+      ).toMatch(/could not persist the stop[\s\S]*stays enabled/);
+      expect(
+        h.session.messages.some(
+          (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-stop",
+        ),
+      ).toBe(false);
+      rmSync(lock);
+      await h.command("/state-flow-stop");
+      expect(h.accessor.episode()).toBe("passive");
+    },
+  );
 
-  it("/tree while stopped, then reload: the frozen boundary is the stopped revision, and restart resumes from it", async () => {
-    const h = await harness({ sessionKind: "file" });
-    await h.command("/state-flow-start");
-    h.script(call("patch_state", { session: { working: { v: 1 } }, final: true }), say("one"));
-    await h.prompt("first");
-    const afterV1 = h.session.sessionManager.getLeafId()!;
-    h.script(call("patch_state", { session: { working: { v: 2 } }, final: true }), say("two"));
-    await h.prompt("second");
-    await h.command("/state-flow-stop");
-    await h.session.navigateTree(afterV1);
-    expect(h.accessor.episode()).toBe("passive");
-    await h.session.reload();
-    expect(h.accessor.episode()).toBe("passive");
-    expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
-    await h.command("/state-flow-start");
-    expect(h.accessor.episode()).toBe("active.bootstrap.fromHandoff");
-    expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
-  });
+  it(
+    "/tree while stopped, then reload: the frozen boundary " + "is the stopped revision, and restart resumes from it",
+    async () => {
+      const h = await harness({ sessionKind: "file" });
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { session: { working: { v: 1 } }, final: true }), say("one"));
+      await h.prompt("first");
+      const afterV1 = h.session.sessionManager.getLeafId()!;
+      h.script(call("patch_state", { session: { working: { v: 2 } }, final: true }), say("two"));
+      await h.prompt("second");
+      await h.command("/state-flow-stop");
+      await h.session.navigateTree(afterV1);
+      expect(h.accessor.episode()).toBe("passive");
+      await h.session.reload();
+      expect(h.accessor.episode()).toBe("passive");
+      expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
+      await h.command("/state-flow-start");
+      expect(h.accessor.episode()).toBe("active.bootstrap.fromHandoff");
+      expect(h.accessor.read(0, "session").state.working).toEqual({ v: 2 });
+    },
+  );
 
   it("/tree onto the stop handoff restores the stopped boundary, never plain off with the raw transcript", async () => {
     const h = await harness({ sessionKind: "file" });
@@ -448,107 +462,116 @@ describe("adopting an active file-only branch into Git", () => {
 
   const sessionDir = (h: PiHarness) => `${cwdKey(h.cwd)}/${sessionKeyFromFile(h.session.sessionFile!)}`;
 
-  it("git installed later: /state-flow-start commits the exact current cohort, binds the branch to it, and later transitions are commits", async () => {
-    const { execFileSync } = await import("node:child_process");
-    const h = await harness({ git: false, sessionKind: "file", config: { remotePublication: "off" } });
-    const git = (...args: string[]) =>
-      execFileSync("git", args, { cwd: h.storeRoot, env: { ...h.env, PATH: process.env.PATH }, encoding: "utf8" });
-    await h.command("/state-flow-start");
-    h.script(
-      call("patch_state", {
-        cwd: { contract: { mode: "file-only" } },
-        session: { working: { offline: true } },
-        final: true,
-      }),
-      say("ok"),
-    );
-    await h.prompt("before git");
-    const fileCohort = readFileSync(join(h.storeRoot, sessionDir(h), "checkpoint.json"));
-    await h.command("/state-flow-start");
-    expect(h.lastNotice()!.message).toMatch(/already active/); // git still absent
-    expect(existsSync(join(h.storeRoot, ".git"))).toBe(false);
+  it(
+    "git installed later: /state-flow-start commits the exact current " +
+      "cohort, binds the branch to it, and later transitions are commits",
+    async () => {
+      const { execFileSync } = await import("node:child_process");
+      const h = await harness({ git: false, sessionKind: "file", config: { remotePublication: "off" } });
+      const git = (...args: string[]) =>
+        execFileSync("git", args, { cwd: h.storeRoot, env: { ...h.env, PATH: process.env.PATH }, encoding: "utf8" });
+      await h.command("/state-flow-start");
+      h.script(
+        call("patch_state", {
+          cwd: { contract: { mode: "file-only" } },
+          session: { working: { offline: true } },
+          final: true,
+        }),
+        say("ok"),
+      );
+      await h.prompt("before git");
+      const fileCohort = readFileSync(join(h.storeRoot, sessionDir(h), "checkpoint.json"));
+      await h.command("/state-flow-start");
+      expect(h.lastNotice()!.message).toMatch(/already active/); // git still absent
+      expect(existsSync(join(h.storeRoot, ".git"))).toBe(false);
 
-    h.env.PATH = process.env.PATH; // git is installed
-    await h.command("/state-flow-start");
-    expect(h.notices.map((n) => n.message)).toContainEqual(
-      expect.stringMatching(/adopted this branch's file-only store into Git/),
-    );
-    expect(h.accessor.episode()).toBe("active.steady");
-    const head = git("rev-parse", "HEAD").trim();
-    expect(entriesOf(h).at(-1)).toBe(head); // the branch is bound to the adoption commit
-    expect(git("rev-list", "--count", "HEAD").trim()).toBe("1"); // no fabricated history
-    expect(git("show", `HEAD:${sessionDir(h)}/checkpoint.json`)).toBe(fileCohort.toString()); // exact bytes
-    expect(git("status", "--porcelain")).toBe("");
-    expect(h.accessor.read(0, "cwd").state.contract).toEqual({ mode: "file-only" }); // semantic state unchanged
-    await h.command("/state-flow-status");
-    expect(h.lastNotice()!.message).toMatch(/store: git at/);
+      h.env.PATH = process.env.PATH; // git is installed
+      await h.command("/state-flow-start");
+      expect(h.notices.map((n) => n.message)).toContainEqual(
+        expect.stringMatching(/adopted this branch's file-only store into Git/),
+      );
+      expect(h.accessor.episode()).toBe("active.steady");
+      const head = git("rev-parse", "HEAD").trim();
+      expect(entriesOf(h).at(-1)).toBe(head); // the branch is bound to the adoption commit
+      expect(git("rev-list", "--count", "HEAD").trim()).toBe("1"); // no fabricated history
+      expect(git("show", `HEAD:${sessionDir(h)}/checkpoint.json`)).toBe(fileCohort.toString()); // exact bytes
+      expect(git("status", "--porcelain")).toBe("");
+      expect(h.accessor.read(0, "cwd").state.contract).toEqual({ mode: "file-only" }); // semantic state unchanged
+      await h.command("/state-flow-status");
+      expect(h.lastNotice()!.message).toMatch(/store: git at/);
 
-    h.script(
-      call("patch_state", { session: { working: { offline: true, online: true } }, final: true }),
-      say("online now"),
-    );
-    await h.prompt("after git");
-    expect(git("rev-list", "--count", "HEAD").trim()).toBe("3"); // the patch and the response, each a commit
-    expect(entriesOf(h).at(-1)).toBe(git("rev-parse", "HEAD").trim());
-    await h.session.reload();
-    expect(h.accessor.episode()).toBe("active.steady");
-    expect(h.accessor.read(0, "session").state.working).toEqual({ offline: true, online: true });
-    expect(h.accessor.read(2, "session").state.working).toEqual({ offline: true }); // hot history kept across the adoption
-  });
+      h.script(
+        call("patch_state", { session: { working: { offline: true, online: true } }, final: true }),
+        say("online now"),
+      );
+      await h.prompt("after git");
+      expect(git("rev-list", "--count", "HEAD").trim()).toBe("3"); // the patch and the response, each a commit
+      expect(entriesOf(h).at(-1)).toBe(git("rev-parse", "HEAD").trim());
+      await h.session.reload();
+      expect(h.accessor.episode()).toBe("active.steady");
+      expect(h.accessor.read(0, "session").state.working).toEqual({ offline: true, online: true });
+      // hot history kept across the adoption
+      expect(h.accessor.read(2, "session").state.working).toEqual({ offline: true });
+    },
+  );
 
-  it("a failed adoption (no Git identity; a held lock) keeps the branch enabled on its unchanged file-only store, and a later start adopts it", async () => {
-    const h = await harness({ git: false, sessionKind: "file" });
-    await h.command("/state-flow-start");
-    h.script(call("patch_state", { session: { working: { kept: 1 } }, final: true }), say("ok"));
-    await h.prompt("before git");
-    const before = entriesOf(h).at(-1);
-    h.env.PATH = process.env.PATH;
-    for (const key of ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"])
-      delete h.env[key];
-    await h.command("/state-flow-start");
-    expect(h.notices.map((n) => n.message)).toContainEqual(
-      expect.stringMatching(/Git has no commit identity configured/),
-    );
-    expect(h.lastNotice()!.message).toMatch(
-      /could not adopt this branch's store into Git .* stays enabled on its unchanged file-only store/,
-    );
-    expect(h.accessor.episode()).toBe("active.steady");
-    expect(entriesOf(h).at(-1)).toBe(before);
-    // still usable: the next transition is published to the same file store
-    h.script(call("patch_state", { session: { working: { kept: 2 } }, final: true }), say("ok"));
-    await h.prompt("still file-only");
-    expect(entriesOf(h).at(-1)).toMatch(/^file:/);
-    expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 2 });
-    // identity configured, but another writer holds the repository's publication lock: the commit
-    // fails after the repository was opened, and the branch still keeps publishing to its files
-    Object.assign(h.env, {
-      GIT_AUTHOR_NAME: "A",
-      GIT_AUTHOR_EMAIL: "a@state-flow.invalid",
-      GIT_COMMITTER_NAME: "A",
-      GIT_COMMITTER_EMAIL: "a@state-flow.invalid",
-    });
-    const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
-    writeFileSync(
-      lock,
-      JSON.stringify({
-        pid: 999999,
-        host: "another-host",
-        generation: "other",
-        purpose: "test writer",
-        createdAt: new Date().toISOString(),
-      }),
-    );
-    await h.command("/state-flow-start");
-    expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git/);
-    h.script(call("patch_state", { session: { working: { kept: 3 } }, final: true }), say("ok"));
-    await h.prompt("file-only while the lock is held");
-    expect(entriesOf(h).at(-1)).toMatch(/^file:/);
-    rmSync(lock);
-    await h.command("/state-flow-start");
-    expect(h.lastNotice()!.message).toMatch(/adopted this branch's file-only store into Git/);
-    expect(entriesOf(h).at(-1)).toMatch(/^[0-9a-f]{40}$/);
-    expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 3 });
-  });
+  it(
+    "a failed adoption (no Git identity; a held lock) keeps the branch " +
+      "enabled on its unchanged file-only store, and a later start adopts it",
+    async () => {
+      const h = await harness({ git: false, sessionKind: "file" });
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { session: { working: { kept: 1 } }, final: true }), say("ok"));
+      await h.prompt("before git");
+      const before = entriesOf(h).at(-1);
+      h.env.PATH = process.env.PATH;
+      for (const key of ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"])
+        delete h.env[key];
+      await h.command("/state-flow-start");
+      expect(h.notices.map((n) => n.message)).toContainEqual(
+        expect.stringMatching(/Git has no commit identity configured/),
+      );
+      expect(h.lastNotice()!.message).toMatch(
+        /could not adopt this branch's store into Git .* stays enabled on its unchanged file-only store/,
+      );
+      expect(h.accessor.episode()).toBe("active.steady");
+      expect(entriesOf(h).at(-1)).toBe(before);
+      // still usable: the next transition is published to the same file store
+      h.script(call("patch_state", { session: { working: { kept: 2 } }, final: true }), say("ok"));
+      await h.prompt("still file-only");
+      expect(entriesOf(h).at(-1)).toMatch(/^file:/);
+      expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 2 });
+      // identity configured, but another writer holds the repository's publication lock: the commit
+      // fails after the repository was opened, and the branch still keeps publishing to its files
+      Object.assign(h.env, {
+        GIT_AUTHOR_NAME: "A",
+        GIT_AUTHOR_EMAIL: "a@state-flow.invalid",
+        GIT_COMMITTER_NAME: "A",
+        GIT_COMMITTER_EMAIL: "a@state-flow.invalid",
+      });
+      const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
+      writeFileSync(
+        lock,
+        JSON.stringify({
+          pid: 999999,
+          host: "another-host",
+          generation: "other",
+          purpose: "test writer",
+          createdAt: new Date().toISOString(),
+        }),
+      );
+      await h.command("/state-flow-start");
+      expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git/);
+      h.script(call("patch_state", { session: { working: { kept: 3 } }, final: true }), say("ok"));
+      await h.prompt("file-only while the lock is held");
+      expect(entriesOf(h).at(-1)).toMatch(/^file:/);
+      rmSync(lock);
+      await h.command("/state-flow-start");
+      expect(h.lastNotice()!.message).toMatch(/adopted this branch's file-only store into Git/);
+      expect(entriesOf(h).at(-1)).toMatch(/^[0-9a-f]{40}$/);
+      expect(h.accessor.read(0, "session").state.working).toEqual({ kept: 3 });
+    },
+  );
 });
 
 describe("publication through Pi", () => {

@@ -1,4 +1,4 @@
-// Model-based, end to end (issue 5 item 12): the generated shortest paths of the episode and
+// Model-based, end to end: the generated shortest paths of the episode and
 // resolution machines are replayed through a real Pi session. Each machine event is produced by
 // the Pi action that produces it in the field (extension load/bind, commands, scripted faux turns,
 // reopening a session file, session_shutdown), faults are real (a replaced file-only cohort), and
@@ -124,7 +124,8 @@ function summary(machine: string): Summary {
 afterAll(() => {
   for (const [machine, s] of Object.entries(summaries)) {
     console.log(
-      `[model-based/pi] ${machine}: shortest paths generated=${s.generated} distinct-after-prefix-dedupe=${s.distinct} ` +
+      `[model-based/pi] ${machine}: shortest paths generated=${s.generated} ` +
+        `distinct-after-prefix-dedupe=${s.distinct} ` +
         `replayed through Pi=${s.replayed} (steps=${s.steps}) skipped=${s.skipped.length} time=${Math.round(s.ms)}ms`,
     );
     for (const k of s.skipped) console.log(`  skipped ${k.path}: ${k.reason}`);
@@ -441,7 +442,9 @@ class EpisodeWorld {
     expect(text, `the model receives the current request — ${where}`).toContain(request);
     if (enabled) {
       expect(toolNames, `I1.1 the model is offered patch_state in ${name} — ${where}`).toContain("patch_state");
-      expect(context.systemPrompt, `I1.1 protocol in the system prompt — ${where}`).toContain("## State Flow protocol");
+      expect(context.systemPrompt, "I1.1 protocol in the system prompt " + `— ${where}`).toContain(
+        "## State Flow protocol",
+      );
       expect(runtimeMessages, `I1.1 exactly one runtime-context message with state[0] — ${where}`).toHaveLength(1);
       expect(context.messages[0], `I1.1 the runtime context comes first — ${where}`).toBe(runtimeMessages[0]);
     } else {
@@ -470,7 +473,9 @@ class EpisodeWorld {
     }
     if (mode === "active") {
       for (const planted of this.planted)
-        expect(text, `I1.7 steady: state + current run only, no earlier raw request — ${where}`).not.toContain(planted);
+        expect(text, "I1.7 steady: state + current run only, " + `no earlier raw request — ${where}`).not.toContain(
+          planted,
+        );
       expect(text, `I1.7 steady is not a bootstrap — ${where}`).not.toContain("## Bootstrap");
     }
     if (mode === "bootstrapTranscript" || mode === "bootstrapHandoff") {
@@ -508,7 +513,8 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
     const events = path.events;
     const first = events[0];
     const restore = events[1]?.type === "RESTORE_RESULT" ? events[1].result.kind : null;
-    // A path that adopts a file-only store into Git starts without git on PATH; git is "installed" right before that START.
+    // A path that adopts a file-only store into Git starts without git on PATH; git is "installed" right
+    // before that START.
     const adopts = events.some((e) => e.type === "START" && e.adoptGit === true);
     let openFile: string | undefined;
     if (first?.type === "SESSION_START") {
@@ -630,7 +636,10 @@ function resolutionSkipReason(path: readonly ResolutionEvent[]): string | null {
   try {
     for (const event of path) {
       if (event.type === "RUN_ENDED" && probe.getSnapshot().matches("candidate")) {
-        return "RUN_ENDED in candidate cannot be produced: Pi emits turn_end (TURN_END) after the eligible complete draft before agent_end";
+        return (
+          "RUN_ENDED in candidate cannot be produced: " +
+          "Pi emits turn_end (TURN_END) after the eligible complete draft before agent_end"
+        );
       }
       probe.send(event);
     }
@@ -814,9 +823,10 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
   for (let j = 1; j < contexts.length; j++) {
     const text = contextText(contexts[j]!);
     const state = after[j - 1]!;
-    expect(text, `I2.2/I2.5 inference ${j} sees the resolution state ${flattenValue(state.value)} — ${where}`).toMatch(
-      resolutionNoteFor(state),
-    );
+    expect(
+      text,
+      `I2.2/I2.5 inference ${j} sees the resolution state ` + `${flattenValue(state.value)} — ${where}`,
+    ).toMatch(resolutionNoteFor(state));
     for (const e of emitted[j - 1]!) {
       if (e.type === "resolution.steer") {
         steers++;
@@ -864,9 +874,10 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
     expect(response, `I2.6/I2.7 the eligible complete draft is the response — ${where}`).toBe(candidate.text);
     expect(h.accessor.read(1).state.response, `I2.6 one response transition — ${where}`).toBe(responseBefore);
   } else {
-    expect(response, `I2.4/I2.6 no response without an accepted answer (${flattenValue(final.value)}) — ${where}`).toBe(
-      responseBefore,
-    );
+    expect(
+      response,
+      "I2.4/I2.6 no response without an accepted answer " + `(${flattenValue(final.value)}) — ${where}`,
+    ).toBe(responseBefore);
   }
   return steps.length;
 }

@@ -11,7 +11,10 @@ const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 const { paths, g, c, s } = cohortFixture();
 
-/** A file store whose write of `faults.failOn` (set later) fails with `code`, and whose rollback first runs `faults.external`. */
+/**
+ * A file store whose write of `faults.failOn` (set later) fails with `code`, and whose rollback first runs
+ * `faults.external`.
+ */
 function faultyStore(code: "ENOSPC" | "EIO") {
   const root = temps.make();
   const faults: { failOn?: string; external?: () => void } = {};
@@ -152,78 +155,87 @@ describe("file-only backend", () => {
     await store.publish({ basis: after, writes: new Map([[g.meta, Buffer.from("ok")]]) }); // lock was released
   });
 
-  it("rolls back files already renamed into place when a later step fails, restoring the exact basis bytes", async () => {
-    const { root, store, faults } = faultyStore("EIO");
-    await store.publish({
-      basis: await store.loadCurrent(paths),
-      writes: new Map([
-        [g.checkpoint, Buffer.from("old")],
-        [g.patches, Buffer.from("p")],
-        [s.meta, Buffer.from("m0")],
-      ]),
-    });
-    const basis = await store.loadCurrent(paths);
-    faults.failOn = g.patches; // a deletion: it runs after the batch of puts was renamed into place
-    const writes = new Map<string, Buffer | null>([
-      [g.checkpoint, Buffer.from("new")],
-      [s.checkpoint, Buffer.from("s")],
-      [s.patches, Buffer.from("")],
-      [s.meta, Buffer.from("m1")],
-      [g.patches, null],
-    ]);
-    await expect(store.publish({ basis, writes })).rejects.toThrow("EIO");
-    const after = await store.loadCurrent(paths);
-    expect(after.pointer).toEqual(basis.pointer);
-    expect(after.files).toEqual(basis.files);
-    expect(readdirSync(root).filter((n) => n.includes(".tmp") || n === FILE_LOCK_NAME)).toEqual([]); // lock released
-  });
+  it(
+    "rolls back files already renamed into place when a " + "later step fails, restoring the exact basis bytes",
+    async () => {
+      const { root, store, faults } = faultyStore("EIO");
+      await store.publish({
+        basis: await store.loadCurrent(paths),
+        writes: new Map([
+          [g.checkpoint, Buffer.from("old")],
+          [g.patches, Buffer.from("p")],
+          [s.meta, Buffer.from("m0")],
+        ]),
+      });
+      const basis = await store.loadCurrent(paths);
+      faults.failOn = g.patches; // a deletion: it runs after the batch of puts was renamed into place
+      const writes = new Map<string, Buffer | null>([
+        [g.checkpoint, Buffer.from("new")],
+        [s.checkpoint, Buffer.from("s")],
+        [s.patches, Buffer.from("")],
+        [s.meta, Buffer.from("m1")],
+        [g.patches, null],
+      ]);
+      await expect(store.publish({ basis, writes })).rejects.toThrow("EIO");
+      const after = await store.loadCurrent(paths);
+      expect(after.pointer).toEqual(basis.pointer);
+      expect(after.files).toEqual(basis.files);
+      expect(readdirSync(root).filter((n) => n.includes(".tmp") || n === FILE_LOCK_NAME)).toEqual([]); // lock released
+    },
+  );
 
-  it("preserves bytes someone else wrote during a failed publication instead of rolling them back, and keeps the lock", async () => {
-    const { root, store, faults } = faultyStore("EIO");
-    await store.publish({
-      basis: await store.loadCurrent(paths),
-      writes: new Map([
-        [g.checkpoint, Buffer.from("old")],
-        [g.patches, Buffer.from("p")],
-        [s.meta, Buffer.from("m0")],
-      ]),
-    });
-    const basis = await store.loadCurrent(paths);
-    faults.failOn = g.patches;
-    faults.external = () => writeFileSync(join(root, s.meta), "written by another tool"); // not State Flow: it ignores the lock
-    const error = await store
-      .publish({
-        basis,
-        writes: new Map<string, Buffer | null>([
-          [g.checkpoint, Buffer.from("new")],
-          [s.meta, Buffer.from("m1")],
-          [g.patches, null],
+  it(
+    "preserves bytes someone else wrote during a failed " +
+      "publication instead of rolling them back, and keeps the lock",
+    async () => {
+      const { root, store, faults } = faultyStore("EIO");
+      await store.publish({
+        basis: await store.loadCurrent(paths),
+        writes: new Map([
+          [g.checkpoint, Buffer.from("old")],
+          [g.patches, Buffer.from("p")],
+          [s.meta, Buffer.from("m0")],
         ]),
-      })
-      .catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: "rollback-conflict", file: s.meta });
-    expect((error as Error).message).toMatch(/preserved those bytes instead of replacing them.*lock .* is kept/s);
-    expect(readFileSync(join(root, s.meta), "utf8")).toBe("written by another tool"); // preserved
-    expect(readFileSync(join(root, g.checkpoint), "utf8")).toBe("old"); // ours, restored
-    expect(readFileSync(join(root, g.patches), "utf8")).toBe("p"); // never deleted
-    await expect(store.loadCurrent(paths)).rejects.toMatchObject({ code: "lock-held" }); // nothing builds on a mixed cohort
-    // a member whose rollback target is absence (created by the failed publication) is removed only if still ours
-    rmSync(join(root, FILE_LOCK_NAME));
-    const second = await store.loadCurrent(paths);
-    faults.external = () => undefined;
-    await expect(
-      store.publish({
-        basis: second,
-        writes: new Map<string, Buffer | null>([
-          [s.checkpoint, Buffer.from("new s")],
-          [s.patches, Buffer.from("")],
-          [g.patches, null],
-        ]),
-      }),
-    ).rejects.toThrow("EIO");
-    expect(existsSync(join(root, s.checkpoint))).toBe(false);
-    expect((await store.loadCurrent(paths)).files).toEqual(second.files);
-  });
+      });
+      const basis = await store.loadCurrent(paths);
+      faults.failOn = g.patches;
+      // not State Flow: it ignores the lock
+      faults.external = () => writeFileSync(join(root, s.meta), "written by another tool");
+      const error = await store
+        .publish({
+          basis,
+          writes: new Map<string, Buffer | null>([
+            [g.checkpoint, Buffer.from("new")],
+            [s.meta, Buffer.from("m1")],
+            [g.patches, null],
+          ]),
+        })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "rollback-conflict", file: s.meta });
+      expect((error as Error).message).toMatch(/preserved those bytes instead of replacing them.*lock .* is kept/s);
+      expect(readFileSync(join(root, s.meta), "utf8")).toBe("written by another tool"); // preserved
+      expect(readFileSync(join(root, g.checkpoint), "utf8")).toBe("old"); // ours, restored
+      expect(readFileSync(join(root, g.patches), "utf8")).toBe("p"); // never deleted
+      // nothing builds on a mixed cohort
+      await expect(store.loadCurrent(paths)).rejects.toMatchObject({ code: "lock-held" });
+      // a member whose rollback target is absence (created by the failed publication) is removed only if still ours
+      rmSync(join(root, FILE_LOCK_NAME));
+      const second = await store.loadCurrent(paths);
+      faults.external = () => undefined;
+      await expect(
+        store.publish({
+          basis: second,
+          writes: new Map<string, Buffer | null>([
+            [s.checkpoint, Buffer.from("new s")],
+            [s.patches, Buffer.from("")],
+            [g.patches, null],
+          ]),
+        }),
+      ).rejects.toThrow("EIO");
+      expect(existsSync(join(root, s.checkpoint))).toBe(false);
+      expect((await store.loadCurrent(paths)).files).toEqual(second.files);
+    },
+  );
 
   it("refuses a basis whose pointer does not match its hashes", async () => {
     const store = backend();

@@ -49,56 +49,60 @@ describe("fs-safe", () => {
     expect(readdirSync(root)).toEqual(["a.json"]);
   });
 
-  it("prepares several files invisibly (temp + fsync), then renames them in order on commit, or removes them on abort", async () => {
-    const root = temps.make();
-    await writeOwnedFilesAtomic(root, [
-      ["d/a.json", Buffer.from("old a")],
-      ["b.json", Buffer.from("old b")],
-    ]);
-    const prepared = await prepareOwnedFilesAtomic(root, [
-      ["d/a.json", Buffer.from("new a")],
-      ["b.json", Buffer.from("new b")],
-      ["e/c.json", Buffer.from("c")],
-    ]);
-    // nothing visible yet: targets keep their bytes, temps sit next to them
-    expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("old a");
-    expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toHaveLength(1);
-    // named as STORE_TEMP_GLOB (**/.*.sf-*.tmp) says, so the Git backend's `git add -A` skips them
-    expect(STORE_TEMP_GLOB).toBe("**/.*.sf-*.tmp");
-    for (const name of readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp")))
-      expect(name).toMatch(/^\.a\.json\.sf-\d+-[0-9a-f]{12}\.tmp$/);
-    await prepared.commit();
-    expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
-    expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");
-    expect(readFileSync(join(root, "e/c.json"), "utf8")).toBe("c");
-    expect(
-      [...readdirSync(root), ...readdirSync(join(root, "d")), ...readdirSync(join(root, "e"))].filter((n) =>
-        n.endsWith(".tmp"),
-      ),
-    ).toEqual([]);
+  it(
+    "prepares several files invisibly (temp + fsync), then " +
+      "renames them in order on commit, or removes them on abort",
+    async () => {
+      const root = temps.make();
+      await writeOwnedFilesAtomic(root, [
+        ["d/a.json", Buffer.from("old a")],
+        ["b.json", Buffer.from("old b")],
+      ]);
+      const prepared = await prepareOwnedFilesAtomic(root, [
+        ["d/a.json", Buffer.from("new a")],
+        ["b.json", Buffer.from("new b")],
+        ["e/c.json", Buffer.from("c")],
+      ]);
+      // nothing visible yet: targets keep their bytes, temps sit next to them
+      expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("old a");
+      expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toHaveLength(1);
+      // named as STORE_TEMP_GLOB (**/.*.sf-*.tmp) says, so the Git backend's `git add -A` skips them
+      expect(STORE_TEMP_GLOB).toBe("**/.*.sf-*.tmp");
+      for (const name of readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp")))
+        expect(name).toMatch(/^\.a\.json\.sf-\d+-[0-9a-f]{12}\.tmp$/);
+      await prepared.commit();
+      expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
+      expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");
+      expect(readFileSync(join(root, "e/c.json"), "utf8")).toBe("c");
+      expect(
+        [...readdirSync(root), ...readdirSync(join(root, "d")), ...readdirSync(join(root, "e"))].filter((n) =>
+          n.endsWith(".tmp"),
+        ),
+      ).toEqual([]);
 
-    const aborted = await prepareOwnedFilesAtomic(root, [
-      ["d/a.json", Buffer.from("never")],
-      ["b.json", Buffer.from("never")],
-    ]);
-    await aborted.abort();
-    expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
-    expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");
-    expect([...readdirSync(root), ...readdirSync(join(root, "d"))].filter((n) => n.endsWith(".tmp"))).toEqual([]);
+      const aborted = await prepareOwnedFilesAtomic(root, [
+        ["d/a.json", Buffer.from("never")],
+        ["b.json", Buffer.from("never")],
+      ]);
+      await aborted.abort();
+      expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
+      expect(readFileSync(join(root, "b.json"), "utf8")).toBe("new b");
+      expect([...readdirSync(root), ...readdirSync(join(root, "d"))].filter((n) => n.endsWith(".tmp"))).toEqual([]);
 
-    // one refused entry fails the whole preparation and leaves no temp file of the others behind
-    const outside = temps.make();
-    symlinkSync(join(outside, "t.json"), join(root, "link.json"));
-    await expect(
-      prepareOwnedFilesAtomic(root, [
-        ["d/a.json", Buffer.from("x")],
-        ["link.json", Buffer.from("x")],
-      ]),
-    ).rejects.toMatchObject({ code: "symlink-refused" });
-    expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
-    expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
-    expect(readdirSync(outside)).toEqual([]);
-  });
+      // one refused entry fails the whole preparation and leaves no temp file of the others behind
+      const outside = temps.make();
+      symlinkSync(join(outside, "t.json"), join(root, "link.json"));
+      await expect(
+        prepareOwnedFilesAtomic(root, [
+          ["d/a.json", Buffer.from("x")],
+          ["link.json", Buffer.from("x")],
+        ]),
+      ).rejects.toMatchObject({ code: "symlink-refused" });
+      expect(readdirSync(join(root, "d")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+      expect(readFileSync(join(root, "d/a.json"), "utf8")).toBe("new a");
+      expect(readdirSync(outside)).toEqual([]);
+    },
+  );
 
   it("refuses symlinked files and directories for reads, writes and removal", async () => {
     const root = temps.make();

@@ -98,52 +98,56 @@ describe("git backend", () => {
     expect(existsSync(backend.lockPath)).toBe(false);
   });
 
-  it("commits ten cohorts (≤ 6 git processes each) and reads every file back at each revision without moving the worktree", async () => {
-    const { backend, counter, root, env } = await repo();
-    await backend.checkIdentity();
-    let basis: CohortSnapshot = await backend.loadCurrent(paths);
-    expect(basis.pointer).toBeNull();
-    const revisions: Array<{ revision: string; files: Map<string, Buffer> }> = [];
-    for (let n = 1; n <= 10; n++) {
-      // sparse: the cwd scope only changes on even cohorts, the global scope only every third
-      const writes = cohort(n);
-      if (n % 2 === 1 && n > 1) {
-        writes.delete(c.checkpoint);
-        writes.delete(c.patches);
+  it(
+    "commits ten cohorts (≤ 6 git processes each) and reads " +
+      "every file back at each revision without moving the worktree",
+    async () => {
+      const { backend, counter, root, env } = await repo();
+      await backend.checkIdentity();
+      let basis: CohortSnapshot = await backend.loadCurrent(paths);
+      expect(basis.pointer).toBeNull();
+      const revisions: Array<{ revision: string; files: Map<string, Buffer> }> = [];
+      for (let n = 1; n <= 10; n++) {
+        // sparse: the cwd scope only changes on even cohorts, the global scope only every third
+        const writes = cohort(n);
+        if (n % 2 === 1 && n > 1) {
+          writes.delete(c.checkpoint);
+          writes.delete(c.patches);
+        }
+        if (n % 3 !== 1) {
+          writes.delete(g.checkpoint);
+          writes.delete(g.patches);
+        }
+        const before = counter.count;
+        const receipt = await backend.publish({ basis, writes, message: `cohort ${n}` });
+        expect(counter.count - before).toBeLessThanOrEqual(6);
+        expect(receipt.committed).toBe(true);
+        expect(receipt.indexSynced).toBe(true);
+        expect(receipt.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+        const loadBefore = counter.count;
+        basis = await backend.loadCurrent(paths);
+        expect(counter.count - loadBefore).toBeLessThanOrEqual(2);
+        expect(basis.pointer).toEqual(receipt.pointer);
+        revisions.push({
+          revision: receipt.pointer.revision,
+          files: new Map(
+            [...basis.files].map(([p, b]) => [p, b!]).filter(([, b]) => b !== null) as Array<[string, Buffer]>,
+          ),
+        });
       }
-      if (n % 3 !== 1) {
-        writes.delete(g.checkpoint);
-        writes.delete(g.patches);
+      expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("10");
+      expect(git(root, env, "status", "--porcelain")).toBe(""); // no artificial staged/unstaged entries
+      const liveBefore = readFileSync(join(root, s.meta));
+      for (const { revision, files } of revisions) {
+        const past = await backend.loadRevision({ revision }, paths);
+        for (const path of paths)
+          expect(past.files.get(path) ?? null, `${path}@${revision}`).toEqual(files.get(path) ?? null);
       }
-      const before = counter.count;
-      const receipt = await backend.publish({ basis, writes, message: `cohort ${n}` });
-      expect(counter.count - before).toBeLessThanOrEqual(6);
-      expect(receipt.committed).toBe(true);
-      expect(receipt.indexSynced).toBe(true);
-      expect(receipt.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
-      const loadBefore = counter.count;
-      basis = await backend.loadCurrent(paths);
-      expect(counter.count - loadBefore).toBeLessThanOrEqual(2);
-      expect(basis.pointer).toEqual(receipt.pointer);
-      revisions.push({
-        revision: receipt.pointer.revision,
-        files: new Map(
-          [...basis.files].map(([p, b]) => [p, b!]).filter(([, b]) => b !== null) as Array<[string, Buffer]>,
-        ),
-      });
-    }
-    expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("10");
-    expect(git(root, env, "status", "--porcelain")).toBe(""); // no artificial staged/unstaged entries
-    const liveBefore = readFileSync(join(root, s.meta));
-    for (const { revision, files } of revisions) {
-      const past = await backend.loadRevision({ revision }, paths);
-      for (const path of paths)
-        expect(past.files.get(path) ?? null, `${path}@${revision}`).toEqual(files.get(path) ?? null);
-    }
-    expect(readFileSync(join(root, s.meta))).toEqual(liveBefore);
-    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(revisions[9]!.revision);
-    expect(git(root, env, "status", "--porcelain")).toBe("");
-  });
+      expect(readFileSync(join(root, s.meta))).toEqual(liveBefore);
+      expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(revisions[9]!.revision);
+      expect(git(root, env, "status", "--porcelain")).toBe("");
+    },
+  );
 
   it("reads an old revision with a > 1 MiB file while the worktree holds a newer one", async () => {
     const { backend, root, env } = await repo();
@@ -192,7 +196,8 @@ describe("git backend", () => {
     });
     const tracked = git(root, env, "ls-tree", "-r", "--name-only", receipt.pointer.revision).trim().split("\n");
     expect(tracked).toEqual([".draft.tmp", ".gitattributes", ".gitignore", "meta.json", "notes.md"]);
-    expect((await backend.loadRevision(receipt.pointer, [g.meta])).files.get(g.meta)).toEqual(crlf); // no filter touched the bytes
+    // no filter touched the bytes
+    expect((await backend.loadRevision(receipt.pointer, [g.meta])).files.get(g.meta)).toEqual(crlf);
     expect(readFileSync(join(root, g.meta))).toEqual(crlf);
     // a manual deletion is part of the next commit's delta
     git(root, env, "rm", "-q", "--cached", "notes.md");
@@ -207,123 +212,137 @@ describe("git backend", () => {
     ); // the stray stays the user's to inspect
   });
 
-  it("overlays and writes trees in-process (one git process), leaving git's own view of the index clean; falls back to git where the index is unusual", async () => {
-    const { backend, root, env, counter } = await repo();
-    mkdirSync(join(root, "docs"), { recursive: true });
-    writeFileSync(join(root, "docs", "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
-    const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
-    const check = (revision: string) => {
-      expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(revision);
-      expect(git(root, env, "write-tree").trim()).toBe(git(root, env, "rev-parse", "HEAD^{tree}").trim()); // the caller's index is HEAD
-      expect(git(root, env, "status", "--porcelain", "--untracked-files=all")).toBe("");
+  it(
+    "overlays and writes trees in-process (one git process), leaving git's " +
+      "own view of the index clean; falls back to git where the index is unusual",
+    async () => {
+      const { backend, root, env, counter } = await repo();
+      mkdirSync(join(root, "docs"), { recursive: true });
+      writeFileSync(join(root, "docs", "run.sh"), "#!/bin/sh\n", { mode: 0o755 });
+      const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
+      const check = (revision: string) => {
+        expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(revision);
+        // the caller's index is HEAD
+        expect(git(root, env, "write-tree").trim()).toBe(git(root, env, "rev-parse", "HEAD^{tree}").trim());
+        expect(git(root, env, "status", "--porcelain", "--untracked-files=all")).toBe("");
+        git(root, env, "fsck", "--strict", "--no-progress");
+      };
+      check(first.pointer.revision);
+      expect(git(root, env, "ls-tree", "-r", first.pointer.revision, "docs/run.sh")).toMatch(/^100755 /);
+      // objects packed away by gc (the trees this backend remembers stay reachable from HEAD)
+      git(root, env, "gc", "-q", "--prune=now");
+      const basis = await backend.loadCurrent(paths);
+      let before = counter.count;
+      const second = await backend.publish({
+        basis,
+        writes: new Map([
+          [s.meta, Buffer.from("two")],
+          [g.patches, null],
+        ]),
+      });
+      expect(counter.count - before).toBe(1);
+      check(second.pointer.revision);
+      expect(git(root, env, "ls-tree", "-r", "--name-only", second.pointer.revision).split("\n")).not.toContain(
+        g.patches,
+      );
+      // a version 4 index (feature.manyFiles) stays version 4, still in-process
+      git(root, env, "update-index", "--index-version", "4");
+      before = counter.count;
+      const third = await backend.publish({
+        basis: await backend.loadCurrent(paths),
+        writes: new Map([[s.meta, Buffer.from("three")]]),
+      });
+      expect(counter.count - before).toBe(1 + 1); // loadCurrent + add
+      check(third.pointer.revision);
+      expect(readFileSync(join(root, ".git", "index")).readUInt32BE(4)).toBe(4);
+      // an index git-index.ts does not handle (a skip-worktree entry): git's update-index + write-tree, same result
+      git(root, env, "update-index", "--skip-worktree", "docs/run.sh");
+      before = counter.count;
+      const fourth = await backend.publish({
+        basis: await backend.loadCurrent(paths),
+        writes: new Map([[s.meta, Buffer.from("four")]]),
+      });
+      expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
+      check(fourth.pointer.revision);
+      expect(git(root, env, "show", `${fourth.pointer.revision}:${s.meta}`)).toBe("four");
+      expect(git(root, env, "ls-files", "-t", "docs/run.sh")).toBe("S docs/run.sh\n"); // git's own path kept the flag
+    },
+  );
+
+  it(
+    "in a large store, learns the trees from git's write-tree " +
+      "once, then rehashes and writes only the touched paths",
+    async () => {
+      const { root, env, counter } = await repo();
+      // 300 other sessions' files, committed and packed by gc (trees not loose)
+      for (let n = 0; n < 100; n++) {
+        mkdirSync(join(root, keys.cwdKey, `other-${n}`), { recursive: true });
+        for (const f of ["checkpoint.json", "patches.jsonl", "meta.json"])
+          writeFileSync(join(root, keys.cwdKey, `other-${n}`, f), `${n} ${f}\n`);
+      }
+      git(root, env, "add", "-A");
+      git(root, env, "commit", "-q", "-m", "others");
+      git(root, env, "gc", "-q", "--prune=now");
+      const fresh = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fresh" }))!;
+      await fresh.checkIdentity();
+      const looseObjects = () =>
+        readdirSync(join(root, ".git", "objects"))
+          .filter((d) => /^[0-9a-f]{2}$/.test(d))
+          .flatMap((d) => readdirSync(join(root, ".git", "objects", d)));
+      let basis = await fresh.loadCurrent(paths);
+      let before = counter.count;
+      const first = await fresh.publish({ basis, writes: cohort(1) });
+      expect(counter.count - before).toBe(3); // add, update-index, write-tree: no known trees yet
+      basis = await fresh.loadCurrent(paths);
+      const loose = new Set(looseObjects());
+      before = counter.count;
+      const second = await fresh.publish({ basis, writes: new Map([[s.meta, Buffer.from("two")]]) });
+      expect(counter.count - before).toBe(1);
+      // new objects: one blob, the trees on the session's path (session dir, cwd dir, root) and the commit
+      expect(looseObjects().filter((o) => !loose.has(o))).toHaveLength(1 + 3 + 1);
+      for (const revision of [first.pointer.revision, second.pointer.revision])
+        expect(git(root, env, "ls-tree", "-r", "--name-only", revision).split("\n").filter(Boolean)).toHaveLength(
+          300 + cohort(1).size,
+        );
+      expect(git(root, env, "write-tree").trim()).toBe(git(root, env, "rev-parse", "HEAD^{tree}").trim());
+      expect(git(root, env, "status", "--porcelain")).toBe("");
       git(root, env, "fsck", "--strict", "--no-progress");
-    };
-    check(first.pointer.revision);
-    expect(git(root, env, "ls-tree", "-r", first.pointer.revision, "docs/run.sh")).toMatch(/^100755 /);
-    // objects packed away by gc (the trees this backend remembers stay reachable from HEAD)
-    git(root, env, "gc", "-q", "--prune=now");
-    const basis = await backend.loadCurrent(paths);
-    let before = counter.count;
-    const second = await backend.publish({
-      basis,
-      writes: new Map([
-        [s.meta, Buffer.from("two")],
-        [g.patches, null],
-      ]),
-    });
-    expect(counter.count - before).toBe(1);
-    check(second.pointer.revision);
-    expect(git(root, env, "ls-tree", "-r", "--name-only", second.pointer.revision).split("\n")).not.toContain(
-      g.patches,
-    );
-    // a version 4 index (feature.manyFiles) stays version 4, still in-process
-    git(root, env, "update-index", "--index-version", "4");
-    before = counter.count;
-    const third = await backend.publish({
-      basis: await backend.loadCurrent(paths),
-      writes: new Map([[s.meta, Buffer.from("three")]]),
-    });
-    expect(counter.count - before).toBe(1 + 1); // loadCurrent + add
-    check(third.pointer.revision);
-    expect(readFileSync(join(root, ".git", "index")).readUInt32BE(4)).toBe(4);
-    // an index git-index.ts does not handle (a skip-worktree entry): git's update-index + write-tree, same result
-    git(root, env, "update-index", "--skip-worktree", "docs/run.sh");
-    before = counter.count;
-    const fourth = await backend.publish({
-      basis: await backend.loadCurrent(paths),
-      writes: new Map([[s.meta, Buffer.from("four")]]),
-    });
-    expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
-    check(fourth.pointer.revision);
-    expect(git(root, env, "show", `${fourth.pointer.revision}:${s.meta}`)).toBe("four");
-    expect(git(root, env, "ls-files", "-t", "docs/run.sh")).toBe("S docs/run.sh\n"); // git's own path kept the flag
-  });
+    },
+  );
 
-  it("in a large store, learns the trees from git's write-tree once, then rehashes and writes only the touched paths", async () => {
-    const { root, env, counter } = await repo();
-    // 300 other sessions' files, committed and packed by gc (trees not loose)
-    for (let n = 0; n < 100; n++) {
-      mkdirSync(join(root, keys.cwdKey, `other-${n}`), { recursive: true });
-      for (const f of ["checkpoint.json", "patches.jsonl", "meta.json"])
-        writeFileSync(join(root, keys.cwdKey, `other-${n}`, f), `${n} ${f}\n`);
-    }
-    git(root, env, "add", "-A");
-    git(root, env, "commit", "-q", "-m", "others");
-    git(root, env, "gc", "-q", "--prune=now");
-    const fresh = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fresh" }))!;
-    await fresh.checkIdentity();
-    const looseObjects = () =>
-      readdirSync(join(root, ".git", "objects"))
-        .filter((d) => /^[0-9a-f]{2}$/.test(d))
-        .flatMap((d) => readdirSync(join(root, ".git", "objects", d)));
-    let basis = await fresh.loadCurrent(paths);
-    let before = counter.count;
-    const first = await fresh.publish({ basis, writes: cohort(1) });
-    expect(counter.count - before).toBe(3); // add, update-index, write-tree: no known trees yet
-    basis = await fresh.loadCurrent(paths);
-    const loose = new Set(looseObjects());
-    before = counter.count;
-    const second = await fresh.publish({ basis, writes: new Map([[s.meta, Buffer.from("two")]]) });
-    expect(counter.count - before).toBe(1);
-    // new objects: one blob, the trees on the session's path (session dir, cwd dir, root) and the commit
-    expect(looseObjects().filter((o) => !loose.has(o))).toHaveLength(1 + 3 + 1);
-    for (const revision of [first.pointer.revision, second.pointer.revision])
-      expect(git(root, env, "ls-tree", "-r", "--name-only", revision).split("\n").filter(Boolean)).toHaveLength(
-        300 + cohort(1).size,
-      );
-    expect(git(root, env, "write-tree").trim()).toBe(git(root, env, "rev-parse", "HEAD^{tree}").trim());
-    expect(git(root, env, "status", "--porcelain")).toBe("");
-    git(root, env, "fsck", "--strict", "--no-progress");
-  });
-
-  it("leaves object writing to git in a shared repository (group permissions); core.fsync=objects keeps the one-process path", async () => {
-    const { root, env, counter } = await repo();
-    git(root, env, "config", "core.sharedRepository", "group");
-    const shared = (await openGitBackend({ root, binary: GIT, env, counter, generation: "shared" }))!;
-    const before = counter.count;
-    const receipt = await shared.publish({ basis: await shared.loadCurrent(paths), writes: cohort(1) });
-    // loadCurrent + git config reads (identity, config) + add + one hash-object per blob + update-index + write-tree + commit-tree + update-ref
-    expect(counter.count - before).toBe(1 + 3 + 1 + cohort(1).size + 2 + 2);
-    const objects = join(root, ".git", "objects");
-    for (const dir of readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d))) {
-      expect(statSync(join(objects, dir)).mode & 0o2070, `${dir} is group-writable and setgid, as git makes it`).toBe(
-        0o2070,
-      );
-    }
-    expect(git(root, env, "status", "--porcelain")).toBe("");
-    git(root, env, "fsck", "--strict", "--no-progress");
-    expect(receipt.committed).toBe(true);
-    // core.fsync=objects: the in-process path stays in use (one process) and still commits exactly
-    git(root, env, "config", "--unset", "core.sharedRepository");
-    git(root, env, "config", "core.fsync", "objects");
-    const fsyncing = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fsync" }))!;
-    await fsyncing.checkIdentity();
-    const basis = await fsyncing.loadCurrent(paths);
-    const count = counter.count;
-    const next = await fsyncing.publish({ basis, writes: cohort(2) });
-    expect(counter.count - count).toBe(1);
-    expect(git(root, env, "show", `${next.pointer.revision}:${s.meta}`)).toBe(cohort(2).get(s.meta)!.toString());
-  });
+  it(
+    "leaves object writing to git in a shared repository (group " +
+      "permissions); core.fsync=objects keeps the one-process path",
+    async () => {
+      const { root, env, counter } = await repo();
+      git(root, env, "config", "core.sharedRepository", "group");
+      const shared = (await openGitBackend({ root, binary: GIT, env, counter, generation: "shared" }))!;
+      const before = counter.count;
+      const receipt = await shared.publish({ basis: await shared.loadCurrent(paths), writes: cohort(1) });
+      // loadCurrent + git config reads (identity, config) + add + one hash-object per blob + update-index
+      // + write-tree + commit-tree + update-ref
+      expect(counter.count - before).toBe(1 + 3 + 1 + cohort(1).size + 2 + 2);
+      const objects = join(root, ".git", "objects");
+      for (const dir of readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d))) {
+        expect(statSync(join(objects, dir)).mode & 0o2070, `${dir} is group-writable and setgid, as git makes it`).toBe(
+          0o2070,
+        );
+      }
+      expect(git(root, env, "status", "--porcelain")).toBe("");
+      git(root, env, "fsck", "--strict", "--no-progress");
+      expect(receipt.committed).toBe(true);
+      // core.fsync=objects: the in-process path stays in use (one process) and still commits exactly
+      git(root, env, "config", "--unset", "core.sharedRepository");
+      git(root, env, "config", "core.fsync", "objects");
+      const fsyncing = (await openGitBackend({ root, binary: GIT, env, counter, generation: "fsync" }))!;
+      await fsyncing.checkIdentity();
+      const basis = await fsyncing.loadCurrent(paths);
+      const count = counter.count;
+      const next = await fsyncing.publish({ basis, writes: cohort(2) });
+      expect(counter.count - count).toBe(1);
+      expect(git(root, env, "show", `${next.pointer.revision}:${s.meta}`)).toBe(cohort(2).get(s.meta)!.toString());
+    },
+  );
 
   it("refuses a stale basis naming the file, and a moved head through CAS", async () => {
     const { backend, root, env } = await repo();
@@ -375,47 +394,53 @@ describe("git backend", () => {
     expect(readdirSync(join(root, ".git", "refs", "heads")).filter((n) => n.endsWith(".lock"))).toEqual([]);
     expect(existsSync(join(root, ".git", "HEAD.lock"))).toBe(false);
     expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(intruder); // the other writer's commit survives
-    for (const [path, bytes] of cohort(1)) expect(readFileSync(join(root, path)), path).toEqual(bytes); // live files untouched
+    // live files untouched
+    for (const [path, bytes] of cohort(1)) expect(readFileSync(join(root, path)), path).toEqual(bytes);
     const stray = git(root, env, "status", "--porcelain", "--untracked-files=all", "--ignored");
     expect(stray).not.toMatch(/\.tmp/); // prepared temp copies removed
     expect(existsSync(backend.lockPath)).toBe(false);
     expect(readdirSync(join(root, ".git")).filter((n) => n.startsWith("state-flow-index."))).toEqual([]);
   });
 
-  it("commits in-process exactly like git (identity from git, fixed dates honoured, reflogs, fsck), and takes git's own path where that would not be exact", async () => {
-    const { backend, root, env, counter } = await repo();
-    const dated = { ...env, GIT_AUTHOR_DATE: "1700000000 +0130", GIT_COMMITTER_DATE: "1700000100 -0500" };
-    const fixed = (await openGitBackend({ root, binary: GIT, env: dated, counter, generation: "dated" }))!;
-    await fixed.checkIdentity();
-    const before = counter.count;
-    const first = await fixed.publish({
-      basis: await fixed.loadCurrent(paths),
-      writes: cohort(1),
-      message: "cohort one",
-    });
-    expect(counter.count - before).toBe(1 + 1); // loadCurrent + add (overlay, trees, commit, ref in-process)
-    const tree = git(root, env, "rev-parse", `${first.pointer.revision}^{tree}`).trim();
-    expect(git(root, dated, "commit-tree", tree, "-m", "cohort one").trim()).toBe(first.pointer.revision); // byte-identical to git
-    const second = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(2) });
-    const text = git(root, env, "cat-file", "commit", second.pointer.revision);
-    expect(text).toContain(`parent ${first.pointer.revision}\n`);
-    expect(text).toMatch(/^author State Flow Test <test@state-flow\.invalid> \d+ [+-]\d{4}$/m);
-    expect(git(root, env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([
-      `${second.pointer.revision} state-flow: accepted cohort`,
-      `${first.pointer.revision} state-flow: accepted cohort`,
-    ]);
-    git(root, env, "fsck", "--strict", "--no-progress");
-    // a reference-transaction hook must run: git's own commit-tree + update-ref (3 processes)
-    const hook = join(root, ".git", "hooks", "reference-transaction");
-    writeFileSync(hook, `#!/bin/sh\necho "$1" >> "${join(root, ".git", "hook.log")}"\n`, { mode: 0o755 });
-    const basis = await backend.loadCurrent(paths);
-    const count = counter.count;
-    const third = await backend.publish({ basis, writes: cohort(3) });
-    expect(counter.count - count).toBe(3);
-    expect(readFileSync(join(root, ".git", "hook.log"), "utf8")).toBe("prepared\ncommitted\n");
-    expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(third.pointer.revision);
-    expect(git(root, env, "status", "--porcelain")).toBe("");
-  });
+  it(
+    "commits in-process exactly like git (identity from git, fixed dates honoured, " +
+      "reflogs, fsck), and takes git's own path where that would not be exact",
+    async () => {
+      const { backend, root, env, counter } = await repo();
+      const dated = { ...env, GIT_AUTHOR_DATE: "1700000000 +0130", GIT_COMMITTER_DATE: "1700000100 -0500" };
+      const fixed = (await openGitBackend({ root, binary: GIT, env: dated, counter, generation: "dated" }))!;
+      await fixed.checkIdentity();
+      const before = counter.count;
+      const first = await fixed.publish({
+        basis: await fixed.loadCurrent(paths),
+        writes: cohort(1),
+        message: "cohort one",
+      });
+      expect(counter.count - before).toBe(1 + 1); // loadCurrent + add (overlay, trees, commit, ref in-process)
+      const tree = git(root, env, "rev-parse", `${first.pointer.revision}^{tree}`).trim();
+      // byte-identical to git
+      expect(git(root, dated, "commit-tree", tree, "-m", "cohort one").trim()).toBe(first.pointer.revision);
+      const second = await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(2) });
+      const text = git(root, env, "cat-file", "commit", second.pointer.revision);
+      expect(text).toContain(`parent ${first.pointer.revision}\n`);
+      expect(text).toMatch(/^author State Flow Test <test@state-flow\.invalid> \d+ [+-]\d{4}$/m);
+      expect(git(root, env, "reflog", "show", "--format=%H %gs").trim().split("\n")).toEqual([
+        `${second.pointer.revision} state-flow: accepted cohort`,
+        `${first.pointer.revision} state-flow: accepted cohort`,
+      ]);
+      git(root, env, "fsck", "--strict", "--no-progress");
+      // a reference-transaction hook must run: git's own commit-tree + update-ref (3 processes)
+      const hook = join(root, ".git", "hooks", "reference-transaction");
+      writeFileSync(hook, `#!/bin/sh\necho "$1" >> "${join(root, ".git", "hook.log")}"\n`, { mode: 0o755 });
+      const basis = await backend.loadCurrent(paths);
+      const count = counter.count;
+      const third = await backend.publish({ basis, writes: cohort(3) });
+      expect(counter.count - count).toBe(3);
+      expect(readFileSync(join(root, ".git", "hook.log"), "utf8")).toBe("prepared\ncommitted\n");
+      expect(git(root, env, "rev-parse", "HEAD").trim()).toBe(third.pointer.revision);
+      expect(git(root, env, "status", "--porcelain")).toBe("");
+    },
+  );
 
   it("fails closed when live files diverge from HEAD, and refuses symlinked members", async () => {
     const { backend, root } = await repo();
@@ -441,36 +466,40 @@ describe("git backend", () => {
     await backend.publish({ basis: base, writes: cohort(1) });
   });
 
-  it("adopts a file-only store with its first commit: no fabricated history, the file pointer resolves while current", async () => {
-    const { FileBackend } = await import("../../../store/file/file-backend.ts");
-    const home = temps.make();
-    const cfg = join(home, "gitconfig");
-    writeFileSync(cfg, "");
-    const env = gitTestEnv(cfg);
-    const root = join(home, "state-flow");
-    const files = new FileBackend(root, { generation: "t" });
-    let snap = await files.loadCurrent(paths);
-    for (let n = 1; n <= 3; n++) {
-      await files.publish({ basis: snap, writes: cohort(n) });
-      snap = await files.loadCurrent(paths);
-    }
-    const filePointer = snap.pointer!;
-    const backend = (await openGitBackend({ root, binary: GIT, env, generation: "t", init: true }))!;
-    // Unborn: the file pointer still names the live files exactly.
-    const unborn = await backend.loadRevision(filePointer, paths);
-    expect(unborn.pointer).toEqual(filePointer);
-    await expect(backend.loadRevision({ revision: `file:${"0".repeat(64)}` }, paths)).rejects.toMatchObject({
-      code: "pointer-unavailable",
-    });
-    const current = await backend.loadCurrent(paths);
-    const receipt = await backend.publish({ basis: current, writes: new Map() });
-    expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("1");
-    expect(git(root, env, "ls-tree", "-r", "--name-only", "HEAD").trim().split("\n").sort()).toEqual(
-      [...paths].filter((p) => snap.files.get(p) !== null).sort(),
-    );
-    const adopted = await backend.loadRevision(filePointer, paths);
-    expect(adopted.pointer).toEqual(receipt.pointer);
-    for (const path of paths) expect(adopted.files.get(path)).toEqual(snap.files.get(path));
-    expect(git(root, env, "status", "--porcelain")).toBe("");
-  });
+  it(
+    "adopts a file-only store with its first commit: no " +
+      "fabricated history, the file pointer resolves while current",
+    async () => {
+      const { FileBackend } = await import("../../../store/file/file-backend.ts");
+      const home = temps.make();
+      const cfg = join(home, "gitconfig");
+      writeFileSync(cfg, "");
+      const env = gitTestEnv(cfg);
+      const root = join(home, "state-flow");
+      const files = new FileBackend(root, { generation: "t" });
+      let snap = await files.loadCurrent(paths);
+      for (let n = 1; n <= 3; n++) {
+        await files.publish({ basis: snap, writes: cohort(n) });
+        snap = await files.loadCurrent(paths);
+      }
+      const filePointer = snap.pointer!;
+      const backend = (await openGitBackend({ root, binary: GIT, env, generation: "t", init: true }))!;
+      // Unborn: the file pointer still names the live files exactly.
+      const unborn = await backend.loadRevision(filePointer, paths);
+      expect(unborn.pointer).toEqual(filePointer);
+      await expect(backend.loadRevision({ revision: `file:${"0".repeat(64)}` }, paths)).rejects.toMatchObject({
+        code: "pointer-unavailable",
+      });
+      const current = await backend.loadCurrent(paths);
+      const receipt = await backend.publish({ basis: current, writes: new Map() });
+      expect(git(root, env, "rev-list", "--count", "HEAD").trim()).toBe("1");
+      expect(git(root, env, "ls-tree", "-r", "--name-only", "HEAD").trim().split("\n").sort()).toEqual(
+        [...paths].filter((p) => snap.files.get(p) !== null).sort(),
+      );
+      const adopted = await backend.loadRevision(filePointer, paths);
+      expect(adopted.pointer).toEqual(receipt.pointer);
+      for (const path of paths) expect(adopted.files.get(path)).toEqual(snap.files.get(path));
+      expect(git(root, env, "status", "--porcelain")).toBe("");
+    },
+  );
 });

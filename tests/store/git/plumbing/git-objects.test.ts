@@ -51,66 +51,70 @@ describe("git objects", () => {
     expect(isPlainCommitMessage("\ud800x")).toBe(false);
   });
 
-  it("writes commits byte-identical to git commit-tree (fixed dates, parents, messages), which git fsck --strict accepts", async () => {
-    const dates = { GIT_AUTHOR_DATE: "1700000000 +0130", GIT_COMMITTER_DATE: "@1700000123 -0700" };
-    const { dir, env } = repo(dates);
-    writeFileSync(join(dir, "a.txt"), "a\n");
-    git(dir, env, "add", "a.txt");
-    const tree = git(dir, env, "write-tree").trim();
-    const author = parseGitIdent(git(dir, env, "var", "GIT_AUTHOR_IDENT"))!;
-    const committer = parseGitIdent(git(dir, env, "var", "GIT_COMMITTER_IDENT"))!;
-    expect(committer.date).toBe("1700000123 -0700");
-    let parent: string | null = null;
-    for (const message of [
-      "state-flow: accepted cohort",
-      "multi\n\nline\n",
-      "",
-      'ünïcode ✓ {"x":1}',
-      "trailing  \n\n",
-    ]) {
-      const expected: string = git(
-        dir,
-        env,
-        "commit-tree",
+  it(
+    "writes commits byte-identical to git commit-tree (fixed " +
+      "dates, parents, messages), which git fsck --strict accepts",
+    async () => {
+      const dates = { GIT_AUTHOR_DATE: "1700000000 +0130", GIT_COMMITTER_DATE: "@1700000123 -0700" };
+      const { dir, env } = repo(dates);
+      writeFileSync(join(dir, "a.txt"), "a\n");
+      git(dir, env, "add", "a.txt");
+      const tree = git(dir, env, "write-tree").trim();
+      const author = parseGitIdent(git(dir, env, "var", "GIT_AUTHOR_IDENT"))!;
+      const committer = parseGitIdent(git(dir, env, "var", "GIT_COMMITTER_IDENT"))!;
+      expect(committer.date).toBe("1700000123 -0700");
+      let parent: string | null = null;
+      for (const message of [
+        "state-flow: accepted cohort",
+        "multi\n\nline\n",
+        "",
+        'ünïcode ✓ {"x":1}',
+        "trailing  \n\n",
+      ]) {
+        const expected: string = git(
+          dir,
+          env,
+          "commit-tree",
+          tree,
+          ...(parent ? ["-p", parent] : []),
+          "-m",
+          message,
+        ).trim();
+        const body = commitObjectBody({
+          tree,
+          parents: parent ? [parent] : [],
+          author: `${author.person} ${author.date}`,
+          committer: `${committer.person} ${committer.date}`,
+          message,
+        });
+        expect(gitObjectId("commit", body), JSON.stringify(message)).toBe(expected);
+        expect(body.equals(Buffer.from(git(dir, env, "cat-file", "commit", expected), "utf8"))).toBe(true);
+        parent = expected;
+      }
+      // our own written objects (a fresh one, and an existing one left alone) are read back by git
+      const mine = commitObjectBody({
         tree,
-        ...(parent ? ["-p", parent] : []),
-        "-m",
-        message,
-      ).trim();
-      const body = commitObjectBody({
-        tree,
-        parents: parent ? [parent] : [],
+        parents: [parent!],
         author: `${author.person} ${author.date}`,
         committer: `${committer.person} ${committer.date}`,
-        message,
+        message: "mine",
       });
-      expect(gitObjectId("commit", body), JSON.stringify(message)).toBe(expected);
-      expect(body.equals(Buffer.from(git(dir, env, "cat-file", "commit", expected), "utf8"))).toBe(true);
-      parent = expected;
-    }
-    // our own written objects (a fresh one, and an existing one left alone) are read back by git
-    const mine = commitObjectBody({
-      tree,
-      parents: [parent!],
-      author: `${author.person} ${author.date}`,
-      committer: `${committer.person} ${committer.date}`,
-      message: "mine",
-    });
-    const id = writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine, { fsync: true });
-    expect(writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine)).toBe(id);
-    expect(git(dir, env, "cat-file", "-t", id).trim()).toBe("commit");
-    const blob = Buffer.from([0, 1, 2, 0xff]);
-    const blobId = await writeLooseObject(join(dir, ".git", "objects"), "blob", blob);
-    writeFileSync(join(dir, "blob.bin"), blob);
-    expect(blobId).toBe(git(dir, env, "hash-object", "--no-filters", "blob.bin").trim());
-    expect(
-      inflateSync(readFileSync(join(dir, ".git", "objects", id.slice(0, 2), id.slice(2)))).equals(
-        Buffer.concat([Buffer.from(`commit ${mine.length}\0`), mine]),
-      ),
-    ).toBe(true);
-    git(dir, env, "update-ref", "refs/heads/mine", id);
-    git(dir, env, "fsck", "--strict", "--no-progress");
-  });
+      const id = writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine, { fsync: true });
+      expect(writeSmallLooseObjectSync(join(dir, ".git", "objects"), "commit", mine)).toBe(id);
+      expect(git(dir, env, "cat-file", "-t", id).trim()).toBe("commit");
+      const blob = Buffer.from([0, 1, 2, 0xff]);
+      const blobId = await writeLooseObject(join(dir, ".git", "objects"), "blob", blob);
+      writeFileSync(join(dir, "blob.bin"), blob);
+      expect(blobId).toBe(git(dir, env, "hash-object", "--no-filters", "blob.bin").trim());
+      expect(
+        inflateSync(readFileSync(join(dir, ".git", "objects", id.slice(0, 2), id.slice(2)))).equals(
+          Buffer.concat([Buffer.from(`commit ${mine.length}\0`), mine]),
+        ),
+      ).toBe(true);
+      git(dir, env, "update-ref", "refs/heads/mine", id);
+      git(dir, env, "fsck", "--strict", "--no-progress");
+    },
+  );
 
   it("writes commits identical to git commit-tree at the current time and timezone", () => {
     const { dir, env } = repo();

@@ -121,9 +121,11 @@ describe("git refs (in-process compare-and-swap)", () => {
 
   it("compares against packed refs, and refuses a moved, deleted or already-born ref without touching it", async () => {
     const { dir, env, c1, c2, ref, gitDir, options } = repo();
-    await expect(compareAndSwapRef(options(c1, c2))).rejects.toMatchObject({ code: "stale-basis", file: ref }); // unborn but expected c2
+    // unborn but expected c2
+    await expect(compareAndSwapRef(options(c1, c2))).rejects.toMatchObject({ code: "stale-basis", file: ref });
     git(dir, env, "update-ref", ref, c1);
-    await expect(compareAndSwapRef(options(c2, null))).rejects.toMatchObject({ code: "stale-basis" }); // exists but expected unborn
+    // exists but expected unborn
+    await expect(compareAndSwapRef(options(c2, null))).rejects.toMatchObject({ code: "stale-basis" });
     git(dir, env, "pack-refs", "--all");
     expect(existsSync(join(gitDir, ref))).toBe(false);
     expect(await readRefValue(gitDir, ref, ZERO)).toBe(c1);
@@ -139,71 +141,79 @@ describe("git refs (in-process compare-and-swap)", () => {
     git(dir, env, "fsck", "--strict", "--no-progress");
   });
 
-  it("never steals a lock held by git: fails with lock-held after git's timeout, leaving the lock and the ref alone", async () => {
-    const { dir, env, c1, c2, ref, gitDir, options } = repo();
-    git(dir, env, "update-ref", ref, c1);
-    const held = join(gitDir, `${ref}.lock`);
-    writeFileSync(held, "someone else\n");
-    const started = performance.now();
-    await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 50 }))).rejects.toMatchObject({
-      code: "lock-held",
-      file: held,
-    });
-    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
-    expect(readFileSync(held, "utf8")).toBe("someone else\n");
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
-    rmSync(held);
-    // HEAD.lock held: our branch lock is released again
-    writeFileSync(join(gitDir, "HEAD.lock"), "x");
-    await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 0 }))).rejects.toMatchObject({
-      code: "lock-held",
-      file: join(gitDir, "HEAD.lock"),
-    });
-    expect(existsSync(held)).toBe(false);
-    expect(readFileSync(join(gitDir, "HEAD.lock"), "utf8")).toBe("x");
-    rmSync(join(gitDir, "HEAD.lock"));
-    // a lock released within the timeout is waited for, like git
-    writeFileSync(held, "");
-    setTimeout(() => rmSync(held), 20);
-    await compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 2000 }));
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(c2);
-  });
+  it(
+    "never steals a lock held by git: fails with lock-held " +
+      "after git's timeout, leaving the lock and the ref alone",
+    async () => {
+      const { dir, env, c1, c2, ref, gitDir, options } = repo();
+      git(dir, env, "update-ref", ref, c1);
+      const held = join(gitDir, `${ref}.lock`);
+      writeFileSync(held, "someone else\n");
+      const started = performance.now();
+      await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 50 }))).rejects.toMatchObject({
+        code: "lock-held",
+        file: held,
+      });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+      expect(readFileSync(held, "utf8")).toBe("someone else\n");
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
+      rmSync(held);
+      // HEAD.lock held: our branch lock is released again
+      writeFileSync(join(gitDir, "HEAD.lock"), "x");
+      await expect(compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 0 }))).rejects.toMatchObject({
+        code: "lock-held",
+        file: join(gitDir, "HEAD.lock"),
+      });
+      expect(existsSync(held)).toBe(false);
+      expect(readFileSync(join(gitDir, "HEAD.lock"), "utf8")).toBe("x");
+      rmSync(join(gitDir, "HEAD.lock"));
+      // a lock released within the timeout is waited for, like git
+      writeFileSync(held, "");
+      setTimeout(() => rmSync(held), 20);
+      await compareAndSwapRef(options(c2, c1, { lockTimeoutMs: 2000 }));
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(c2);
+    },
+  );
 
-  it("races with real git: git cannot move the ref while we hold its lock, and a move by git before our lock is detected", async () => {
-    const { dir, env, c1, c2, ref, gitDir, options } = repo();
-    git(dir, env, "update-ref", ref, c1);
-    const prepared = await prepareRefUpdate(options(c2, c1));
-    // git respects our lock (its own protocol): update-ref and commit fail, nothing moves
-    expect(() => execFileSync("git", ["update-ref", ref, c1], { cwd: dir, env, stdio: "pipe" })).toThrow(
-      /cannot lock ref|Unable to create/,
-    );
-    writeFileSync(join(dir, "f"), "f");
-    git(dir, env, "add", "f");
-    expect(() => execFileSync("git", ["commit", "-q", "-m", "racing"], { cwd: dir, env, stdio: "pipe" })).toThrow(
-      /cannot lock ref|Unable to create|HEAD/,
-    );
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
-    await prepared.commit();
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(c2);
-    // git moves the ref (a real commit) after our basis was read: compare-and-swap fails, git's commit survives
-    git(dir, env, "commit", "-q", "-m", "theirs");
-    const theirs = git(dir, env, "rev-parse", ref).trim();
-    await expect(compareAndSwapRef(options(c1, c2))).rejects.toMatchObject({ code: "stale-basis" });
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
-    // an aborted preparation leaves everything as it was
-    const aborted = await prepareRefUpdate(options(c1, theirs));
-    await aborted.abort();
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
-    const s = snapshot(gitDir, ref);
-    expect([s.locks, s.headLock]).toEqual([[], false]);
-    // HEAD switched to another branch meanwhile: refused
-    git(dir, env, "symbolic-ref", "HEAD", "refs/heads/other");
-    await expect(compareAndSwapRef(options(c1, theirs))).rejects.toMatchObject({
-      code: "stale-basis",
-      message: expect.stringContaining("HEAD"),
-    });
-    expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
-  });
+  it(
+    "races with real git: git cannot move the ref while we hold " +
+      "its lock, and a move by git before our lock is detected",
+    async () => {
+      const { dir, env, c1, c2, ref, gitDir, options } = repo();
+      git(dir, env, "update-ref", ref, c1);
+      const prepared = await prepareRefUpdate(options(c2, c1));
+      // git respects our lock (its own protocol): update-ref and commit fail, nothing moves
+      expect(() => execFileSync("git", ["update-ref", ref, c1], { cwd: dir, env, stdio: "pipe" })).toThrow(
+        /cannot lock ref|Unable to create/,
+      );
+      writeFileSync(join(dir, "f"), "f");
+      git(dir, env, "add", "f");
+      expect(() => execFileSync("git", ["commit", "-q", "-m", "racing"], { cwd: dir, env, stdio: "pipe" })).toThrow(
+        /cannot lock ref|Unable to create|HEAD/,
+      );
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(c1);
+      await prepared.commit();
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(c2);
+      // git moves the ref (a real commit) after our basis was read: compare-and-swap fails, git's commit survives
+      git(dir, env, "commit", "-q", "-m", "theirs");
+      const theirs = git(dir, env, "rev-parse", ref).trim();
+      await expect(compareAndSwapRef(options(c1, c2))).rejects.toMatchObject({ code: "stale-basis" });
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
+      // an aborted preparation leaves everything as it was
+      const aborted = await prepareRefUpdate(options(c1, theirs));
+      await aborted.abort();
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
+      const s = snapshot(gitDir, ref);
+      expect([s.locks, s.headLock]).toEqual([[], false]);
+      // HEAD switched to another branch meanwhile: refused
+      git(dir, env, "symbolic-ref", "HEAD", "refs/heads/other");
+      await expect(compareAndSwapRef(options(c1, theirs))).rejects.toMatchObject({
+        code: "stale-basis",
+        message: expect.stringContaining("HEAD"),
+      });
+      expect(git(dir, env, "rev-parse", ref).trim()).toBe(theirs);
+    },
+  );
 
   it("refuses a ref file that does not hold an object id", async () => {
     const { c1, ref, gitDir, options } = repo();
