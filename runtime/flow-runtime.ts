@@ -457,7 +457,7 @@ export class FlowRuntime {
         store,
         host: this.host,
         sessionId: this.identity!.sessionId,
-        current: this.runtime,
+        current: () => this.runtime,
         freeze: (stopped) => {
           this.runtime = stopped;
           this.freezeHandoff();

@@ -20,8 +20,8 @@ export interface RestoreContext {
   readonly store: StateStore;
   readonly host: BranchHost;
   readonly sessionId: string;
-  /** The runtime the branch holds now (a stop frozen in this process restores from it). */
-  readonly current: BranchRuntime | null;
+  /** The runtime the branch holds now (a stop frozen in this process, or just now, restores from it). */
+  readonly current: () => BranchRuntime | null;
   /** Completes a durable stop the branch never recorded (handoff + markers). */
   readonly freeze: (stopped: BranchRuntime) => void;
 }
@@ -54,7 +54,7 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
     return { result, runtime };
   }
   if (result.kind === "passive") {
-    return { result, runtime: await frozenRuntime(context.current, markers, store).catch(() => null) };
+    return { result, runtime: await frozenRuntime(context.current(), markers, store).catch(() => null) };
   }
   return { result, runtime: null };
 }

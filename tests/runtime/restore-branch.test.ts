@@ -57,7 +57,7 @@ const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
   store,
   host: h,
   sessionId,
-  current: null,
+  current: () => null,
   freeze: (_: BranchRuntime) => {
     throw new Error("no stop to complete here");
   },
