@@ -224,7 +224,7 @@ describe("publication machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(publicationMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I3.1–I3.7 hold after every step of every shortest, simple and edge path", () => {
+  it("I3.1–I3.8 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.simple).toBeGreaterThan(50);
     expect(violations, violations.join("\n")).toEqual([]);
   });
