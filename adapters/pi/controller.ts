@@ -134,7 +134,7 @@ export class StateFlowController {
       appendCheckpoint: (data: CheckpointData) => this.pi.appendEntry(CHECKPOINT_ENTRY, data),
       sendHandoff: (state) => this.hidden(STOP_HANDOFF, handoffText(state)),
       steer: (attempt) => this.hidden(RESOLUTION_NOTE, steerText(attempt), { deliverAs: "steer", triggerTurn: true }),
-      notify: (message: string, level: NoticeLevel) => this.ctx?.ui.notify(message, level),
+      notify: (message: string, level: NoticeLevel) => this.notify(message, level),
       registerTools: () => this.options.registerTools(),
       sync: (view) => this.sync(view),
     };
@@ -144,6 +144,13 @@ export class StateFlowController {
     const message = { customType, content, display: false, details: { sessionId: this.sessionId } };
     if (options) this.pi.sendMessage(message, options);
     else this.pi.sendMessage(message);
+  }
+
+  /** Print and JSON modes have no UI (Pi's notify is a no-op there): notices go to stderr instead. */
+  private notify(message: string, level: NoticeLevel): void {
+    if (!this.ctx) return;
+    if (this.ctx.hasUI) this.ctx.ui.notify(message, level);
+    else process.stderr.write(`[state-flow] ${level}: ${message}\n`);
   }
 
   private sync(view: HostView): void {

@@ -236,6 +236,16 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
 
+  it("print mode has no UI: a start that fails without a Git identity says so on stderr", async () => {
+    const dirs = setup(null);
+    for (const key of Object.keys(dirs.env)) if (/^GIT_(AUTHOR|COMMITTER)_/.test(key)) delete dirs.env[key];
+    dirs.env.EMAIL = "";
+    const run = await runPi(dirs, [], "/state-flow-start");
+    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow start failed: .*identity/i);
+    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow could not initialize its store/);
+    expect(run.stdout).toBe("");
+  }, 30_000);
+
   it("an invalid state-flow.json fails extension loading, naming the key and the value", async () => {
     const dirs = setup({ autoStart: "yes" });
     const run = await runPi(dirs, [{ say: "never" }], "Hello");
