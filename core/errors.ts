@@ -13,6 +13,8 @@ export type StateFlowErrorCode =
   | "oversized-tail"
   | "no-op-record"
   | "invalid-lineage"
+  /** A shared scope this cohort patches advanced in another session since the branch read it. */
+  | "shared-scope-advanced"
   | "replay-mismatch"
   | "offset-unavailable"
   | "offset-out-of-contract";

@@ -286,6 +286,13 @@ export class FlowRuntime {
       };
     } catch (error) {
       this.toResolution({ type: "PATCH_REJECTED" });
+      // The refusal tells the model to re-read the scope and patch again: the cached view must
+      // then show what the other session wrote, and the next patch must build on it.
+      // (A refresh that fails leaves the view as it was: the next patch is refused and refreshes again.)
+      if (error instanceof StateFlowError && error.code === "shared-scope-advanced") {
+        const stale = this.runtime;
+        this.runtime = await this.store.refresh(stale).catch(() => stale);
+      }
       throw error;
     }
   }

@@ -353,7 +353,7 @@ export class StateStore {
     const conflict = moved.find((scope) => patches[scope]);
     if (conflict) {
       throw new StateFlowError(
-        "invalid-lineage",
+        "shared-scope-advanced",
         `the ${conflict} scope advanced in another session since this branch read it; nothing was written. ` +
           `Re-read the current ${conflict} state (read_state with scope "${conflict}") and patch again.`,
         conflict,
@@ -386,6 +386,17 @@ export class StateStore {
       receipt.hashes,
     );
     return { runtime: next, staged };
+  }
+
+  /**
+   * The runtime re-read over the live cohort, nothing written: shared scopes that advanced in
+   * another session are adopted (at a fresh origin when they left its lineage) and the live files
+   * become its basis. After a conflict this is what makes "re-read and patch again" work: the
+   * branch's own pointer and session layer stay as they are.
+   */
+  async refresh(runtime: BranchRuntime): Promise<BranchRuntime> {
+    const { live, view } = await retryTransient(() => this.prepare(runtime));
+    return { ...runtime, view, basis: live };
   }
 
   /**

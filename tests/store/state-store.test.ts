@@ -113,6 +113,15 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     expect(conflict).toBeInstanceOf(StateFlowError);
     expect((conflict as Error).message).toMatch(/^global: the global scope advanced in another session/);
     expect(readTemporalState((await b.loadCurrent())!.view, 0, "global").state.working).toEqual({ shared: "from B" });
+    // Re-reading after the conflict writes nothing and lets the same patch through on the fresh view.
+    const before = await b.loadCurrentSnapshot();
+    const refreshed = await a.refresh(ra);
+    expect(refreshed.pointer).toEqual(ra.pointer);
+    expect(readTemporalState(refreshed.view, 0, "global").state.working).toEqual({ shared: "from B" });
+    expect((await b.loadCurrentSnapshot()).hashes).toEqual(before.hashes);
+    const again = await a.commit(refreshed, { global: { working: { shared: "A again" } } }, "a2");
+    expect(readTemporalState(again.runtime.view, 0, "global").state.working).toEqual({ shared: "A again" });
+    expect(readTemporalState(again.runtime.view, 1, "global").state.working).toEqual({ shared: "from B" });
   });
 
   it(
