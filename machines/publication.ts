@@ -48,6 +48,8 @@ export type PublicationEvent =
    */
   | { type: "PUSH_UNREACHABLE"; target: string; generation: number; error?: string }
   | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string }
+  /** A publication remote is configured now (the user added one since the route was chosen). */
+  | { type: "REMOTE_FOUND" }
   | { type: "SHUTDOWN" };
 
 /**
@@ -136,6 +138,7 @@ export const publicationMachine = setup({
     }),
     /** The in-flight target is unreachable and a newer queued target supersedes it: drop it, never retry it. */
     dropInflight: assign({ inflight: null, pending: null, attempts: 0, lastError: null }),
+    markRemote: assign({ remote: () => true }),
     restorePending: assign({
       pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null),
       attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
@@ -187,7 +190,10 @@ export const publicationMachine = setup({
     },
     fileOnly: { description: "Git absent: persistence is file-only; nothing to publish, no fake pushes." },
     localOnly: {
-      description: "Git without a remote (at start, or a push found none): intentionally local, not a pending error.",
+      description:
+        "Git without a remote (at start, or a push found none): intentionally local, not a pending error. " +
+        "A remote added later takes effect at the next accepted cohort.",
+      on: { REMOTE_FOUND: { target: "route", actions: ["markRemote"] } },
     },
     off: { description: "Policy off: commits stay local." },
     remote: {

@@ -210,6 +210,7 @@ class MachinePublication implements PublicationDriver {
   }
 
   async accepted(revision: string): Promise<PublicationOutcome> {
+    await this.findRemote();
     const fixed = this.routeOutcome(revision);
     if (fixed) return fixed;
     const outcome = this.policy === "transition" ? this.outcomeOf(revision) : null;
@@ -250,6 +251,12 @@ class MachinePublication implements PublicationDriver {
     const intent = this.isOpen() ? intentOf(this.snap().context) : null;
     this.dispatch({ type: "SHUTDOWN" });
     return intent;
+  }
+
+  /** While local-only, a remote the user added since is reported, so this cohort is published. */
+  private async findRemote(): Promise<void> {
+    if (publicationStatus(this.snap()) !== "local-only" || !this.pusher?.hasRemote) return;
+    if (await this.pusher.hasRemote().catch(() => false)) this.dispatch({ type: "REMOTE_FOUND" });
   }
 
   private snap(): PublicationSnapshot {
@@ -363,10 +370,19 @@ class MachinePublication implements PublicationDriver {
 export function gitPusher(git: {
   pushRevision(revision: string): Promise<GitPushResult>;
   publicationRemote?(): Promise<string | null>;
+  /** Changes whenever the repository's config file does (null: unknown, ask git). */
+  configStamp?(): Promise<string | null>;
 }): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
-  return {
-    push: (revision) => git.pushRevision(revision),
-    ...(publicationRemote ? { hasRemote: async () => (await publicationRemote()) !== null } : {}),
+  if (!publicationRemote) return { push: (revision) => git.pushRevision(revision) };
+  // Asked on every cohort while local-only: git runs only when the config file changed.
+  let known: { stamp: string; remote: boolean } | null = null;
+  const hasRemote = async () => {
+    const stamp = (await git.configStamp?.()) ?? null;
+    if (stamp !== null && known?.stamp === stamp) return known.remote;
+    const remote = (await publicationRemote()) !== null;
+    known = stamp === null ? null : { stamp, remote };
+    return remote;
   };
+  return { push: (revision) => git.pushRevision(revision), hasRemote };
 }

@@ -1143,6 +1143,12 @@ export class GitBackend implements StoreBackend {
   /**
    * The remote to publish to: branch.<b>.remote, else `origin`, else the only remote; null = local-only. One process.
    */
+  /** Size and mtime of the repository's config file: a remote added or removed changes it. */
+  async configStamp(): Promise<string | null> {
+    const info = await stat(join(this.info.commonDir, "config")).catch(() => null);
+    return info ? `${info.size}:${info.mtimeMs}` : null;
+  }
+
   async publicationRemote(): Promise<string | null> {
     const ref = await this.headBranch();
     const branch = ref.slice("refs/heads/".length);

@@ -47,6 +47,7 @@ function eventsFor(s: AnyMachineSnapshot): PublicationEvent[] {
     { type: "TURN_END" },
     { type: "RETRY" },
     { type: "RESTORED_PENDING", target: "t0", attempts: 2, error: "offline" },
+    { type: "REMOTE_FOUND" },
     { type: "SHUTDOWN" },
     ...results,
   ];
@@ -84,6 +85,14 @@ export function checkPublicationStep(
   const wasPushing = before.startsWith("remote.pushing");
   const isPushing = after.startsWith("remote.pushing");
   if (event.type === "ACCEPTED") trace.lastAccepted = event.target;
+  // I3.9
+  if (event.type === "REMOTE_FOUND") {
+    const expected = input.backend === "file" ? "fileOnly" : p.policy === "off" ? "off" : "remote.idle";
+    if (before === "localOnly" && (after !== expected || !n.remote || holdsTarget(n)))
+      v.push(`I3.9 a remote found while local-only led to ${after} (remote ${n.remote}), not ${expected}`);
+    if (before !== "localOnly" && (before !== after || n.remote !== p.remote))
+      v.push(`I3.9 REMOTE_FOUND changed ${before} → ${after}`);
+  }
   // I3.8
   const announcedStale = step.emitted.some((e) => e.type === "publication.stale");
   if (isResult && !isCurrent && prev.status === "active" && !announcedStale)
@@ -104,9 +113,9 @@ export function checkPublicationStep(
   if (event.type === "PUSH_OK" && isCurrent && (n.pending !== null || (n.inflight === p.inflight && !started)))
     v.push(`I3.2 confirmed ${p.inflight} is still pending or in flight`);
   // I3.3
-  const publishes = input.backend === "git" && input.remote && input.policy !== "off";
+  const publishes = input.backend === "git" && n.remote && input.policy !== "off";
   if (!publishes && (after.startsWith("remote") || holdsTarget(n) || started))
-    v.push(`I3.3 ${input.backend}/${input.remote ? "remote" : "no remote"}/${input.policy} reached ${after}`);
+    v.push(`I3.3 ${input.backend}/${n.remote ? "remote" : "no remote"}/${input.policy} reached ${after}`);
   if (event.type === "PUSH_LOCAL_ONLY" && isCurrent && (after !== "localOnly" || holdsTarget(n)))
     v.push(`I3.3 a push that found no remote left ${after} with targets`);
   if (after === "localOnly" && holdsTarget(n)) v.push("I3.3 localOnly holds targets");
@@ -224,7 +233,7 @@ describe("publication machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(publicationMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I3.1–I3.8 hold after every step of every shortest, simple and edge path", () => {
+  it("I3.1–I3.9 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.simple).toBeGreaterThan(50);
     expect(violations, violations.join("\n")).toEqual([]);
   });

@@ -483,3 +483,44 @@ describe("regression: a target accepted while its own push is in flight", () => 
     expect(pub.pending).toBeNull();
   });
 });
+
+describe("gitPusher", () => {
+  it("asks git for the remote again only when the repository's config changed", async () => {
+    let stamp = "s1";
+    let remote: string | null = null;
+    let asked = 0;
+    const pusher = gitPusher({
+      pushRevision: async () => ({ kind: "pushed", remote: "origin" }),
+      publicationRemote: async () => {
+        asked++;
+        return remote;
+      },
+      configStamp: async () => stamp,
+    });
+    expect(await pusher.hasRemote!()).toBe(false);
+    expect(await pusher.hasRemote!()).toBe(false);
+    expect(asked).toBe(1);
+    remote = "origin";
+    stamp = "s2";
+    expect(await pusher.hasRemote!()).toBe(true);
+    expect(asked).toBe(2);
+  });
+
+  it("a local-only driver publishes once a remote is found, from the next accepted cohort on", async () => {
+    let remote = false;
+    const pushed: string[] = [];
+    const pub = createPublication({
+      remote: false,
+      pusher: {
+        push: async (revision) => (pushed.push(revision), { kind: "pushed", remote: "origin" }),
+        hasRemote: async () => remote,
+      },
+    });
+    expect(await pub.accepted("r1")).toEqual({ kind: "local-only", revision: "r1" });
+    remote = true;
+    expect(await pub.accepted("r2")).toEqual({ kind: "queued", revision: "r2" });
+    pub.turnEnd();
+    await pub.settled();
+    expect(pushed).toEqual(["r2"]);
+  });
+});

@@ -608,6 +608,32 @@ describe("publication through Pi", () => {
   });
 });
 
+describe("a remote added mid-session", () => {
+  it("takes effect at the next accepted cohort: local-only until then, pushed after, no restart", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const h = await harness();
+    const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: h.env, encoding: "utf8" });
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { n: 1 } }, final: true }), say("local"));
+    await h.prompt("before the remote exists");
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toMatch(/publication: turn-end\n/);
+    const remote = join(h.root, "remote.git");
+    git(h.root, "init", "-q", "--bare", remote);
+    git(h.storeRoot, "remote", "add", "origin", remote);
+    h.script(call("patch_state", { session: { working: { n: 2 } }, final: true }), say("published"));
+    await h.prompt("after git remote add");
+    const head = git(h.storeRoot, "rev-parse", "HEAD").trim();
+    let pushed = "";
+    for (let i = 0; i < 100 && pushed !== head; i++) {
+      pushed = git(remote, "for-each-ref", "--format=%(objectname)").trim();
+      if (pushed !== head) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(pushed).toBe(head);
+    expect(h.notices.filter((n) => n.level !== "info")).toEqual([]);
+  });
+});
+
 describe("Pi's own compaction and tree summaries", () => {
   it("after /compact and a summarized /tree, runs still project state and the current run only", async () => {
     const h = await harness({ sessionKind: "file" });
