@@ -78,6 +78,16 @@ export function runtimeContextMessage(text: string, timestamp: number): AgentMes
   return { role: "user", content: [{ type: "text", text }], timestamp } as AgentMessage;
 }
 
+/**
+ * Where State Flow is not active (off, a fork, failed closed) the context is Pi's own, minus State
+ * Flow's private messages (run anchors, stop handoffs, resolution notes) another branch or an
+ * earlier stop left in the transcript. null when there are none: Pi's context stays untouched.
+ */
+export function withoutOwnMessages(messages: readonly AgentMessage[]): AgentMessage[] | null {
+  const kept = messages.filter((m) => !isOwnMessage(m));
+  return kept.length === messages.length ? null : kept;
+}
+
 export function projectContext(input: ProjectionInput): AgentMessage[] {
   const { messages, mode, sessionId } = input;
   const stop = lastIndex(messages, (m) => isMarker(m, STOP_HANDOFF, sessionId));

@@ -23,6 +23,7 @@ import {
   STOP_HANDOFF,
   projectContext,
   renderRuntimeContext,
+  withoutOwnMessages,
 } from "./context.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 
@@ -203,7 +204,7 @@ export class StateFlowController {
   /** context: the projection the next inference receives (undefined = Pi's own context). */
   context(messages: AgentMessage[]): AgentMessage[] | undefined {
     const projection: Projection = this.runtime.projection();
-    if (projection.mode === "ordinary") return undefined;
+    if (projection.mode === "ordinary") return withoutOwnMessages(messages) ?? undefined;
     const { sessionId, discarded } = projection;
     if (projection.mode === "passive") {
       return projectContext({ messages, mode: "passive", sessionId, runtimeContext: "", discardedDrafts: discarded });

@@ -8,6 +8,7 @@ import {
   currentRunStart,
   projectContext,
   renderRuntimeContext,
+  withoutOwnMessages,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../core/scope-state.ts";
@@ -130,5 +131,21 @@ describe("renderRuntimeContext", () => {
     expect(PROTOCOL).toMatch(/patch_state/);
     expect(PROTOCOL).toMatch(/read_state/);
     expect(PROTOCOL).toMatch(/final:true/);
+  });
+});
+
+describe("withoutOwnMessages (State Flow not active on the branch)", () => {
+  it("drops only State Flow's private messages (any session's); none there: Pi's context stays", () => {
+    const plain = [user("hi"), assistant("hello"), custom("other-extension", "theirs")];
+    expect(withoutOwnMessages(plain)).toBeNull();
+    const marked = [
+      custom(RUN_ANCHOR, "[State Flow run]", "PARENT"),
+      user("q"),
+      custom(RESOLUTION_NOTE, "[State Flow resolution 1/3]", "PARENT"),
+      assistant("a"),
+      custom(STOP_HANDOFF, "frozen exit handoff", "PARENT"),
+      custom("other-extension", "theirs"),
+    ];
+    expect(withoutOwnMessages(marked)!.map(text)).toEqual(["q", "a", "theirs"]);
   });
 });

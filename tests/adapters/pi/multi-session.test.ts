@@ -1,7 +1,7 @@
 // Several Pi sessions on one store (one agent dir, one project): a refusal caused by another
 // session's change to a shared scope says what to do, and doing it works.
 import { describe, expect, it } from "vitest";
-import { call, harnessFactory, say } from "../../support/pi-harness.ts";
+import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
 
@@ -48,3 +48,32 @@ for (const git of [true, false]) {
     );
   });
 }
+
+describe("a fork of a stopped State Flow session", () => {
+  it("starts ordinary, and its model sees none of the parent's private State Flow messages", async () => {
+    const { SessionManager } = await import("@earendil-works/pi-coding-agent");
+    const parent = await harness({ sessionKind: "file" });
+    await parent.command("/state-flow-start");
+    // One unresolved answer (a hidden steer), then an accepted one; then a stop (the frozen handoff).
+    parent.script(
+      say("PARENT DRAFT without final"),
+      call("patch_state", { session: { working: { secret: "PARENT STATE" } }, final: true }),
+      say("parent answer"),
+    );
+    await parent.prompt("parent request");
+    await parent.command("/state-flow-stop");
+    const parentFile = parent.session.sessionManager.getSessionFile()!;
+    const forked = SessionManager.forkFrom(parentFile, parent.cwd, parent.sessionDir).getSessionFile()!;
+
+    const fork = await harness({ shareWith: parent, openFile: forked });
+    expect(fork.accessor.episode(), "a stop marker of another physical session restores as off").toBe("off");
+    fork.script(say("fork answer"));
+    await fork.prompt("fork request");
+    const seen = contextText(fork.contexts.at(-1)!);
+    expect(seen).toContain("fork request");
+    expect(seen).toContain("parent request");
+    expect(seen).not.toContain("frozen exit handoff");
+    expect(seen).not.toContain("[State Flow resolution");
+    expect(seen).not.toContain("[State Flow run]");
+  });
+});
