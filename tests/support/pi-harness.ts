@@ -238,3 +238,9 @@ export function contextText(context: Context): string {
   }
   return parts.join("\n");
 }
+
+/** Plants the publication lock of a live writer on another host (State Flow never takes it over). */
+export function holdForeignLock(path: string): void {
+  const owner = { pid: 999999, host: "another-host", generation: "other", purpose: "test writer" };
+  writeFileSync(path, JSON.stringify({ ...owner, createdAt: new Date().toISOString() }));
+}

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { cwdKey, sessionKeyFromFile } from "../../../store/layout.ts";
-import { PiHarness, call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
+import { PiHarness, call, contextText, harnessFactory, say, holdForeignLock } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
 
@@ -189,16 +189,7 @@ describe("episode in a real session", () => {
       h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("ok"));
       await h.prompt("before stop");
       const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
-      writeFileSync(
-        lock,
-        JSON.stringify({
-          pid: 999999,
-          host: "another-host",
-          generation: "other",
-          purpose: "test writer",
-          createdAt: new Date().toISOString(),
-        }),
-      );
+      holdForeignLock(lock);
       await h.command("/state-flow-stop");
       expect(h.accessor.episode()).toBe("active.steady");
       expect(h.activeTools).toContain("patch_state");
@@ -550,16 +541,7 @@ describe("adopting an active file-only branch into Git", () => {
         GIT_COMMITTER_EMAIL: "a@state-flow.invalid",
       });
       const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
-      writeFileSync(
-        lock,
-        JSON.stringify({
-          pid: 999999,
-          host: "another-host",
-          generation: "other",
-          purpose: "test writer",
-          createdAt: new Date().toISOString(),
-        }),
-      );
+      holdForeignLock(lock);
       await h.command("/state-flow-start");
       expect(h.lastNotice()!.message).toMatch(/could not adopt this branch's store into Git/);
       h.script(call("patch_state", { session: { working: { kept: 3 } }, final: true }), say("ok"));

@@ -33,7 +33,7 @@ import {
 import type { RestoreResult } from "../../../machines/restore.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
-import { PiHarness, call, contextText, say, type HarnessOptions } from "../../support/pi-harness.ts";
+import { PiHarness, call, contextText, say, type HarnessOptions, holdForeignLock } from "../../support/pi-harness.ts";
 
 // ---- observing the adapter's actors ----------------------------------------------------------
 
@@ -260,16 +260,7 @@ class EpisodeWorld {
       // Real fault: another writer holds the file-only store's publication lock while this branch
       // is restored; the selected revision is retained for retry (removed before a later restore).
       this.lockPath = join(s.storeRoot, ".state-flow-publication.lock");
-      writeFileSync(
-        this.lockPath,
-        JSON.stringify({
-          pid: 999999,
-          host: "another-host",
-          generation: "other",
-          purpose: "test writer",
-          createdAt: new Date().toISOString(),
-        }),
-      );
+      holdForeignLock(this.lockPath);
     }
     if (restore === "unproven") {
       // Real fault: another session publishes a global transition, so the file-only cohort the
@@ -559,16 +550,7 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
             const lock = existsSync(join(h.storeRoot, ".git"))
               ? join(h.storeRoot, ".git", "state-flow-publication.lock")
               : join(h.storeRoot, ".state-flow-publication.lock");
-            writeFileSync(
-              lock,
-              JSON.stringify({
-                pid: 999999,
-                host: "another-host",
-                generation: "other",
-                purpose: "test writer",
-                createdAt: new Date().toISOString(),
-              }),
-            );
+            holdForeignLock(lock);
             await world
               .step("/state-flow-stop while another writer holds the lock", group, () => h.command("/state-flow-stop"))
               .finally(() => rmSync(lock, { force: true }));
