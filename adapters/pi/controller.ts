@@ -102,6 +102,11 @@ export class StateFlowController {
   private ctx: ExtensionContext | null = null;
   private sessionId = "";
   private readonly callArgs = new Map<string, unknown>();
+  /**
+   * The UI of the newest event, captured then: Pi marks an event's `ctx` stale once the session is
+   * replaced or disposed, and a late push result still reports through the UI it had.
+   */
+  private ui: { ui: ExtensionContext["ui"]; hasUI: boolean } | null = null;
 
   constructor(pi: ExtensionAPI, options: ControllerOptions) {
     this.pi = pi;
@@ -148,9 +153,14 @@ export class StateFlowController {
   }
 
   /** Print and JSON modes have no UI (Pi's notify is a no-op there): notices go to stderr instead. */
+  private bind(ctx: ExtensionContext): void {
+    this.ctx = ctx;
+    this.ui = { ui: ctx.ui, hasUI: ctx.hasUI };
+  }
+
   private notify(message: string, level: NoticeLevel): void {
-    if (!this.ctx) return;
-    if (this.ctx.hasUI) this.ctx.ui.notify(message, level);
+    if (!this.ui) return;
+    if (this.ui.hasUI) this.ui.ui.notify(message, level);
     else process.stderr.write(`[state-flow] ${level}: ${message}\n`);
   }
 
@@ -161,20 +171,20 @@ export class StateFlowController {
       const next = view.toolsActive ? [...others, ...TOOL_NAMES] : others;
       if (next.length !== current.length || next.some((n, i) => n !== current[i])) this.pi.setActiveTools(next);
     }
-    this.ctx?.ui.setStatus("state-flow", view.footer);
+    this.ui?.ui.setStatus("state-flow", view.footer);
   }
 
   // ---- Pi lifecycle -------------------------------------------------------------------------
 
   async sessionStart(reason: SessionStartReason, ctx: ExtensionContext): Promise<void> {
-    this.ctx = ctx;
+    this.bind(ctx);
     const identity = sessionIdentity(ctx.cwd, ctx.sessionManager);
     this.sessionId = identity.sessionId;
     await this.runtime.sessionStart(reason, identity, branchShape(ctx.sessionManager.getBranch()));
   }
 
   async tree(ctx: ExtensionContext): Promise<void> {
-    this.ctx = ctx;
+    this.bind(ctx);
     await this.runtime.tree();
   }
 
@@ -183,7 +193,7 @@ export class StateFlowController {
   }
 
   async command(which: "start" | "stop", ctx: ExtensionContext): Promise<void> {
-    this.ctx = ctx;
+    this.bind(ctx);
     await this.runtime.command(which);
   }
 
@@ -248,7 +258,7 @@ export class StateFlowController {
   }
 
   async turnEnd(ctx: ExtensionContext): Promise<void> {
-    this.ctx = ctx;
+    this.bind(ctx);
     await this.runtime.turnEnd();
   }
 

@@ -607,7 +607,7 @@ describe("a remote added mid-session", () => {
     await h.prompt("after git remote add");
     const head = git(h.storeRoot, "rev-parse", "HEAD").trim();
     let pushed = "";
-    for (let i = 0; i < 100 && pushed !== head; i++) {
+    for (let i = 0; i < 400 && pushed !== head; i++) {
       pushed = git(remote, "for-each-ref", "--format=%(objectname)").trim();
       if (pushed !== head) await new Promise((r) => setTimeout(r, 50));
     }
