@@ -39,8 +39,7 @@ import {
   type ResolutionEvent,
 } from "../machines/resolution.ts";
 import { killPoint } from "../store/fs/crash-points.ts";
-import { findGitExecutable } from "../store/git/git-runner.ts";
-import { openStore } from "../store/open-store.ts";
+import { gitInstalled, openStore } from "../store/open-store.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
@@ -411,7 +410,7 @@ export class FlowRuntime {
 
   /** The branch's store is file-only while a git executable is available now (the machine decides what START means). */
   private gitAdoptable(): boolean {
-    return this.store?.store.kind === "file" && findGitExecutable(this.options.env) !== null;
+    return this.store?.store.kind === "file" && gitInstalled(this.options.env);
   }
 
   private async startStorage(fromFrozen: boolean): Promise<void> {
@@ -578,7 +577,7 @@ export class FlowRuntime {
 
   private async openStateStore(initGit: boolean): Promise<StateStore> {
     // (git availability is checked now, not when the store was opened: it may have been installed since)
-    const reusable = !initGit || this.store?.store.kind === "git" || findGitExecutable(this.options.env) === null;
+    const reusable = !initGit || this.store?.store.kind === "git" || !gitInstalled(this.options.env);
     if (this.store && reusable) return this.store;
     const store = await openStore({ root: this.options.storeRoot, env: this.options.env, initGit });
     this.store = new StateStore(store, this.identity!);

@@ -30,7 +30,7 @@ import {
   type PushResultEvent,
   type PublicationSnapshot,
 } from "../machines/publication.ts";
-import type { GitPushResult } from "../store/git/git-backend.ts";
+import type { GitPushResult } from "../store/open-store.ts";
 
 import type { PublicationPolicy } from "../core/codec.ts";
 export type { PublicationPolicy };

@@ -17,6 +17,7 @@ import { findGitExecutable, type GitProcessCounter } from "./git/git-runner.ts";
 import type { CohortSnapshot, LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
 
 export type * from "./backend.ts";
+export type { GitPushResult } from "./git/git-backend.ts";
 
 export interface OpenStoreOptions {
   readonly root: string;
@@ -79,6 +80,11 @@ function newGeneration(): string {
 /**
  * Opens the store at `root`. One git process when a repository exists (rev-parse); none when git is absent or unused.
  */
+/** Whether a git executable is on the environment's PATH now (it may be installed while a session runs). */
+export function gitInstalled(env: NodeJS.ProcessEnv): boolean {
+  return findGitExecutable(env) !== null;
+}
+
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const root = resolve(options.root);
   const generation = options.generation ?? newGeneration();

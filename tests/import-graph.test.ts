@@ -52,7 +52,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   "store/file": ["store", "store/fs", "core"],
   "store/git": ["store", "store/fs", "store/git/plumbing", "core"],
   "store/git/plumbing": ["store", "store/fs"],
-  runtime: ["core", "machines", "store", "store/fs", "store/git"],
+  runtime: ["core", "machines", "store", "store/fs"],
   "adapters/diagram": ["machines"],
   "adapters/inspect": ["runtime"],
   "adapters/pi": ["core", "machines", "runtime", "store", "adapters/inspect"],

@@ -2,7 +2,7 @@ import { writeFileSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cohortPaths, scopeFiles } from "../../store/layout.ts";
-import { openStore } from "../../store/open-store.ts";
+import { gitInstalled, openStore } from "../../store/open-store.ts";
 import { TempDirs, gitTestEnv } from "../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -85,5 +85,12 @@ describe("openStore", () => {
     writeFileSync(target, "{}");
     symlinkSync(target, join(root, "meta.json"));
     await expect(store.readFile("meta.json")).rejects.toMatchObject({ code: "symlink-refused" });
+  });
+});
+
+describe("gitInstalled", () => {
+  it("looks for git on the given PATH, now", () => {
+    expect(gitInstalled(process.env)).toBe(true);
+    expect(gitInstalled({ ...process.env, PATH: temps.make() })).toBe(false);
   });
 });
