@@ -1190,7 +1190,28 @@ export class GitBackend implements StoreBackend {
       ) {
         return { kind: "unreachable", remote, detail: stderr.trim() };
       }
+      // Another session sharing this repository may have published newer commits on top of this
+      // one: a revision the remote's branch already contains is published, not pending.
+      if (
+        /non-fast-forward|fetch first|\[rejected\]/i.test(stderr) &&
+        (await this.remoteContains(remote, ref, revision))
+      ) {
+        return { kind: "pushed", remote };
+      }
       return { kind: "failed", remote, detail: stderr.trim() };
+    }
+  }
+
+  /** Whether `<remote>`'s `<ref>` is a commit this repository has that descends from (or is) `revision`. */
+  private async remoteContains(remote: string, ref: string, revision: string): Promise<boolean> {
+    try {
+      const line = (await this.runner.execText(["ls-remote", remote, ref])).split("\n")[0] ?? "";
+      const head = line.split("\t")[0]?.trim() ?? "";
+      if (!/^[0-9a-f]{40,64}$/.test(head)) return false;
+      await this.runner.exec(["merge-base", "--is-ancestor", revision, head]);
+      return true;
+    } catch {
+      return false; // unknown locally, or not an ancestor: the push really failed
     }
   }
 }

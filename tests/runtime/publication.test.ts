@@ -355,6 +355,21 @@ describe("publication policies", () => {
     expect(git(remote, env, "rev-parse", branch).trim()).toBe(revision);
   });
 
+  it("a revision the remote already contains is pushed, not pending; a diverged one fails (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const older = await commit();
+    const newer = await commit();
+    expect(await backend.pushRevision(newer)).toEqual({ kind: "pushed", remote: "origin" });
+    expect(await backend.pushRevision(older)).toEqual({ kind: "pushed", remote: "origin" });
+    const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
+    expect(git(remote, env, "rev-parse", branch).trim()).toBe(newer);
+    // A commit beside the remote's head (not contained in it) is a real rejection.
+    const tree = git(root, env, "rev-parse", `${older}^{tree}`).trim();
+    const beside = git(root, env, "commit-tree", tree, "-p", older, "-m", "beside").trim();
+    expect(await backend.pushRevision(beside)).toMatchObject({ kind: "failed", remote: "origin" });
+  });
+
   it("turn-end with a bare remote pushes only the newest target asynchronously at turn end (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);

@@ -77,3 +77,44 @@ describe("a fork of a stopped State Flow session", () => {
     expect(seen).not.toContain("[State Flow run]");
   });
 });
+
+describe("publication shared by two sessions", () => {
+  it("a resumed session whose revision the remote already contains is published, not pending", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { mkdirSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const a = await harness({ sessionKind: "file" });
+    const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: a.env, encoding: "utf8" });
+    const remote = join(a.root, "remote.git");
+    git(a.root, "init", "-q", "--bare", remote);
+    mkdirSync(a.storeRoot, { recursive: true });
+    git(a.storeRoot, "init", "-q");
+    git(a.storeRoot, "remote", "add", "origin", remote);
+    const remoteHead = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 400 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+    };
+
+    await a.command("/state-flow-start");
+    a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A"));
+    await a.prompt("A works");
+    const aHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
+    await until(() => remoteHead() === aHead);
+    const b = await harness({ shareWith: a, sessionKind: "file" });
+    await b.command("/state-flow-start");
+    b.script(call("patch_state", { cwd: { contract: { b: 2 } }, final: true }), say("B"));
+    await b.prompt("B works");
+    const bHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
+    await until(() => remoteHead() === bHead);
+    expect(remoteHead()).toBe(bHead);
+
+    // A is reopened: its branch's newest revision is older than the remote's head, and contained in it.
+    const resumed = await harness({ shareWith: a, openFile: a.session.sessionManager.getSessionFile()! });
+    expect(resumed.accessor.episode()).toBe("active.steady");
+    await until(() => !/pending/.test(resumed.accessor.status()));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(resumed.accessor.status()).not.toMatch(/pending/);
+    expect(resumed.notices.filter((n) => /pending/.test(n.message))).toEqual([]);
+    expect(remoteHead()).toBe(bHead);
+  });
+});
