@@ -37,3 +37,8 @@ export function childPath(parent: string, key: string | number): string {
   if (/^[A-Za-z_$][\w$]*$/.test(key)) return parent ? `${parent}.${key}` : key;
   return `${parent}[${JSON.stringify(key)}]`;
 }
+
+/** The message of anything thrown (an Error's message, else its string form). */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

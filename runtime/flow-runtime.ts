@@ -6,7 +6,7 @@
 
 import type { Actor } from "xstate";
 import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
-import { StateFlowError } from "../core/errors.ts";
+import { StateFlowError, errorMessage } from "../core/errors.ts";
 import type { ScopeSelector } from "../core/scope-state.ts";
 import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
 import {
@@ -45,7 +45,7 @@ import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
 import { NOTICES } from "./notices.ts";
 import { gitPusher, openPublication, type PublicationDriver, type PublicationPolicy } from "./publication.ts";
-import { errorMessage, frozenRuntime, restoreBranch } from "./restore-branch.ts";
+import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
 

@@ -33,6 +33,7 @@ import {
 import type { GitPushResult } from "../store/open-store.ts";
 
 import type { PublicationPolicy } from "../core/codec.ts";
+import { errorMessage } from "../core/errors.ts";
 export type { PublicationPolicy };
 export const DEFAULT_PUBLICATION_POLICY: PublicationPolicy = "turn-end";
 
@@ -335,7 +336,7 @@ class MachinePublication implements PublicationDriver {
       try {
         result = await pusher.push(target);
       } catch (error) {
-        result = { kind: "failed", detail: error instanceof Error ? error.message : String(error) };
+        result = { kind: "failed", detail: errorMessage(error) };
       }
       this.report(target, generation, result);
     })().finally(() => this.running.delete(p));

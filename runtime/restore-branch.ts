@@ -4,6 +4,7 @@
 // publisher that died holding the lock, or a cohort the store accepted that the branch never
 // recorded. Its answer is the RESTORE_RESULT the episode machine decides on.
 
+import { errorMessage } from "../core/errors.ts";
 import { headBoundary } from "../core/temporal.ts";
 import {
   frozenRevision,
@@ -30,10 +31,6 @@ export interface RestoreOutcome {
   readonly result: RestoreResult;
   /** The runtime the result selects (a revision, or the frozen boundary of a passive branch). */
   readonly runtime: BranchRuntime | null;
-}
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 export async function restoreBranch(context: RestoreContext): Promise<RestoreOutcome> {

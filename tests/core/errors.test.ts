@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StateFlowError, childPath } from "../../core/errors.ts";
+import { StateFlowError, childPath, errorMessage } from "../../core/errors.ts";
 
 describe("StateFlowError", () => {
   it("carries a code and prefixes the path", () => {
@@ -15,5 +15,10 @@ describe("StateFlowError", () => {
     expect(childPath("session.working", 3)).toBe("session.working[3]");
     expect(childPath("artifacts", "/a/b.md")).toBe('artifacts["/a/b.md"]');
     expect(childPath("", "global")).toBe("global");
+  });
+
+  it("reads the message of anything thrown", () => {
+    expect(errorMessage(new Error("disk full"))).toBe("disk full");
+    expect(errorMessage("plain")).toBe("plain");
   });
 });
