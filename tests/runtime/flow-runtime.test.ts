@@ -8,12 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parsePatchSet } from "../../core/cohort.ts";
-import type { ScopeState } from "../../core/scope-state.ts";
-import type { BranchMarker } from "../../machines/restore.ts";
 import { FlowRuntime } from "../../runtime/flow-runtime.ts";
-import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
 import { cwdKey } from "../../store/layout.ts";
+import { RecordingHost } from "../support/recording-host.ts";
 import { gitTestEnv } from "../support/store-fixtures.ts";
 
 const dirs: string[] = [];
@@ -24,54 +22,6 @@ function temp(): string {
   const dir = mkdtempSync(join(tmpdir(), "sf-runtime-"));
   dirs.push(dir);
   return dir;
-}
-
-/** A branch kept in memory: checkpoint markers in order, the hidden messages and what the user saw. */
-class RecordingHost implements BranchHost {
-  readonly entries: ({ checkpoint: CheckpointData } | { handoff: ScopeState | null; by: string })[] = [];
-  readonly notices: { message: string; level: NoticeLevel }[] = [];
-  readonly steers: number[] = [];
-  registered = 0;
-  view: HostView | null = null;
-  readonly sessionId: string;
-  constructor(sessionId: string) {
-    this.sessionId = sessionId;
-  }
-
-  markers(): BranchMarker[] {
-    const markers: BranchMarker[] = [];
-    let handoffBy: string | undefined;
-    for (const entry of this.entries) {
-      if ("handoff" in entry) handoffBy = entry.by;
-      else if ("revision" in entry.checkpoint) markers.push({ kind: "revision", revision: entry.checkpoint.revision });
-      else
-        markers.push(
-          handoffBy === this.sessionId ? { kind: "disabled", stoppedBy: this.sessionId } : { kind: "disabled" },
-        );
-    }
-    return markers;
-  }
-  recordedRevisions(): ReadonlySet<string> {
-    return new Set(this.markers().flatMap((m) => (m.kind === "revision" ? [m.revision] : [])));
-  }
-  appendCheckpoint(data: CheckpointData): void {
-    this.entries.push({ checkpoint: data });
-  }
-  sendHandoff(state: ScopeState | null): void {
-    this.entries.push({ handoff: state, by: this.sessionId });
-  }
-  steer(attempt: number): void {
-    this.steers.push(attempt);
-  }
-  notify(message: string, level: NoticeLevel): void {
-    this.notices.push({ message, level });
-  }
-  registerTools(): void {
-    this.registered++;
-  }
-  sync(view: HostView): void {
-    this.view = view;
-  }
 }
 
 function world(git: boolean) {

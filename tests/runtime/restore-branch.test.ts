@@ -4,12 +4,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parsePatchSet } from "../../core/cohort.ts";
-import type { BranchMarker } from "../../machines/restore.ts";
-import type { BranchHost, CheckpointData, NoticeLevel } from "../../runtime/host.ts";
+import type { BranchHost } from "../../runtime/host.ts";
 import { restoreBranch } from "../../runtime/restore-branch.ts";
 import { cwdKey } from "../../store/layout.ts";
 import { openStore } from "../../store/open-store.ts";
 import { StateStore, type BranchRuntime } from "../../store/state-store.ts";
+import { RecordingHost } from "../support/recording-host.ts";
 import { TempDirs, gitTestEnv } from "../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -32,25 +32,12 @@ async function storeWithTwoCohorts() {
   return { store, first, second, sessionId: identity.sessionId };
 }
 
-function host(markers: BranchMarker[]) {
-  const appended: CheckpointData[] = [];
-  const notices: { message: string; level: NoticeLevel }[] = [];
-  const h: BranchHost = {
-    markers: () => [
-      ...markers,
-      ...appended.map((d) =>
-        "revision" in d ? { kind: "revision" as const, revision: d.revision } : { kind: "disabled" as const },
-      ),
-    ],
-    recordedRevisions: () => new Set(h.markers().flatMap((m) => (m.kind === "revision" ? [m.revision] : []))),
-    appendCheckpoint: (data) => void appended.push(data),
-    sendHandoff: () => {},
-    steer: () => {},
-    notify: (message, level) => void notices.push({ message, level }),
-    registerTools: () => {},
-    sync: () => {},
-  };
-  return { h, appended, notices };
+/** A recording host whose branch holds these checkpoints; `appended` is what the restore adds to it. */
+function host(sessionId: string, revisions: string[]) {
+  const h = new RecordingHost(sessionId);
+  for (const revision of revisions) h.appendCheckpoint({ revision });
+  const appended = () => h.entries.slice(revisions.length).map((e) => ("checkpoint" in e ? e.checkpoint : e));
+  return { h, appended, notices: h.notices };
 }
 
 const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
@@ -66,10 +53,7 @@ const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
 describe("restoreBranch", () => {
   it("binds the newest valid checkpoint and names the newer one it skipped", async () => {
     const { store, second, sessionId } = await storeWithTwoCohorts();
-    const { h, notices } = host([
-      { kind: "revision", revision: second.pointer.revision },
-      { kind: "revision", revision: "f".repeat(40) },
-    ]);
+    const { h, notices } = host(sessionId, [second.pointer.revision, "f".repeat(40)]);
     const outcome = await restoreBranch(context(store, h, sessionId));
     expect(outcome.result).toEqual({ kind: "revision", revision: second.pointer.revision, skippedInvalid: 1 });
     expect(outcome.runtime?.pointer).toEqual(second.pointer);
@@ -85,9 +69,9 @@ describe("restoreBranch", () => {
 
   it("records a cohort the store accepted on top of the branch's newest checkpoint, and restores it", async () => {
     const { store, first, second, sessionId } = await storeWithTwoCohorts();
-    const { h, appended, notices } = host([{ kind: "revision", revision: first.pointer.revision }]);
+    const { h, appended, notices } = host(sessionId, [first.pointer.revision]);
     const outcome = await restoreBranch(context(store, h, sessionId));
-    expect(appended).toEqual([{ revision: second.pointer.revision }]);
+    expect(appended()).toEqual([{ revision: second.pointer.revision }]);
     expect(outcome.result).toMatchObject({ kind: "revision", revision: second.pointer.revision });
     expect(notices[0]?.message).toMatch(
       /the store had accepted it, but the session ended before this branch recorded it/,
@@ -96,7 +80,7 @@ describe("restoreBranch", () => {
 
   it("restores nothing and says nothing for a branch without checkpoints", async () => {
     const { store, sessionId } = await storeWithTwoCohorts();
-    const { h, notices } = host([]);
+    const { h, notices } = host(sessionId, []);
     expect(await restoreBranch(context(store, h, sessionId))).toEqual({ result: { kind: "none" }, runtime: null });
     expect(notices).toEqual([]);
   });

@@ -244,3 +244,8 @@ export function holdForeignLock(path: string): void {
   const owner = { pid: 999999, host: "another-host", generation: "other", purpose: "test writer" };
   writeFileSync(path, JSON.stringify({ ...owner, createdAt: new Date().toISOString() }));
 }
+
+/** Polls `done` every 50 ms, at most `attempts` times (asynchronous pushes finish after the run). */
+export async function waitUntil(done: () => boolean, attempts: number): Promise<void> {
+  for (let i = 0; i < attempts && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+}

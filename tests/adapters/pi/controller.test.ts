@@ -3,7 +3,15 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { cwdKey, sessionKeyFromFile } from "../../../store/layout.ts";
-import { PiHarness, call, contextText, harnessFactory, say, holdForeignLock } from "../../support/pi-harness.ts";
+import {
+  PiHarness,
+  call,
+  contextText,
+  harnessFactory,
+  say,
+  holdForeignLock,
+  waitUntil,
+} from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
 
@@ -581,12 +589,9 @@ describe("publication through Pi", () => {
       config: { remotePublication: "transition" },
     });
     expect(resumed.accessor.episode()).toBe("active.steady");
-    let pushed = "";
-    for (let i = 0; i < 100 && !pushed; i++) {
-      pushed = git(remote, "for-each-ref", "--format=%(objectname)").trim();
-      if (!pushed) await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(pushed).toBe(head);
+    const pushed = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
+    await waitUntil(() => pushed() !== "", 100);
+    expect(pushed()).toBe(head);
   });
 });
 
@@ -606,12 +611,9 @@ describe("a remote added mid-session", () => {
     h.script(call("patch_state", { session: { working: { n: 2 } }, final: true }), say("published"));
     await h.prompt("after git remote add");
     const head = git(h.storeRoot, "rev-parse", "HEAD").trim();
-    let pushed = "";
-    for (let i = 0; i < 400 && pushed !== head; i++) {
-      pushed = git(remote, "for-each-ref", "--format=%(objectname)").trim();
-      if (pushed !== head) await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(pushed).toBe(head);
+    const pushed = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
+    await waitUntil(() => pushed() === head, 400);
+    expect(pushed()).toBe(head);
     expect(h.notices.filter((n) => n.level !== "info")).toEqual([]);
   });
 });

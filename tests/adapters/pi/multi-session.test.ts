@@ -1,7 +1,7 @@
 // Several Pi sessions on one store (one agent dir, one project): a refusal caused by another
 // session's change to a shared scope says what to do, and doing it works.
 import { describe, expect, it } from "vitest";
-import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
+import { call, contextText, harnessFactory, say, waitUntil } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
 
@@ -91,9 +91,7 @@ describe("publication shared by two sessions", () => {
     git(a.storeRoot, "init", "-q");
     git(a.storeRoot, "remote", "add", "origin", remote);
     const remoteHead = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
-    const until = async (done: () => boolean) => {
-      for (let i = 0; i < 400 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
-    };
+    const until = (done: () => boolean) => waitUntil(done, 400);
 
     await a.command("/state-flow-start");
     a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A"));

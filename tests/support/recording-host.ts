@@ -1,0 +1,53 @@
+// A BranchHost that keeps a branch in memory, for driving the runtime without Pi: checkpoint
+// entries and stop handoffs in order (markers are derived from them as the Pi adapter derives
+// them from session entries), and what reached the user.
+import type { ScopeState } from "../../core/scope-state.ts";
+import type { BranchMarker } from "../../machines/restore.ts";
+import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
+
+export class RecordingHost implements BranchHost {
+  readonly entries: ({ checkpoint: CheckpointData } | { handoff: ScopeState | null; by: string })[] = [];
+  readonly notices: { message: string; level: NoticeLevel }[] = [];
+  readonly steers: number[] = [];
+  registered = 0;
+  view: HostView | null = null;
+  readonly sessionId: string;
+  constructor(sessionId: string) {
+    this.sessionId = sessionId;
+  }
+
+  markers(): BranchMarker[] {
+    const markers: BranchMarker[] = [];
+    let handoffBy: string | undefined;
+    for (const entry of this.entries) {
+      if ("handoff" in entry) handoffBy = entry.by;
+      else if ("revision" in entry.checkpoint) markers.push({ kind: "revision", revision: entry.checkpoint.revision });
+      else
+        markers.push(
+          handoffBy === this.sessionId ? { kind: "disabled", stoppedBy: this.sessionId } : { kind: "disabled" },
+        );
+    }
+    return markers;
+  }
+  recordedRevisions(): ReadonlySet<string> {
+    return new Set(this.markers().flatMap((m) => (m.kind === "revision" ? [m.revision] : [])));
+  }
+  appendCheckpoint(data: CheckpointData): void {
+    this.entries.push({ checkpoint: data });
+  }
+  sendHandoff(state: ScopeState | null): void {
+    this.entries.push({ handoff: state, by: this.sessionId });
+  }
+  steer(attempt: number): void {
+    this.steers.push(attempt);
+  }
+  notify(message: string, level: NoticeLevel): void {
+    this.notices.push({ message, level });
+  }
+  registerTools(): void {
+    this.registered++;
+  }
+  sync(view: HostView): void {
+    this.view = view;
+  }
+}
