@@ -50,7 +50,7 @@ export type EpisodeEvent =
   | { type: "STOP_PERSISTED" }
   | { type: "STOP_FAILED"; error?: string }
   | { type: "RESTORE_RESULT"; result: RestoreResult }
-  /** A user run begins (before_agent_start): an active branch gets a fresh resolution actor. */
+  /** A run begins, or a user message arrives after its answer was resolved: a fresh resolution (active only). */
   | { type: "RUN_STARTED" }
   | { type: "SHUTDOWN" };
 

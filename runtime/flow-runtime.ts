@@ -48,6 +48,14 @@ import { gitPusher, openPublication, type PublicationDriver, type PublicationPol
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
+import {
+  NO_SPECIFICATION,
+  specificationForRun,
+  withRunSource,
+  withUserMessage,
+  type RunTrigger,
+  type Specification,
+} from "./specification.ts";
 
 export interface FlowRuntimeOptions {
   /** Store root (SDK `repositoryRoot`, else state-flow.json's directory). */
@@ -68,7 +76,7 @@ export type Projection =
       mode: "steady" | "bootstrap";
       sessionId: string;
       discarded: ReadonlySet<number>;
-      specification: string;
+      specification: Specification;
       view: TemporalView;
       resolution: { eligible: boolean; steers: number } | null;
     };
@@ -96,7 +104,7 @@ export class FlowRuntime {
   private store: StateStore | null = null;
   private runtime: BranchRuntime | null = null;
   private identity: SessionIdentity | null = null;
-  private specification = "";
+  private specification: Specification = NO_SPECIFICATION;
   private readonly discarded = new Set<number>();
   private effects: EpisodeEffect[] = [];
   private notices: EpisodeNoticeCode[] = [];
@@ -148,14 +156,39 @@ export class FlowRuntime {
     this.options.inspection?.stop();
   }
 
-  /** A user run begins; true when it is an enabled run (the host then adds the protocol and anchor). */
-  runStarted(specification: string): boolean {
+  /**
+   * A run begins (a user prompt, or a message another extension sent with triggerTurn); true when
+   * it is an enabled run (the host then adds the protocol and anchor).
+   */
+  runStarted(trigger: RunTrigger): boolean {
     this.discarded.clear();
+    if (!this.beginResolution()) return false;
+    this.specification = specificationForRun(this.specification, trigger);
+    return true;
+  }
+
+  /** Names what started a run the host could not name when it began. */
+  runSource(source: string): void {
+    this.specification = withRunSource(this.specification, source);
+  }
+
+  /**
+   * A user message Pi delivered inside the run (steering, a queued follow-up) is added to the
+   * specification. Once the run's answer was resolved, it asks for another answer: a fresh
+   * resolution, so that answer too is resolved before it becomes the response.
+   */
+  userMessage(text: string): void {
+    const resolution = runResolution(this.episode.getSnapshot());
+    if (!resolution || !this.runtime) return;
+    this.specification = withUserMessage(this.specification, text);
+    if (isResolutionSettled(resolution.getSnapshot())) this.beginResolution();
+  }
+
+  private beginResolution(): boolean {
     this.episode.send({ type: "RUN_STARTED" });
     const resolution = runResolution(this.episode.getSnapshot());
     if (!resolution || !this.runtime) return false;
     resolution.on("*", (e) => this.resolutionEffects.push(e as ResolutionEmitted));
-    this.specification = specification;
     return true;
   }
 

@@ -1,4 +1,4 @@
-// The State Flow demo: a real Pi AgentSession (Pi 0.84's faux model provider, no network) with
+// The State Flow demo: a real Pi AgentSession (Pi's faux model provider, no network) with
 // State Flow loaded as an extension, driven through six scripted runs that show what a user and
 // the model observe — activation, patches in every scope, the patch_state barrier, a resolution
 // retry, a historical read, stop (passive mode) and restart — followed by /state-flow-status and
@@ -12,10 +12,11 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { type AssistantMessage, type Context, type FauxResponseStep } from "@earendil-works/pi-ai";
-import { SessionManager, type AgentSession, type AgentSessionEvent } from "@earendil-works/pi-coding-agent";
+import { type AssistantMessage, type Context, type FauxResponseStep, type Message } from "@earendil-works/pi-ai";
+import { SessionManager, VERSION, type AgentSession, type AgentSessionEvent } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
 import { createOfflineSession, scriptedSteps, type OfflineSession } from "../adapters/pi/offline-session.ts";
+import { providerRequest } from "../adapters/pi/provider-request.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 
 export interface DemoOptions {
@@ -70,8 +71,8 @@ function messageText(message: Context["messages"][number]): string {
 }
 
 /** One line naming each message the model receives. */
-function describeMessages(context: Context): string {
-  return context.messages
+function describeMessages(messages: readonly Message[]): string {
+  return messages
     .map((message) => {
       const text = messageText(message);
       if (message.role === "user") {
@@ -297,14 +298,15 @@ class DemoDriver {
     this.faux.appendResponses(
       steps.map<FauxResponseStep>((step) => (context: Context) => {
         this.inference += 1;
-        const tools = (context.tools ?? []).map((t) => t.name).filter((n) => STATE_FLOW_TOOLS.includes(n));
-        const protocol = (context.systemPrompt ?? "").includes("## State Flow protocol");
+        const request = providerRequest(context);
+        const tools = request.tools.map((t) => t.name).filter((n) => STATE_FLOW_TOOLS.includes(n));
+        const protocol = (request.systemPrompt ?? "").includes("## State Flow protocol");
         const toolList = tools.length > 0 ? tools.join(", ") : "(no State Flow tools)";
         const inSystemPrompt = protocol ? "yes" : "no";
         this.out(`    inference ${this.inference}: tools ${toolList}; protocol in system prompt: ${inSystemPrompt}`);
-        this.out(`      context: [${describeMessages(context)}]`);
+        this.out(`      context: [${describeMessages(request.messages)}]`);
         const shown: string[] = [];
-        const texts = context.messages.map(messageText);
+        const texts = request.messages.map(messageText);
         const runtime = texts.find((t) => t.startsWith("[State Flow runtime context"));
         if (runtime) shown.push(...describeRuntimeContext(runtime));
         const handoff = texts.find((t) => t.startsWith("[State Flow stopped"));
@@ -385,7 +387,7 @@ class DemoDriver {
 function printIntro(d: DemoDriver, dirs: DemoDirs): void {
   const { root, agentDir, cwd, storeRoot } = dirs;
   const tools = d.session.getActiveToolNames().includes("patch_state") ? "on" : "off";
-  d.out("State Flow demo — a real Pi 0.84 AgentSession, scripted faux model, nothing leaves this machine");
+  d.out(`State Flow demo — a real Pi ${VERSION} AgentSession, scripted faux model, nothing leaves this machine`);
   d.out(`  temp dir:  ${root}`);
   d.out(
     `  agent dir: ${relative(root, agentDir)}/ (PI_CODING_AGENT_DIR)   project: ${relative(root, cwd)}/   ` +

@@ -12,6 +12,7 @@
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../core/scope-state.ts";
 import type { CompactTransition } from "../../core/temporal.ts";
+import { renderSpecification, type Specification } from "../../runtime/specification.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
 export const STOP_HANDOFF = "state-flow-stop";
@@ -111,8 +112,8 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 // ---- runtime context text -------------------------------------------------------------------
 
 export interface RuntimeContextInput {
-  /** The user's request of the current user-initiated run (may be empty for image-only runs). */
-  specification: string;
+  /** The user's request the run works toward (see runtime/specification.ts). */
+  specification: Specification;
   state: ScopeState;
   step: number;
   transitions: CompactTransition[];
@@ -126,7 +127,7 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
     "[State Flow runtime context — assistant-produced state, fallible; it is not an instruction]",
     "",
     "## Current specification (the user's request for this run)",
-    input.specification.trim() || "(empty)",
+    ...renderSpecification(input.specification),
     "",
     `## state[0] — effective state (global → cwd → session) at step ${input.step}`,
     "```json",

@@ -26,6 +26,7 @@ import {
   withoutOwnMessages,
 } from "./context.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
+import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
 export const TOOL_NAMES = ["patch_state", "read_state"] as const;
 
@@ -47,6 +48,8 @@ export interface ControllerOptions {
   env: NodeJS.ProcessEnv;
   inspection: FlowInspection | undefined;
   onRuntime?: (accessor: RuntimeAccessor) => void;
+  /** The running Pi's version (warned about once when State Flow does not support it). */
+  piVersion?: string;
   /** Registers patch_state and read_state with Pi (asked once, on first activation). */
   registerTools: () => void;
 }
@@ -84,6 +87,15 @@ function resolutionNote(resolution: { eligible: boolean; steers: number } | null
         "before your final answer.";
 }
 
+function userText(message: AgentMessage): string {
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .flatMap((block) => (block?.type === "text" && typeof block.text === "string" ? [block.text] : []))
+    .join("\n");
+}
+
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
 function newestBatch(entries: readonly SessionEntry[]): { id: string; name: string }[] | null {
   for (let i = entries.length - 1; i >= 0; i--) {
@@ -102,6 +114,13 @@ export class StateFlowController {
   private ctx: ExtensionContext | null = null;
   private sessionId = "";
   private readonly callArgs = new Map<string, unknown>();
+  private versionWarned = false;
+  /** A Pi run (its start … agent_settled) is open: later agent_starts are its continuations (retries, queues). */
+  private runOpen = false;
+  /** The next user message Pi reports is the prompt that started the run, not one added to it. */
+  private promptPending = false;
+  /** The next custom message Pi reports started this unannounced run (Pi 0.84): it names its source. */
+  private sourcePending = false;
   /**
    * The UI of the newest event, captured then: Pi marks an event's `ctx` stale once the session is
    * replaced or disposed, and a late push result still reports through the UI it had.
@@ -178,6 +197,9 @@ export class StateFlowController {
 
   async sessionStart(reason: SessionStartReason, ctx: ExtensionContext): Promise<void> {
     this.bind(ctx);
+    const versionWarning = this.options.piVersion ? piVersionWarning(this.options.piVersion) : null;
+    if (versionWarning && !this.versionWarned) this.notify(versionWarning, "warning");
+    this.versionWarned = true;
     const identity = sessionIdentity(ctx.cwd, ctx.sessionManager);
     this.sessionId = identity.sessionId;
     await this.runtime.sessionStart(reason, identity, branchShape(ctx.sessionManager.getBranch()));
@@ -197,17 +219,38 @@ export class StateFlowController {
     await this.runtime.command(which);
   }
 
-  /** before_agent_start: a user-initiated run begins. */
-  beforeAgentStart(prompt: string, systemPrompt: string): RunStart | undefined {
-    if (!this.runtime.runStarted(prompt)) return undefined;
+  /** before_agent_start: a run begins (a user prompt; in Pi 1.x also a custom message's triggerTurn). */
+  beforeAgentStart(event: BeforeAgentStartFields, systemPrompt: string): RunStart | undefined {
+    const trigger = runTriggerOf(event);
+    this.runOpen = true;
+    this.promptPending = trigger.kind === "prompt";
+    if (!this.runtime.runStarted(trigger)) return undefined;
+    return { systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
+  }
+
+  /** agent_start: only a run no before_agent_start opened begins here (see pi-versions.ts). */
+  agentStart(): void {
+    if (this.runOpen) return;
+    this.runOpen = true;
+    this.promptPending = false;
+    this.sourcePending = true;
+    if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
+  }
+
+  /** agent_settled: the run is over, with every retry and queued message Pi ran in it. */
+  agentSettled(): void {
+    this.runOpen = false;
+    this.promptPending = false;
+    this.sourcePending = false;
+    this.runtime.runEnded();
+  }
+
+  private runAnchor(): RunStart["message"] {
     return {
-      systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`,
-      message: {
-        customType: RUN_ANCHOR,
-        content: "[State Flow run]",
-        display: false,
-        details: { sessionId: this.sessionId },
-      },
+      customType: RUN_ANCHOR,
+      content: "[State Flow run]",
+      display: false,
+      details: { sessionId: this.sessionId },
     };
   }
 
@@ -249,21 +292,30 @@ export class StateFlowController {
     return decision.block ? { block: true, reason: decision.reason } : undefined;
   }
 
-  /** message_end: terminal drafts go to the run's resolution. */
+  /** message_end: terminal drafts go to the run's resolution; user messages inside a run, to its specification. */
   async messageEnd(message: AgentMessage): Promise<void> {
+    if (message.role === "user") return this.userMessage(message);
+    if (message.role === "custom" && this.sourcePending) {
+      this.sourcePending = false;
+      if (message.customType !== RUN_ANCHOR) this.runtime.runSource(message.customType);
+    }
     if (!isAssistant(message)) return;
     const ending = draftEnding(message);
     if (ending === null) return;
     this.runtime.draft({ id: message.timestamp, ending, text: answerText(message), stopReason: message.stopReason });
   }
 
+  private userMessage(message: AgentMessage): void {
+    if (this.promptPending) {
+      this.promptPending = false;
+      return;
+    }
+    if (this.runOpen) this.runtime.userMessage(userText(message));
+  }
+
   async turnEnd(ctx: ExtensionContext): Promise<void> {
     this.bind(ctx);
     await this.runtime.turnEnd();
-  }
-
-  async agentEnd(): Promise<void> {
-    this.runtime.runEnded();
   }
 
   toolExecutionEnd(toolCallId: string, toolName: string, isError: boolean, result: unknown): void {

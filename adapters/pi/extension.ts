@@ -2,7 +2,7 @@
 // lifecycle hooks, and forwards everything to the controller. This is the only module that
 // speaks Pi's extension API; it reads the agent-level configuration once, at load.
 
-import { getAgentDir, type ExtensionAPI, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import { VERSION, getAgentDir, type ExtensionAPI, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { loadInspection } from "../inspect/inspector.ts";
 import { loadConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
@@ -39,6 +39,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       config,
       storeRoot: options.repositoryRoot ?? config.directory,
       env: options.env ?? process.env,
+      piVersion: VERSION,
       inspection,
       ...(options.onRuntime ? { onRuntime: options.onRuntime } : {}),
       registerTools: () => registerTools(pi, controller),
@@ -68,7 +69,8 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
     pi.on("session_tree", (_event, ctx) => controller.tree(ctx));
     pi.on("session_shutdown", () => controller.shutdown());
-    pi.on("before_agent_start", (event) => controller.beforeAgentStart(event.prompt, event.systemPrompt));
+    pi.on("before_agent_start", (event) => controller.beforeAgentStart(event, event.systemPrompt));
+    pi.on("agent_start", () => controller.agentStart());
     pi.on("context", (event) => {
       const messages = controller.context(event.messages);
       return messages ? { messages } : undefined;
@@ -80,7 +82,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     );
     pi.on("message_end", (event) => controller.messageEnd(event.message));
     pi.on("turn_end", (_event, ctx) => controller.turnEnd(ctx));
-    pi.on("agent_end", () => controller.agentEnd());
+    pi.on("agent_settled", () => controller.agentSettled());
   };
 }
 

@@ -75,6 +75,9 @@ export async function createOfflineSession(options: OfflineSessionOptions): Prom
   return { session, faux, loadErrors: loader.getExtensions().errors.map((e) => e.error) };
 }
 
+/** Tool-call arguments as this Pi's faux provider types them (0.84: a record; 1.x: a JSON object). */
+export type ToolArgs = Parameters<typeof fauxToolCall>[1];
+
 /** One scripted faux-model response. */
 export type ScriptedStep = () => AssistantMessage;
 
@@ -90,7 +93,7 @@ export function scriptedSteps(idPrefix: string) {
       (text: string, stopReason: AssistantMessage["stopReason"] = "stop"): ScriptedStep =>
       () =>
         fauxAssistantMessage([fauxText(text)], { stopReason }),
-    call: (name: string, args: Record<string, unknown>, options: { id?: string; text?: string } = {}): ScriptedStep => {
+    call: (name: string, args: ToolArgs, options: { id?: string; text?: string } = {}): ScriptedStep => {
       const id = options.id ?? nextId();
       return () =>
         fauxAssistantMessage([...(options.text ? [fauxText(options.text)] : []), fauxToolCall(name, args, { id })], {
@@ -98,7 +101,7 @@ export function scriptedSteps(idPrefix: string) {
         });
     },
     calls:
-      (...list: [string, Record<string, unknown>][]): ScriptedStep =>
+      (...list: [string, ToolArgs][]): ScriptedStep =>
       () =>
         fauxAssistantMessage(
           list.map(([name, args]) => fauxToolCall(name, args, { id: nextId() })),

@@ -11,10 +11,12 @@ import { parsePatchSet } from "../../core/cohort.ts";
 import { FlowRuntime } from "../../runtime/flow-runtime.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
 import { cwdKey } from "../../store/layout.ts";
+import type { RunTrigger } from "../../runtime/specification.ts";
 import { RecordingHost } from "../support/recording-host.ts";
 import { gitTestEnv } from "../support/store-fixtures.ts";
 
 const dirs: string[] = [];
+const prompt = (text: string): RunTrigger => ({ kind: "prompt", text });
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
@@ -65,11 +67,11 @@ for (const git of [true, false]) {
         expect(host.registered).toBe(1);
         expect(host.view).toMatchObject({ toolsActive: true, toolsRegistered: true, footer: "state-flow #0" });
 
-        expect(runtime.runStarted("remember the plan")).toBe(true);
+        expect(runtime.runStarted(prompt("remember the plan"))).toBe(true);
         const projection = runtime.projection();
         expect(projection).toMatchObject({
           mode: "bootstrap",
-          specification: "remember the plan",
+          specification: { request: "remember the plan", added: [], startedBy: null },
           resolution: { eligible: false },
         });
         await runtime.patchState(parsePatchSet({ session: { working: { plan: "A" } }, final: true }));
@@ -104,7 +106,7 @@ for (const git of [true, false]) {
       const runtime = open(host);
       await runtime.sessionStart("startup", identity, "empty");
       await runtime.command("start");
-      expect(runtime.runStarted("answer without a patch")).toBe(true);
+      expect(runtime.runStarted(prompt("answer without a patch"))).toBe(true);
       for (let id = 1; id <= 3; id++)
         runtime.draft({ id, ending: "complete", text: `draft ${id}`, stopReason: "stop" });
       expect(host.steers).toEqual([1, 2]);
@@ -115,7 +117,7 @@ for (const git of [true, false]) {
       expect(projection.mode === "bootstrap" && [...projection.discarded]).toEqual([1, 2, 3]);
       runtime.runEnded();
       expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
-      expect(runtime.runStarted("next run"), "a new run gets a fresh resolution").toBe(true);
+      expect(runtime.runStarted(prompt("next run")), "a new run gets a fresh resolution").toBe(true);
       expect(runtime.projection()).toMatchObject({ resolution: { eligible: false, steers: 0 }, discarded: new Set() });
       runtime.shutdown();
     });

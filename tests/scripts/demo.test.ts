@@ -2,12 +2,19 @@ import { spawnSync } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { PI_VERSION, piNodeArgs } from "../support/pi-version.ts";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const run = (...args: string[]) =>
   spawnSync(
     process.execPath,
-    ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", join(repo, "scripts/demo.ts"), ...args],
+    [
+      ...piNodeArgs,
+      "--experimental-strip-types",
+      "--disable-warning=ExperimentalWarning",
+      join(repo, "scripts/demo.ts"),
+      ...args,
+    ],
     {
       encoding: "utf8",
       timeout: 60_000,
@@ -22,6 +29,9 @@ describe("npm run demo (the README's main command)", () => {
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/done in [\d.]+ s — temp dir removed/);
     expect(result.stdout).toContain("/state-flow-status");
+    expect(result.stdout, "the demo runs on the Pi this test run selected").toContain(
+      `a real Pi ${PI_VERSION} AgentSession`,
+    );
   }, 60_000);
 
   it("refuses unknown arguments with usage", () => {

@@ -18,6 +18,7 @@ import { SessionManager, type AgentSession, type ExtensionFactory } from "@earen
 import { afterEach } from "vitest";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
 import { createOfflineSession, scriptedSteps } from "../../adapters/pi/offline-session.ts";
+import { providerRequest } from "../../adapters/pi/provider-request.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
 
 export { fauxText, fauxToolCall };
@@ -173,10 +174,11 @@ export class PiHarness {
   script(...steps: ((context: Context) => AssistantMessage)[]): void {
     this.faux.appendResponses(
       steps.map<FauxResponseStep>((step) => (context: Context) => {
+        const request = providerRequest(context);
         this.contexts.push({
-          systemPrompt: context.systemPrompt,
-          messages: JSON.parse(JSON.stringify(context.messages)),
-          tools: (context.tools ?? []).map((t) => ({ name: t.name })),
+          systemPrompt: request.systemPrompt,
+          messages: JSON.parse(JSON.stringify(request.messages)),
+          tools: request.tools.map((t) => ({ name: t.name })),
         } as Context);
         return step(context);
       }),

@@ -20,12 +20,13 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { cwdKey, sessionIdOfKey } from "../../../store/layout.ts";
 import { StateStore } from "../../../store/state-store.ts";
+import { piPackageDir } from "../../support/pi-version.ts";
 import { openStore } from "../../../store/open-store.ts";
 import { readTemporalState } from "../../../core/temporal.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const fauxExtension = join(repoRoot, "tests/fixtures/faux-cli-extension.ts");
-const piPackage = join(repoRoot, "node_modules/@earendil-works/pi-coding-agent");
+const piPackage = piPackageDir;
 const piCli = join(
   piPackage,
   (JSON.parse(readFileSync(join(piPackage, "package.json"), "utf8")) as { bin: { pi: string } }).bin.pi,

@@ -110,7 +110,7 @@ describe("projectContext", () => {
 describe("renderRuntimeContext", () => {
   it("carries the specification, state[0], compact transitions, invalidations and the resolution note", () => {
     const text = renderRuntimeContext({
-      specification: "Fix the parser",
+      specification: { request: "Fix the parser", added: [], startedBy: null },
       state: { ...emptyScopeState(), working: { next: "run tests" } },
       step: 3,
       transitions: [{ id: "T3", step: 3, changes: { session: ["working.next"] } }],

@@ -5,6 +5,7 @@ import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { SessionManager, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOfflineSession, scriptedSteps } from "../../../adapters/pi/offline-session.ts";
+import { runTriggerOf } from "../../../adapters/pi/pi-versions.ts";
 
 let root: string | undefined;
 afterEach(() => {
@@ -21,7 +22,8 @@ describe("createOfflineSession", () => {
     const seen: string[] = [];
     const probe = (pi: ExtensionAPI) => {
       pi.on("before_agent_start", (event) => {
-        seen.push(event.prompt);
+        const trigger = runTriggerOf(event);
+        seen.push(trigger.kind === "prompt" ? trigger.text : "(no prompt)");
       });
     };
     const { session, faux, loadErrors } = await createOfflineSession({

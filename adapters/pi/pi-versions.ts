@@ -1,0 +1,50 @@
+// Where the Pi versions State Flow supports differ (0.84.x, the version spec 001 targets, and
+// today's 1.x), as small named seams; the rest of the adapter is the same for both. README's
+// "Pi versions" table lists every Pi API State Flow uses.
+//
+// - What started a run. 0.84 emits before_agent_start only for a user prompt (`prompt`); 1.x
+//   (since 1.2) also for a run a custom message started (`messageType: "custom"`, `message`, and
+//   no `prompt`).
+// - A run no before_agent_start opened. 0.84 starts a run for `sendMessage(…, {triggerTurn: true})`
+//   without before_agent_start, so neither the protocol nor the run anchor can be returned from it.
+//   Such a run is recognized at its agent_start, and its anchor is steered in there: Pi delivers
+//   steering queued before the first inference ahead of it. Its system prompt is whatever Pi 0.84
+//   kept from the previous run.
+// - What a provider is asked: adapters/pi/provider-request.ts (0.86 moved the system prompt and
+//   tools into system messages; `context` handlers see neither in 1.x, and Pi restores them).
+
+import type { RunTrigger } from "../../runtime/specification.ts";
+
+/** The fields of before_agent_start either version may send. */
+export interface BeforeAgentStartFields {
+  readonly prompt?: unknown;
+  readonly messageType?: unknown;
+  readonly message?: { readonly customType?: unknown };
+}
+
+export function runTriggerOf(event: BeforeAgentStartFields): RunTrigger {
+  if (typeof event.prompt === "string") return { kind: "prompt", text: event.prompt };
+  const source = event.message?.customType;
+  return { kind: "message", source: typeof source === "string" && source !== "" ? source : null };
+}
+
+/** The trigger of a run Pi 0.84 started without before_agent_start (a custom message's triggerTurn). */
+export const UNANNOUNCED_RUN: RunTrigger = { kind: "message", source: null };
+
+/** The Pi versions CI runs the Pi-facing tests and the demo on (README, "Pi versions"). */
+export const TESTED_PI_VERSIONS = ["0.84.4", "1.6.0"] as const;
+
+/**
+ * null for a Pi State Flow supports (0.84.x from 0.84.4, and 1.x); otherwise the warning to show
+ * once. A newer major may change the events above without a type error Pi could report.
+ */
+export function piVersionWarning(version: string): string | null {
+  const [major, minor, patch] = version.split(/[.-]/).map(Number) as [number, number, number];
+  const supported = (major === 0 && minor === 84 && patch >= 4) || major === 1;
+  if (supported) return null;
+  return (
+    `State Flow supports Pi 0.84.x (from 0.84.4) and 1.x and is tested on ${TESTED_PI_VERSIONS.join(" and ")}; ` +
+    `this is Pi ${version}. It may misread Pi's run events here: use a supported Pi, or /state-flow-stop if ` +
+    "runs behave unexpectedly."
+  );
+}
