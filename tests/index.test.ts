@@ -10,8 +10,10 @@ describe("package entry", () => {
     expect(typeof readTemporalState).toBe("function");
   });
 
-  it("declares Pi as a peer, pinned for development", () => {
-    expect(pkg.peerDependencies["@earendil-works/pi-coding-agent"]).toBe("^0.84.4");
+  it("declares Pi's packages as peers with \"*\" (Pi provides them), pinned for development", () => {
+    for (const name of ["pi-coding-agent", "pi-ai", "pi-agent-core"]) {
+      expect(pkg.peerDependencies[`@earendil-works/${name}`], name).toBe("*");
+    }
     expect(pkg.devDependencies["@earendil-works/pi-coding-agent"]).toBe("0.84.4");
     expect(pkg.devDependencies.node).toBe("22.23.3");
     expect(pkg.allowScripts.node).toBe(true);
