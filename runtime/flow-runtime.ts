@@ -43,7 +43,7 @@ import { gitInstalled, openStore } from "../store/open-store.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
-import { NOTICES } from "./notices.ts";
+import { NOTICES, toolsMissingNotice } from "./notices.ts";
 import { gitPusher, openPublication, type PublicationDriver, type PublicationPolicy } from "./publication.ts";
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
@@ -105,6 +105,10 @@ export class FlowRuntime {
   private runtime: BranchRuntime | null = null;
   private identity: SessionIdentity | null = null;
   private specification: Specification = NO_SPECIFICATION;
+  /** The current run started while State Flow's tools could not be active: it runs as ordinary Pi. */
+  private unequipped = false;
+  /** The missing-tools notice was given (again after the tools came back and went missing anew). */
+  private toolsMissingSaid = false;
   private readonly discarded = new Set<number>();
   private effects: EpisodeEffect[] = [];
   private notices: EpisodeNoticeCode[] = [];
@@ -162,7 +166,8 @@ export class FlowRuntime {
    */
   runStarted(trigger: RunTrigger): boolean {
     this.discarded.clear();
-    if (!this.beginResolution()) return false;
+    this.unequipped = isToolsActive(this.episode.getSnapshot()) && this.host.missingTools().length > 0;
+    if (this.unequipped || !this.beginResolution()) return false;
     this.specification = specificationForRun(this.specification, trigger);
     return true;
   }
@@ -179,7 +184,7 @@ export class FlowRuntime {
    */
   userMessage(text: string): void {
     const resolution = runResolution(this.episode.getSnapshot());
-    if (!resolution || !this.runtime) return;
+    if (!resolution || !this.runtime || this.unequipped) return;
     this.specification = withUserMessage(this.specification, text);
     if (isResolutionSettled(resolution.getSnapshot())) this.beginResolution();
   }
@@ -194,7 +199,8 @@ export class FlowRuntime {
 
   projection(): Projection {
     const mode = projectionMode(this.episode.getSnapshot());
-    if (mode === "ordinary" || mode === "failedClosed" || !this.identity) return { mode: "ordinary" };
+    if (mode === "ordinary" || mode === "failedClosed" || !this.identity || this.unequipped)
+      return { mode: "ordinary" };
     const sessionId = this.identity.sessionId;
     if (mode === "passive") return { mode: "passive", sessionId, discarded: this.discarded };
     if (!this.runtime) return { mode: "ordinary" };
@@ -358,6 +364,7 @@ export class FlowRuntime {
     return renderStatus({
       episode: episodeStateName(snapshot),
       toolsActive: isToolsActive(snapshot),
+      missingTools: isToolsActive(snapshot) ? this.host.missingTools() : [],
       storeRoot: this.options.storeRoot,
       storeKind: this.store?.store.kind ?? "unopened",
       runtime: this.runtime,
@@ -419,7 +426,11 @@ export class FlowRuntime {
             : this.runtime
               ? compactStatus(headBoundary(this.runtime.view.lineage).step)
               : undefined;
-    this.host.sync({ toolsActive: isToolsActive(snapshot), toolsRegistered: isToolsRegistered(snapshot), footer });
+    const toolsActive = isToolsActive(snapshot);
+    this.host.sync({ toolsActive, toolsRegistered: isToolsRegistered(snapshot), footer });
+    const missing = toolsActive ? this.host.missingTools() : [];
+    if (missing.length > 0 && !this.toolsMissingSaid) this.host.notify(toolsMissingNotice(missing), "warning");
+    this.toolsMissingSaid = missing.length > 0;
   }
 
   /** The current run's resolution actor while its run is still being resolved. */

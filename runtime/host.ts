@@ -33,4 +33,9 @@ export interface BranchHost {
   /** Registers patch_state and read_state (asked once, on the first activation). */
   registerTools(): void;
   sync(view: HostView): void;
+  /**
+   * State Flow's tools the host could not make active although the last sync asked for them (a
+   * tool allowlist, another extension switching them off); empty when they are active.
+   */
+  missingTools(): readonly string[];
 }

@@ -53,3 +53,13 @@ export const NOTICES: Record<EpisodeNoticeCode, { text: string; level: NoticeLev
     level: "error",
   },
 };
+
+/** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */
+export function toolsMissingNotice(missing: readonly string[]): string {
+  return (
+    `State Flow is enabled, but its tools are not active (${missing.join(", ")}): a tool allowlist (pi --tools) ` +
+    "or another extension leaves them out. Until they are, runs are ordinary Pi runs: no State Flow protocol or " +
+    "runtime context is sent and answers are not recorded. Add them to the allowlist (e.g. " +
+    "--tools read,bash,edit,write,patch_state,read_state) or stop State Flow with /state-flow-stop."
+  );
+}

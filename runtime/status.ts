@@ -10,6 +10,8 @@ import { availableOffsets, headBoundary, readTemporalState } from "../core/tempo
 export interface StatusInput {
   episode: string;
   toolsActive: boolean;
+  /** State Flow's tools the host could not make active although toolsActive asks for them. */
+  missingTools: readonly string[];
   storeRoot: string;
   storeKind: "git" | "file" | "unopened";
   runtime: BranchRuntime | null;
@@ -23,9 +25,15 @@ export function compactStatus(step: number | null): string {
   return step === null ? "state-flow" : `state-flow #${step}`;
 }
 
+function toolsLine(input: StatusInput): string {
+  if (!input.toolsActive) return "tools off";
+  if (input.missingTools.length === 0) return "tools active";
+  return `tools NOT active: ${input.missingTools.join(", ")} left out by a tool allowlist or another extension`;
+}
+
 export function renderStatus(input: StatusInput): string {
   const lines = ["State Flow status", "", "Runtime (config and meta)"];
-  lines.push(`  episode: ${input.episode}${input.toolsActive ? " (tools active)" : " (tools off)"}`);
+  lines.push(`  episode: ${input.episode} (${toolsLine(input)})`);
   lines.push(`  store: ${input.storeKind} at ${input.storeRoot}`);
   const rt = input.runtime;
   if (input.unavailable) {

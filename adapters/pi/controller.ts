@@ -115,6 +115,8 @@ export class StateFlowController {
   private sessionId = "";
   private readonly callArgs = new Map<string, unknown>();
   private versionWarned = false;
+  /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
+  private toolsWanted = false;
   /** A Pi run (its start … agent_settled) is open: later agent_starts are its continuations (retries, queues). */
   private runOpen = false;
   /** The next user message Pi reports is the prompt that started the run, not one added to it. */
@@ -125,7 +127,7 @@ export class StateFlowController {
    * The UI of the newest event, captured then: Pi marks an event's `ctx` stale once the session is
    * replaced or disposed, and a late push result still reports through the UI it had.
    */
-  private ui: { ui: ExtensionContext["ui"]; hasUI: boolean } | null = null;
+  private ui: { ui: ExtensionContext["ui"]; hasUI: boolean; batch: boolean } | null = null;
 
   constructor(pi: ExtensionAPI, options: ControllerOptions) {
     this.pi = pi;
@@ -162,6 +164,11 @@ export class StateFlowController {
       notify: (message: string, level: NoticeLevel) => this.notify(message, level),
       registerTools: () => this.options.registerTools(),
       sync: (view) => this.sync(view),
+      missingTools: () => {
+        if (!this.toolsWanted) return [];
+        const active = new Set(this.pi.getActiveTools());
+        return TOOL_NAMES.filter((name) => !active.has(name));
+      },
     };
   }
 
@@ -171,19 +178,26 @@ export class StateFlowController {
     else this.pi.sendMessage(message);
   }
 
-  /** Print and JSON modes have no UI (Pi's notify is a no-op there): notices go to stderr instead. */
+  /**
+   * Print and JSON modes have no UI (Pi's notify is a no-op there): notices go to stderr instead,
+   * and an error (a start that failed, an answer refused after every retry) makes the process exit
+   * 1, as Pi's own print mode does for a failed request. Pi sets a non-zero exit code only when it
+   * has one of its own, so State Flow's survives.
+   */
   private bind(ctx: ExtensionContext): void {
     this.ctx = ctx;
-    this.ui = { ui: ctx.ui, hasUI: ctx.hasUI };
+    this.ui = { ui: ctx.ui, hasUI: ctx.hasUI, batch: ctx.mode === "print" || ctx.mode === "json" };
   }
 
   private notify(message: string, level: NoticeLevel): void {
     if (!this.ui) return;
     if (this.ui.hasUI) this.ui.ui.notify(message, level);
     else process.stderr.write(`[state-flow] ${level}: ${message}\n`);
+    if (level === "error" && this.ui.batch) process.exitCode = 1;
   }
 
   private sync(view: HostView): void {
+    this.toolsWanted = view.toolsActive && view.toolsRegistered;
     if (view.toolsRegistered) {
       const current = this.pi.getActiveTools();
       const others = current.filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));

@@ -29,6 +29,8 @@ export interface OfflineSessionOptions {
   extensionFactories: ExtensionFactory[];
   sessionManager: SessionManager;
   modelId?: string;
+  /** Pi's tool allowlist (the SDK's `tools`, the CLI's `--tools`); omitted: every tool. */
+  tools?: string[];
 }
 
 export interface OfflineSession {
@@ -71,6 +73,7 @@ export async function createOfflineSession(options: OfflineSessionOptions): Prom
     resourceLoader: loader,
     sessionManager: options.sessionManager,
     settingsManager,
+    ...(options.tools ? { tools: options.tools } : {}),
   } as never);
   return { session, faux, loadErrors: loader.getExtensions().errors.map((e) => e.error) };
 }

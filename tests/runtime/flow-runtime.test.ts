@@ -122,6 +122,30 @@ for (const git of [true, false]) {
       runtime.shutdown();
     });
 
+    it("a run the host cannot give State Flow's tools runs ordinary: no resolution, said once", async () => {
+      const { identity, open } = world(git);
+      const host = new RecordingHost(identity.sessionId);
+      host.withheldTools = ["patch_state", "read_state"];
+      const runtime = open(host);
+      await runtime.sessionStart("startup", identity, "empty");
+      await runtime.command("start");
+      const said = () => host.notices.filter((n) => n.message.includes("its tools are not active"));
+      expect(said()).toHaveLength(1);
+      expect(runtime.runStarted(prompt("first"))).toBe(false);
+      expect(runtime.projection()).toEqual({ mode: "ordinary" });
+      runtime.draft({ id: 1, ending: "complete", text: "plain", stopReason: "stop" });
+      runtime.userMessage("a follow-up");
+      expect(host.steers, "nothing is resolved, so nothing is steered").toEqual([]);
+      runtime.runEnded();
+      expect(runtime.status()).toContain("tools NOT active: patch_state, read_state");
+
+      host.withheldTools = [];
+      expect(runtime.runStarted(prompt("second")), "the tools are back: an enabled run again").toBe(true);
+      expect(runtime.projection().mode).toBe("bootstrap");
+      expect(said()).toHaveLength(1);
+      runtime.shutdown();
+    });
+
     it("fails closed on a branch whose only checkpoint the store cannot prove, and the status says why", async () => {
       const { identity, open } = world(git);
       const host = new RecordingHost(identity.sessionId);

@@ -33,6 +33,7 @@ function runtime(): BranchRuntime {
 const base: StatusInput = {
   episode: "active.steady",
   toolsActive: true,
+  missingTools: [],
   storeRoot: "/s",
   storeKind: "git",
   runtime: null,
@@ -42,6 +43,15 @@ const base: StatusInput = {
 };
 
 describe("status", () => {
+  it("reports the tools' real state: active, off, or wanted but left out", () => {
+    expect(renderStatus(base)).toContain("episode: active.steady (tools active)");
+    expect(renderStatus({ ...base, toolsActive: false })).toContain("episode: active.steady (tools off)");
+    expect(renderStatus({ ...base, missingTools: ["patch_state", "read_state"] })).toContain(
+      "episode: active.steady (tools NOT active: patch_state, read_state left out by a tool allowlist or another " +
+        "extension)",
+    );
+  });
+
   it("compact status is state-flow #<step>", () => {
     expect(compactStatus(7)).toBe("state-flow #7");
     expect(compactStatus(null)).toBe("state-flow");

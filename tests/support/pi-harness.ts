@@ -34,6 +34,8 @@ export interface HarnessOptions {
   shareWith?: PiHarness;
   /** Open this session file instead of creating a new session. */
   openFile?: string;
+  /** Pi's tool allowlist (as `pi --tools`); omitted: every tool. */
+  tools?: string[];
   /** Extra extension factories loaded after State Flow (e.g. a foreign extension). */
   extraExtensions?: ExtensionFactory[];
   /**
@@ -124,6 +126,7 @@ export class PiHarness {
       modelsStorePath: join(this.root, `models-${++counter}.json`),
       extensionFactories: [stateFlow, ...(options.extraExtensions ?? [])],
       sessionManager,
+      ...(options.tools ? { tools: options.tools } : {}),
     });
     this.faux = faux;
     this.loadErrors.push(...loadErrors);

@@ -11,6 +11,8 @@ export class RecordingHost implements BranchHost {
   readonly steers: number[] = [];
   registered = 0;
   view: HostView | null = null;
+  /** What missingTools() reports while the last view asked for the tools (an allowlist that omits them). */
+  withheldTools: readonly string[] = [];
   readonly sessionId: string;
   constructor(sessionId: string) {
     this.sessionId = sessionId;
@@ -49,5 +51,9 @@ export class RecordingHost implements BranchHost {
   }
   sync(view: HostView): void {
     this.view = view;
+  }
+
+  missingTools(): readonly string[] {
+    return this.view?.toolsActive ? this.withheldTools : [];
   }
 }

@@ -87,7 +87,7 @@ function runPi(
   dirs: ReturnType<typeof setup>,
   script: Step[],
   prompt: string,
-  options: { loadRepo?: boolean } = {},
+  options: { loadRepo?: boolean; args?: string[] } = {},
 ): Promise<CliRun> {
   const args = [
     piCli,
@@ -104,6 +104,7 @@ function runPi(
     "faux-cli",
     "--model",
     "faux-1",
+    ...(options.args ?? []),
     "-p",
     prompt,
   ];
@@ -245,6 +246,29 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.stderr).toMatch(/\[state-flow\] error: State Flow start failed: .*identity/i);
     expect(run.stderr).toMatch(/\[state-flow\] error: State Flow could not initialize its store/);
     expect(run.stdout).toBe("");
+    expect(run.code, "a failed start is a failed command").toBe(1);
+  }, 30_000);
+
+  it("print mode: an answer refused after every retry is named on stderr and exits 1", async () => {
+    const dirs = setup({ autoStart: true });
+    const script = [{ say: "First try." }, { say: "Second try." }, { say: "Third try." }];
+    const run = await runPi(dirs, script, "Answer without patching");
+    expect(run.contexts).toHaveLength(3);
+    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow: the answer was not accepted after 3 attempts/);
+    expect(run.stdout.trim(), "Pi still prints the model's last draft").toBe("Third try.");
+    expect(run.code).toBe(1);
+  }, 30_000);
+
+  it("pi --tools read: State Flow says its tools are not active, sends no protocol, and the answer stands", async () => {
+    const dirs = setup({ autoStart: true });
+    const run = await runPi(dirs, [{ say: "Plain answer." }], "Hello", { args: ["--tools", "read"] });
+    expect(run.stderr).toMatch(/\[state-flow\] warning: State Flow is enabled, but its tools are not active/);
+    expect(run.stderr.match(/its tools are not active/g)).toHaveLength(1);
+    expect(run.contexts).toHaveLength(1);
+    expect(run.contexts[0]!.tools).toEqual(["read"]);
+    expect(run.contexts[0]!.systemPrompt).not.toContain("State Flow protocol");
+    expect(run.stdout.trim()).toBe("Plain answer.");
+    expect(run.code).toBe(0);
   }, 30_000);
 
   it("an invalid state-flow.json fails extension loading, naming the key and the value", async () => {

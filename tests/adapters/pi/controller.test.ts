@@ -340,6 +340,36 @@ describe("status, diagnostics and configuration", () => {
     expect(status).toMatch(/artifacts: global 0, cwd 1, session 0, effective 1/);
   });
 
+  it("a tool allowlist that leaves State Flow's tools out: said once, no protocol, ordinary runs, real status", async () => {
+    const h = await harness({ tools: ["read"] });
+    await h.command("/state-flow-start");
+    expect(h.accessor.episode()).toBe("active.bootstrap.fromTranscript");
+    const said = () => h.notices.filter((n) => /its tools are not active \(patch_state, read_state\)/.test(n.message));
+    expect(said()).toHaveLength(1);
+    expect(said()[0]!.level).toBe("warning");
+    expect(said()[0]!.message).toContain("--tools read,bash,edit,write,patch_state,read_state");
+
+    h.script(say("A plain answer."));
+    await h.prompt("Answer this");
+    h.script(say("Another plain answer."));
+    await h.prompt("And this");
+    expect(h.faux.getPendingResponseCount(), "no answer was refused and steered").toBe(0);
+    for (const context of h.contexts) {
+      expect(context.systemPrompt).not.toContain("## State Flow protocol");
+      expect((context.tools ?? []).map((t) => t.name)).toEqual(["read"]);
+      expect(contextText(context)).not.toContain("[State Flow runtime context");
+    }
+    expect(contextText(h.contexts[1]!), "an ordinary run sees Pi's own transcript").toContain("A plain answer.");
+    expect(h.accessor.read(0).state.response, "nothing was recorded").toBe("");
+    expect(said(), "said once, not per run").toHaveLength(1);
+    expect(h.notices.filter((n) => n.level === "error")).toEqual([]);
+
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toContain(
+      "(tools NOT active: patch_state, read_state left out by a tool allowlist or another extension)",
+    );
+  });
+
   it("logs rejected patches and unresolved drafts only when logging is on, outside the store", async () => {
     const h = await harness({ config: { logging: true } });
     await h.command("/state-flow-start");
