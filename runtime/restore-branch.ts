@@ -40,15 +40,20 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
   const markers = host.markers();
   const runtimes = new Map<string, BranchRuntime>();
   const failures: string[] = [];
+  const unavailable = new Map<string, string>();
   const result = await selectRestore(
     markers,
-    (revision) => check(context, revision, runtimes, failures),
+    (revision) => check(context, revision, runtimes, failures, unavailable),
     context.sessionId,
   );
   if (result.kind === "revision") {
     const runtime = runtimes.get(result.revision)!;
     if (result.skippedInvalid > 0) notifySkipped(host, runtime, result.skippedInvalid, failures);
     return { result, runtime };
+  }
+  if (result.kind === "unproven" && result.reason === "unavailable" && result.detail === undefined) {
+    const detail = unavailable.get(result.revision ?? "");
+    return { result: detail ? { ...result, detail } : result, runtime: null };
   }
   if (result.kind === "passive") {
     return { result, runtime: await frozenRuntime(context.current(), markers, store).catch(() => null) };
@@ -121,6 +126,7 @@ async function check(
   revision: string,
   runtimes: Map<string, BranchRuntime>,
   failures: string[],
+  unavailable: Map<string, string>,
 ): Promise<PointerCheck> {
   try {
     const runtime = await context.store.loadPointer({ revision });
@@ -131,7 +137,10 @@ async function check(
       context.host.notify(errorMessage(error), "warning");
       return "lockBusy";
     }
-    if (isStoreError(error, "pointer-unavailable")) return "unavailable";
+    if (isStoreError(error, "pointer-unavailable")) {
+      unavailable.set(revision, errorMessage(error)); // why, for the status and the refusal
+      return "unavailable";
+    }
     failures.push(`${revision.slice(0, 17)}: ${errorMessage(error)}`);
     return "invalid";
   }

@@ -1,7 +1,7 @@
-// What both durable backends share about a cohort: its `file:` pointer (the sha256 of a canonical
-// listing of every member), request validation, the per-file compare-and-swap against a basis,
-// the stale-basis error and the journal entries and write order of one publication. Backends
-// import this module, never each other.
+// What both durable backends share about a cohort: its `file:` pointer (what a file-only Pi
+// checkpoint proves), request validation, the per-file compare-and-swap against a basis, the
+// stale-basis error and the journal entries and write order of one publication. Backends import
+// this module, never each other.
 
 import { assertStorePath, sha256Hex } from "./fs/fs-safe.ts";
 import { JOURNAL_FILE_NAME, type JournalEntry } from "./fs/journal.ts";
@@ -11,7 +11,15 @@ import { StoreError } from "./store-error.ts";
 import type { CohortBasis, CohortSnapshot, PublishRequest, StorePointer } from "./backend.ts";
 
 const FILE_POINTER_PREFIX = "file:";
-const LISTING_HEADER = "state-flow file cohort v1\n";
+/**
+ * A pointer names the branch-owned part of the cohort: the session scope's files (its stream and
+ * the branch's runtime config/meta). Global and cwd files are shared with other sessions, which
+ * legitimately advance them; holding them against the pointer would make every other session's
+ * shared patch unprove this branch. They are read live and validated by their own streams.
+ */
+const LISTING_HEADER = "state-flow file cohort v2 (session scope)\n";
+/** Pointers recorded before v2 name every member; they resolve while the whole cohort is unchanged. */
+const LEGACY_LISTING_HEADER = "state-flow file cohort v1\n";
 
 /** Name of the file-only publication lock in the store root. */
 export const FILE_LOCK_NAME = `.${LOCK_FILE_NAME}`;
@@ -22,19 +30,40 @@ export function isFilePointer(pointer: StorePointer | null | undefined): boolean
   return pointer != null && /^file:[0-9a-f]{64}$/.test(pointer.revision);
 }
 
-/** Canonical listing of a complete cohort: member path + sha256 of its bytes ("-" when absent), sorted. */
-function cohortListing(hashes: ReadonlyMap<string, string | null>): string {
+/**
+ * Canonical listing: the header, then one `<sha256 or -> <path>` line per included member ("-" when
+ * absent), sorted by path bytes. Every member path is checked, included or not.
+ */
+function listingPointer(
+  header: string,
+  hashes: ReadonlyMap<string, string | null>,
+  include: (path: string) => boolean,
+): StorePointer {
   const paths = [...hashes.keys()].sort(comparePaths);
-  let listing = LISTING_HEADER;
+  let listing = header;
   for (const path of paths) {
     assertStorePath(path);
-    listing += `${hashes.get(path) ?? "-"} ${path}\n`;
+    if (include(path)) listing += `${hashes.get(path) ?? "-"} ${path}\n`;
   }
-  return listing;
+  return { revision: `${FILE_POINTER_PREFIX}${sha256Hex(listing)}` };
 }
 
+/** The `file:` pointer of a cohort (v2): its session-scope members' listing. */
 export function filePointerOf(hashes: ReadonlyMap<string, string | null>): StorePointer {
-  return { revision: `${FILE_POINTER_PREFIX}${sha256Hex(cohortListing(hashes))}` };
+  return listingPointer(LISTING_HEADER, hashes, (path) => scopeOfPath(path) === "session");
+}
+
+/** The pointer an older State Flow recorded for a cohort (v1): every member's listing. */
+export function legacyFilePointerOf(hashes: ReadonlyMap<string, string | null>): StorePointer {
+  return listingPointer(LEGACY_LISTING_HEADER, hashes, () => true);
+}
+
+/** Whether `pointer` names this cohort: its session-scope files (v2) or, for an older pointer, all of it (v1). */
+export function provesFileCohort(pointer: StorePointer, hashes: ReadonlyMap<string, string | null>): boolean {
+  if (!isFilePointer(pointer)) return false;
+  return (
+    filePointerOf(hashes).revision === pointer.revision || legacyFilePointerOf(hashes).revision === pointer.revision
+  );
 }
 
 export function hashFiles(files: ReadonlyMap<string, Uint8Array | null>): Map<string, string | null> {
@@ -64,22 +93,27 @@ function staleBasisError(
 }
 
 /**
- * A file-only pointer names an exact cohort and resolves only while the current files still are
- * that cohort (file-only stores keep no history). Shared by both backends: after a store was
- * adopted into Git, a branch's `file:` pointer keeps resolving against the live files the same
- * way; the snapshot then carries the Git revision (or the file pointer while HEAD is unborn).
+ * A file-only pointer resolves only while the session files it names are still the current ones
+ * (file-only stores keep no history); the shared files are then whatever they are now. Shared by
+ * both backends: after a store was adopted into Git, a branch's `file:` pointer keeps resolving
+ * against the live files the same way; the snapshot then carries the Git revision when HEAD holds
+ * these files, otherwise the pointer as recorded (so a successor's meta names what the branch
+ * recorded).
  */
 export function loadIfCurrent(pointer: StorePointer, current: CohortSnapshot): CohortSnapshot {
-  const cohort = filePointerOf(current.hashes);
-  if (cohort.revision !== pointer.revision) {
+  if (!provesFileCohort(pointer, current.hashes)) {
     throw new StoreError(
       "pointer-unavailable",
-      `The file cohort ${pointer.revision} is no longer available: the current files form ${cohort.revision}. ` +
-        `File-only stores keep no history and current files are never passed off as the selected past; ` +
-        `keep the selected pointer, choose a newer checkpoint, or use Git for cold history.`,
+      `The file cohort ${pointer.revision} is no longer available: this session's files no longer hold what it ` +
+        `names (they now form ${filePointerOf(current.hashes).revision}; a pointer an older State Flow recorded ` +
+        `names the shared global and cwd files too). File-only stores keep no history, ` +
+        `and the current files are never passed off as the selected past. Keep the selected pointer, choose a ` +
+        `newer checkpoint of this branch (its newest one names the current session files), or use Git for ` +
+        `cold history.`,
     );
   }
-  return { ...current, pointer: current.pointer ?? cohort };
+  const pointed = current.pointer !== null && !isFilePointer(current.pointer) ? current.pointer : pointer;
+  return { ...current, pointer: { revision: pointed.revision } };
 }
 
 /** Validates a publish request against its basis: writes must be cohort members. */

@@ -28,13 +28,16 @@ import { SCOPES, type ScopeName, type ScopePatch } from "../core/scope-state.ts"
 import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
+import { isFilePointer } from "./cohort-basis.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./open-store.ts";
 import {
+  assertLineage,
   assertStreamInLineage,
   createView,
   emptyStream,
   headBoundary,
   originateView,
+  type Lineage,
   type ScopeStream,
   type TemporalView,
 } from "../core/temporal.ts";
@@ -96,8 +99,17 @@ function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string)
   });
 }
 
-/** Decodes a loaded cohort into a runtime; null when this session has no runtime files there. */
-export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): BranchRuntime | null {
+/**
+ * Decodes a loaded cohort into a runtime; null when this session has no runtime files there.
+ * `liveShared`: the snapshot's global/cwd files are the live ones rather than the ones published
+ * with this runtime (a `file:` pointer proves only the session files), so shared streams another
+ * session advanced are adopted as a publication would adopt them.
+ */
+export function decodeRuntime(
+  snapshot: CohortSnapshot,
+  id: SessionIdentity,
+  options: { liveShared?: boolean } = {},
+): BranchRuntime | null {
   checkCwdOwner(snapshot, id);
   const metaPath = scopeFiles("session", id).meta;
   const metaBytes = file(snapshot, metaPath);
@@ -115,7 +127,8 @@ export function decodeRuntime(snapshot: CohortSnapshot, id: SessionIdentity): Br
   const meta = parseRuntimeMeta(metaBytes, metaPath);
   checkSessionOwner(meta, id, metaPath);
   const config = parseSessionConfig(configBytes, scopeFiles("session", id).config!);
-  const view = createView(meta.lineage, readStreams(snapshot, id));
+  const streams = readStreams(snapshot, id);
+  const view = options.liveShared ? viewOverShared(meta.lineage, streams) : createView(meta.lineage, streams);
   if (!snapshot.pointer) throw new StoreError("invalid-pointer", "a loaded cohort has no pointer");
   return { identity: id, pointer: snapshot.pointer, view, meta, config, basis: snapshot };
 }
@@ -130,14 +143,28 @@ function newLineageId(): string {
  */
 function adoptShared(runtime: BranchRuntime, live: CohortSnapshot): TemporalView {
   const liveStreams = readStreams(live, runtime.identity);
-  const streams = { ...runtime.view.streams, global: liveStreams.global, cwd: liveStreams.cwd };
+  return viewOverShared(runtime.view.lineage, {
+    ...runtime.view.streams,
+    global: liveStreams.global,
+    cwd: liveStreams.cwd,
+  });
+}
+
+/**
+ * The view of a session layer over shared streams that may have left its lineage: kept in the
+ * lineage when they still fit, otherwise adopted at a fresh origin. The session stream must fit
+ * the lineage itself: origination would otherwise hide a broken session layer.
+ */
+function viewOverShared(lineage: Lineage, streams: Record<ScopeName, ScopeStream>): TemporalView {
+  assertLineage(lineage);
+  assertStreamInLineage(streams.session, lineage);
   try {
-    for (const scope of ["global", "cwd"] as const) assertStreamInLineage(streams[scope], runtime.view.lineage);
-    return createView(runtime.view.lineage, streams);
+    for (const scope of ["global", "cwd"] as const) assertStreamInLineage(streams[scope], lineage);
   } catch (error) {
     if (!(error instanceof StateFlowError) || error.code !== "invalid-lineage") throw error;
-    return originateView(newLineageId(), streams, headBoundary(runtime.view.lineage).step);
+    return originateView(newLineageId(), streams, headBoundary(lineage).step);
   }
+  return createView(lineage, streams);
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -194,7 +221,7 @@ export class StateStore {
     // A restore waits only briefly for another writer (one publication takes tens of ms); a lock
     // held longer is reported so the branch retains its pointer for an explicit retry.
     const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
-    const runtime = decodeRuntime(snapshot, this.identity);
+    const runtime = decodeRuntime(snapshot, this.identity, { liveShared: isFilePointer(pointer) });
     if (!runtime) {
       throw new StoreError(
         "revision-missing",

@@ -1,10 +1,14 @@
 // File-only backend: used only when the `git` executable is absent (or before Git is initialized).
 // A cohort is the complete set of a session's store files (global + cwd + session). Its pointer
-// is `file:<sha256 of the canonical listing>` where the listing names every member path with the
-// sha256 of its bytes (or "-" when absent), sorted by path bytes:
+// is `file:<sha256 of the canonical listing>` of the session scope's members, each with the
+// sha256 of its bytes (or "-" when absent), sorted by path bytes (cohort-basis.ts):
 //
-//   state-flow file cohort v1\n
-//   <sha256 hex or -> <path>\n   (one line per member)
+//   state-flow file cohort v2 (session scope)\n
+//   <sha256 hex or -> <path>\n   (one line per session-scope member)
+//
+// So a pointer proves the branch-owned files (session stream, config and meta), not the shared
+// global/cwd files other sessions advance; those are read live. Pointers an older version
+// recorded over every member (header "state-flow file cohort v1") resolve while all of it holds.
 //
 // Publication = lock → finish any interrupted publication (journal.ts) → per-file compare-and-swap
 // of every member against the caller's basis → fsynced temp copies → the journal → renames (data
@@ -40,6 +44,7 @@ import {
   isFilePointer,
   journalEntries,
   loadIfCurrent,
+  provesFileCohort,
   splitWrites,
   validateRequest,
   verifyBasis,
@@ -102,7 +107,10 @@ export class FileBackend implements StoreBackend {
     return { pointer: filePointerOf(hashes), files, hashes };
   }
 
-  /** File-only mode keeps no history: a pointer resolves only while it is still the exact current cohort. */
+  /**
+   * File-only mode keeps no history: a pointer resolves only while the session files it names are
+   * the current ones; the shared scopes come as they are now.
+   */
   async loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {
     if (!isFilePointer(pointer)) {
       throw new StoreError(
@@ -116,14 +124,11 @@ export class FileBackend implements StoreBackend {
 
   async publish(request: PublishRequest): Promise<PublishReceipt> {
     const members = validateRequest(request);
-    if (
-      request.basis.pointer !== null &&
-      (!isFilePointer(request.basis.pointer) ||
-        filePointerOf(request.basis.hashes).revision !== request.basis.pointer.revision)
-    ) {
+    // Shared members are guarded by the per-file compare-and-swap below, not by the pointer.
+    if (request.basis.pointer !== null && !provesFileCohort(request.basis.pointer, request.basis.hashes)) {
       throw new StoreError(
         "invalid-pointer",
-        `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' exact file cohort; ` +
+        `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' file cohort; ` +
           `publish on a snapshot loaded from this file-only store.`,
       );
     }

@@ -56,11 +56,11 @@ import { killPoint } from "../fs/crash-points.ts";
 import {
   FILE_JOURNAL_NAME,
   FILE_LOCK_NAME,
-  filePointerOf,
   hashFiles,
   isFilePointer,
   journalEntries,
   loadIfCurrent,
+  provesFileCohort,
   splitWrites,
   validateRequest,
   verifyBasis,
@@ -468,11 +468,12 @@ export class GitBackend implements StoreBackend {
       return this.verifyCurrent(members, checked.value, files.value);
     } catch (error) {
       if (!isStoreError(error, "worktree-diverged")) throw error;
-      // Live files written file-only (Git was absent meanwhile) that form exactly the cohort the
-      // caller's branch selected are that branch's accepted state: current, under its pointer.
+      // Live files written file-only (Git was absent meanwhile) whose session files are the ones
+      // the caller's branch selected are that branch's accepted state: current, under its pointer.
+      // Its shared files are read as they are, as any file-only restore reads them.
       const proven = options.provenCohort;
       const hashes = hashFiles(files.value);
-      if (proven && isFilePointer(proven) && filePointerOf(hashes).revision === proven.revision) {
+      if (proven && provesFileCohort(proven, hashes)) {
         return { pointer: { revision: proven.revision }, files: files.value, hashes };
       }
       // A publisher moves the ref before renaming the live files: mid-publication the two
@@ -1252,13 +1253,13 @@ function backdateIndex(path: string, from: BigIntStats): void {
 }
 
 /**
- * A `file:` basis names the exact live cohort (an adopted file-backed branch); the commit then
- * holds the complete current files, whatever stale blobs HEAD had. Any other basis is a Git revision.
+ * A `file:` basis names the live cohort it was read as (an adopted file-backed branch); the commit
+ * then holds the complete current files, whatever stale blobs HEAD had. Any other basis is a Git revision.
  */
 function assertPublishableBasis(basis: PublishRequest["basis"]): void {
   const pointer = basis.pointer;
   if (pointer === null || isGitPointer(pointer)) return;
-  if (isFilePointer(pointer) && filePointerOf(basis.hashes).revision === pointer.revision) return;
+  if (provesFileCohort(pointer, basis.hashes)) return;
   throw new StoreError(
     "invalid-pointer",
     `The basis ${pointer.revision} is neither a Git revision nor the file cohort its hashes form; publish on a ` +

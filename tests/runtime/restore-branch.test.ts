@@ -78,6 +78,20 @@ describe("restoreBranch", () => {
     );
   });
 
+  it("an unavailable file cohort fails closed with the store's reason as the detail", async () => {
+    const { store, sessionId } = await storeWithTwoCohorts();
+    const { h } = host(sessionId, [`file:${"0".repeat(64)}`]);
+    const outcome = await restoreBranch(context(store, h, sessionId));
+    expect(outcome.result).toMatchObject({
+      kind: "unproven",
+      reason: "unavailable",
+      revision: `file:${"0".repeat(64)}`,
+    });
+    expect(outcome.result.kind === "unproven" && outcome.result.detail).toMatch(
+      /^The file cohort file:0{64} is no longer available: this session's files no longer hold what it names/,
+    );
+  });
+
   it("restores nothing and says nothing for a branch without checkpoints", async () => {
     const { store, sessionId } = await storeWithTwoCohorts();
     const { h, notices } = host(sessionId, []);

@@ -198,6 +198,86 @@ describe("file-only restore under a held publication lock", () => {
   });
 });
 
+describe("two sessions on one file-only store", () => {
+  it("a branch's pointer restores over the cwd another session advanced since, and publishes on it", async () => {
+    const root = temp.make();
+    const a = await open("file", root, identity("A"));
+    let ra = await a.start(null, "off");
+    ra = (await a.commit(ra, { cwd: { contract: { lang: "ts" } }, session: { working: { mine: "A" } } }, "a1")).runtime;
+    const b = await open("file", root, identity("B"));
+    const rb = await b.start(null, "off");
+    await b.commit(rb, { cwd: { contract: { strict: true } } }, "b1");
+    // A reopens: its session files are still the ones its pointer names; cwd is read as it is now.
+    const reopened = await open("file", root, identity("A"));
+    const restored = await reopened.loadPointer(ra.pointer);
+    expect(restored.pointer).toEqual(ra.pointer);
+    expect(restored.meta).toEqual(ra.meta);
+    expect(readTemporalState(restored.view, 0, "cwd").state.contract).toEqual({ lang: "ts", strict: true });
+    expect(readTemporalState(restored.view, 0, "session").state.working).toEqual({ mine: "A" });
+    // Nothing was written by the restore, and the branch patches the shared scope it now reads.
+    const next = (
+      await reopened.commit(restored, { cwd: { contract: { tests: "vitest" } }, session: { working: { n: 2 } } }, "a2")
+    ).runtime;
+    expect(next.meta.predecessor).toBe(ra.pointer.revision);
+    expect(readTemporalState(next.view, 0, "cwd").state.contract).toEqual({
+      lang: "ts",
+      strict: true,
+      tests: "vitest",
+    });
+    expect((await reopened.loadPointer(next.pointer)).view).toEqual(next.view);
+    // Its earlier checkpoint named session files it has since replaced: unavailable, not the current files.
+    await expect(reopened.loadPointer(ra.pointer)).rejects.toMatchObject({ code: "pointer-unavailable" });
+  });
+
+  it("finds the branch's unrecorded successor although another session changed cwd after it", async () => {
+    const root = temp.make();
+    const a = await open("file", root, identity("A"));
+    const started = await a.start(null, "off");
+    const recorded = (await a.commit(started, { session: { working: { n: 1 } } }, "a1")).runtime;
+    // Killed after this publication, before Pi recorded it; then B patches cwd.
+    const unrecorded = (await a.commit(recorded, { session: { working: { n: 2 } } }, "a2")).runtime;
+    const b = await open("file", root, identity("B"));
+    await b.commit(await b.start(null, "off"), { cwd: { contract: { by: "B" } } }, "b1");
+    const found = await a.unrecordedSuccessor(
+      recorded.pointer.revision,
+      new Set([started.pointer.revision, recorded.pointer.revision]),
+    );
+    expect(found?.pointer).toEqual(unrecorded.pointer);
+    expect(readTemporalState(found!.view, 0, "session").state.working).toEqual({ n: 2 });
+    expect(readTemporalState(found!.view, 0, "cwd").state.contract).toEqual({ by: "B" });
+  });
+});
+
+describe("a Git store that went file-only while two sessions worked", () => {
+  it("a branch restores its file pointer although another session's file-only cwd patch moved cwd too", async () => {
+    const root = temp.make();
+    const gitA = await open("git", root, identity("A"));
+    let a = await gitA.start(null, "off");
+    a = (await gitA.commit(a, { cwd: { contract: { lang: "ts" } } }, "a1")).runtime;
+    // Git disappears from PATH: A and B keep publishing file-only, so HEAD holds neither's newer files.
+    const fileA = await open("file", root, identity("A"));
+    a = (await fileA.commit(a, { session: { working: { offline: 1 } } }, "a2")).runtime;
+    expect(a.pointer.revision).toMatch(/^file:/);
+    const fileB = await open("file", root, identity("B"));
+    await fileB.commit(await fileB.start(null, "off"), { cwd: { contract: { strict: true } } }, "b1");
+    // Git is back: A's session files are the ones its pointer names, so the diverged live cohort is its state.
+    const gitAgain = await open("git", root, identity("A"));
+    await expect(gitAgain.loadCurrent()).rejects.toMatchObject({ code: "worktree-diverged" });
+    const restored = await gitAgain.loadPointer(a.pointer);
+    expect(restored.pointer).toEqual(a.pointer);
+    expect(readTemporalState(restored.view, 0, "cwd").state.contract).toEqual({ lang: "ts", strict: true });
+    expect(readTemporalState(restored.view, 0, "session").state.working).toEqual({ offline: 1 });
+    // The explicit start adopts the complete current files (B's too) with one commit.
+    const started = await gitAgain.start(restored, "off");
+    expect(started.pointer.revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(git(root, process.env, "status", "--porcelain")).toBe("");
+    expect(readTemporalState((await gitAgain.loadPointer(started.pointer)).view, 0, "cwd").state.contract).toEqual({
+      lang: "ts",
+      strict: true,
+    });
+  });
+});
+
 describe("file-only store adopted into Git later", () => {
   it(
     "a new session's start adopts the live file cohort into " +

@@ -259,7 +259,7 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.code).toBe(1);
   }, 30_000);
 
-  it("pi --tools read: State Flow says its tools are not active, sends no protocol, and the answer stands", async () => {
+  it("pi --tools read: State Flow says its tools are not active, sends no protocol; the answer stands", async () => {
     const dirs = setup({ autoStart: true });
     const run = await runPi(dirs, [{ say: "Plain answer." }], "Hello", { args: ["--tools", "read"] });
     expect(run.stderr).toMatch(/\[state-flow\] warning: State Flow is enabled, but its tools are not active/);

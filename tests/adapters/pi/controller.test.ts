@@ -340,7 +340,7 @@ describe("status, diagnostics and configuration", () => {
     expect(status).toMatch(/artifacts: global 0, cwd 1, session 0, effective 1/);
   });
 
-  it("a tool allowlist that leaves State Flow's tools out: said once, no protocol, ordinary runs, real status", async () => {
+  it("an allowlist without State Flow's tools: said once, no protocol, ordinary runs, real status", async () => {
     const h = await harness({ tools: ["read"] });
     await h.command("/state-flow-start");
     expect(h.accessor.episode()).toBe("active.bootstrap.fromTranscript");

@@ -31,6 +31,7 @@ import {
   type ResolutionEvent,
 } from "../../../machines/resolution.ts";
 import type { RestoreResult } from "../../../machines/restore.ts";
+import { cwdKey, sessionKeyFromFile } from "../../../store/layout.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
 import { PiHarness, call, contextText, say, type HarnessOptions, holdForeignLock } from "../../support/pi-harness.ts";
@@ -263,15 +264,11 @@ class EpisodeWorld {
       holdForeignLock(this.lockPath);
     }
     if (restore === "unproven") {
-      // Real fault: another session publishes a global transition, so the file-only cohort the
-      // planted branch names is replaced (file-only stores keep no history).
-      const other = await this.harness({ git: false });
-      await other.command("/state-flow-start");
-      other.script(
-        call("patch_state", { global: { contract: { replacedBy: "another session" } }, final: true }),
-        say("replaced"),
-      );
-      await other.prompt("replace the shared cohort");
+      // Real fault: the planted session's own store files are deleted, so the file-only cohort its
+      // branch names is gone (file-only stores keep no history). Another session's change to the
+      // shared scopes would not do: a file-only checkpoint does not cover them.
+      const file = s.session.sessionFile!;
+      rmSync(join(s.storeRoot, cwdKey(s.cwd), sessionKeyFromFile(file)), { recursive: true, force: true });
     }
     return s.session.sessionFile!;
   }

@@ -116,3 +116,68 @@ describe("publication shared by two sessions", () => {
     expect(remoteHead()).toBe(bHead);
   });
 });
+
+describe("two sessions on one file-only store, one reopened", () => {
+  it("the reopened one restores its newest checkpoint over the other's cwd change; patch and /tree work", async () => {
+    const a = await harness({ git: false, sessionKind: "file" });
+    await a.command("/state-flow-start");
+    a.script(
+      call("patch_state", {
+        cwd: { contract: { storage: "todos.json" } },
+        session: { working: { owner: "A" } },
+        final: true,
+      }),
+      say("A done"),
+    );
+    await a.prompt("A: store todos in a JSON file");
+    const first = a.session.sessionManager.getLeafId()!;
+    const b = await harness({ shareWith: a, git: false });
+    await b.command("/state-flow-start");
+    b.script(call("patch_state", { cwd: { contract: { cli: "todo" } }, final: true }), say("B done"));
+    await b.prompt("B: the binary is called todo");
+    expect(b.extensionErrors()).toEqual([]);
+
+    const file = a.session.sessionManager.getSessionFile()!;
+    const resumed = await harness({ shareWith: a, git: false, openFile: file });
+    expect(resumed.notices.filter((n) => n.level !== "info")).toEqual([]);
+    expect(resumed.accessor.episode()).toBe("active.steady");
+    expect(resumed.accessor.read(0, "cwd").state.contract).toEqual({ storage: "todos.json", cli: "todo" });
+    expect(resumed.accessor.read(0, "session").state.working).toEqual({ owner: "A" });
+
+    resumed.script(
+      call("patch_state", { cwd: { contract: { tests: "vitest" } }, session: { working: { next: "list" } } }),
+      call("patch_state", { session: { working: { done: true } }, final: true }),
+      say("A again"),
+    );
+    await resumed.prompt("A: next");
+    expect(resumed.extensionErrors()).toEqual([]);
+    const results = resumed.session.messages.filter((m) => m.role === "toolResult") as { isError: boolean }[];
+    expect(results.slice(-2).map((r) => r.isError)).toEqual([false, false]);
+    expect(resumed.accessor.read(0, "cwd").state.contract).toEqual({
+      storage: "todos.json",
+      cli: "todo",
+      tests: "vitest",
+    });
+    expect(resumed.accessor.read(0, "session").state.working).toEqual({ owner: "A", next: "list", done: true });
+    const newest = resumed.session.sessionManager.getLeafId()!;
+
+    // B advances cwd again. A's first checkpoint names session files A has since replaced: unavailable, never
+    // read as that past. /tree back to A's newest one reads B's cwd live over A's intact session layer.
+    const lint = { cwd: { contract: { lint: "eslint" } }, final: true };
+    b.script(call("patch_state", lint), call("patch_state", lint), say("B again")); // the first is refused: A moved cwd
+    await b.prompt("B: lint with eslint");
+    expect(b.accessor.read(0, "cwd").state.contract).toMatchObject({ tests: "vitest", lint: "eslint" });
+    await resumed.session.navigateTree(first);
+    expect(resumed.accessor.episode()).toBe("failedClosed.unproven");
+    await resumed.session.navigateTree(newest);
+    expect(resumed.accessor.episode()).toBe("active.steady");
+    const contract = { storage: "todos.json", cli: "todo", tests: "vitest", lint: "eslint" };
+    expect(resumed.accessor.read(0, "cwd").state.contract).toEqual(contract);
+    expect(resumed.accessor.read(0, "session").state.working).toEqual({ owner: "A", next: "list", done: true });
+    resumed.script(call("patch_state", { session: { working: { after: "tree" } }, final: true }), say("A after tree"));
+    await resumed.prompt("A: after tree");
+    expect(resumed.extensionErrors()).toEqual([]);
+    expect(resumed.accessor.read(0, "session").state.working).toMatchObject({ done: true, after: "tree" });
+    expect(resumed.accessor.read(0, "cwd").state.contract).toEqual(contract);
+  });
+});

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { FILE_LOCK_NAME } from "../../../store/cohort-basis.ts";
+import { FILE_LOCK_NAME, filePointerOf, legacyFilePointerOf } from "../../../store/cohort-basis.ts";
 import { FileBackend } from "../../../store/file/file-backend.ts";
 import { sha256Hex } from "../../../store/fs/fs-safe.ts";
 import { acquirePublicationLock } from "../../../store/fs/lock.ts";
@@ -117,12 +117,89 @@ describe("file-only backend", () => {
   it("does not pass current files off as a replaced cohort", async () => {
     const store = backend();
     const base = await store.loadCurrent(paths);
-    const first = await store.publish({ basis: base, writes: new Map([[g.meta, Buffer.from("1")]]) });
-    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[g.meta, Buffer.from("2")]]) });
-    await expect(store.loadRevision(first.pointer, paths)).rejects.toMatchObject({ code: "pointer-unavailable" });
+    const first = await store.publish({ basis: base, writes: new Map([[s.meta, Buffer.from("1")]]) });
+    await store.publish({ basis: await store.loadCurrent(paths), writes: new Map([[s.meta, Buffer.from("2")]]) });
+    const error = await store.loadRevision(first.pointer, paths).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "pointer-unavailable" });
+    expect((error as Error).message).toMatch(/this session's files no longer hold what it names/);
     await expect(store.loadRevision({ revision: "a".repeat(40) }, paths)).rejects.toMatchObject({
       code: "invalid-pointer",
     });
+  });
+
+  it("a pointer still resolves after another session changed the shared files, read as they are now", async () => {
+    const store = backend();
+    const mine = await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([
+        [s.checkpoint, Buffer.from("A")],
+        [s.meta, Buffer.from("A meta")],
+        [c.checkpoint, Buffer.from("cwd by A")],
+      ]),
+    });
+    // Another session (its own session files are not members of this cohort) patches cwd and global.
+    const shared = new Map([
+      [c.checkpoint, Buffer.from("cwd by B")],
+      [c.patches, Buffer.from("{}\n")],
+      [g.meta, Buffer.from("global by B")],
+    ]);
+    await store.publish({ basis: await store.loadCurrent(paths), writes: shared });
+    const restored = await store.loadRevision(mine.pointer, paths);
+    expect(restored.pointer).toEqual(mine.pointer);
+    for (const [path, bytes] of shared) expect(restored.files.get(path)).toEqual(bytes);
+    expect(restored.files.get(s.checkpoint)).toEqual(Buffer.from("A"));
+    expect((await store.loadCurrent(paths)).pointer).toEqual(mine.pointer);
+  });
+
+  it("a pointer an older version recorded over every file loads while the whole cohort is unchanged", async () => {
+    const store = backend();
+    await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([
+        [s.meta, Buffer.from("A meta")],
+        [c.checkpoint, Buffer.from("cwd 1")],
+      ]),
+    });
+    const legacy = legacyFilePointerOf((await store.loadCurrent(paths)).hashes);
+    const loaded = await store.loadRevision(legacy, paths);
+    expect(loaded.pointer, "the snapshot keeps the pointer the branch recorded").toEqual(legacy);
+    // A publication on that snapshot is accepted (its basis pointer names its hashes' cohort, as v1).
+    const next = await store.publish({ basis: loaded, writes: new Map([[s.meta, Buffer.from("A meta 2")]]) });
+    expect(next.pointer).toEqual(filePointerOf(next.hashes));
+    const again = await store.loadCurrent(paths);
+    await expect(store.loadRevision(legacyFilePointerOf(again.hashes), paths)).resolves.toBeTruthy();
+    await store.publish({ basis: again, writes: new Map([[c.checkpoint, Buffer.from("cwd 2")]]) });
+    await expect(store.loadRevision(legacyFilePointerOf(again.hashes), paths)).rejects.toMatchObject({
+      code: "pointer-unavailable",
+    });
+  });
+
+  it("publishing after another session changed cwd works on a fresh basis; the old basis is stale", async () => {
+    const store = backend();
+    const first = await store.publish({
+      basis: await store.loadCurrent(paths),
+      writes: new Map([
+        [s.meta, Buffer.from("A 1")],
+        [c.checkpoint, Buffer.from("cwd by A")],
+      ]),
+    });
+    const old = await store.loadCurrent(paths);
+    await store.publish({ basis: old, writes: new Map([[c.checkpoint, Buffer.from("cwd by B")]]) });
+    const fresh = await store.loadCurrent(paths);
+    // The pointer does not cover cwd: both bases carry the same one; the per-file check tells them apart.
+    expect(fresh.pointer).toEqual(first.pointer);
+    expect(old.pointer).toEqual(first.pointer);
+    const error = await store
+      .publish({ basis: old, writes: new Map([[s.meta, Buffer.from("A 2")]]) })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "stale-basis", file: c.checkpoint });
+    expect((await store.loadCurrent(paths)).files.get(s.meta)).toEqual(Buffer.from("A 1"));
+    const receipt = await store.publish({ basis: fresh, writes: new Map([[s.meta, Buffer.from("A 2")]]) });
+    expect(receipt.changed).toEqual([s.meta]);
+    expect(receipt.pointer).not.toEqual(first.pointer);
+    const current = await store.loadCurrent(paths);
+    expect(current.files.get(c.checkpoint)).toEqual(Buffer.from("cwd by B"));
+    expect(current.pointer).toEqual(receipt.pointer);
   });
 
   it("rolls back a failed multi-file write from the verified basis", async () => {

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { GitBackend, openGitBackend, parseCatFileBatch } from "../../../store/git/git-backend.ts";
 import { gitObjectId } from "../../../store/git/plumbing/git-objects.ts";
 import { findGitExecutable } from "../../../store/git/git-runner.ts";
+import { legacyFilePointerOf } from "../../../store/cohort-basis.ts";
 import { cohortPaths } from "../../../store/layout.ts";
 import { acquirePublicationLock } from "../../../store/fs/lock.ts";
 import { openStore, type CohortSnapshot } from "../../../store/open-store.ts";
@@ -464,6 +465,34 @@ describe("git backend", () => {
     });
     await held.release();
     await backend.publish({ basis: base, writes: cohort(1) });
+  });
+
+  it("a file pointer proves its session files over a diverged worktree; shared ones are read as they are", async () => {
+    const { FileBackend } = await import("../../../store/file/file-backend.ts");
+    const { root, env, backend } = await repo();
+    await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
+    // Git absent for a while: this session and another one publish file-only over the same files.
+    const files = new FileBackend(root, { generation: "t" });
+    const mine = await files.publish({
+      basis: await files.loadCurrent(paths),
+      writes: new Map([[s.meta, Buffer.from("offline")]]),
+    });
+    const before = await files.loadCurrent(paths);
+    await files.publish({ basis: before, writes: new Map([[c.checkpoint, Buffer.from("cwd by B")]]) });
+    await expect(backend.loadCurrent(paths)).rejects.toMatchObject({ code: "worktree-diverged" });
+    const proven = await backend.loadCurrent(paths, { provenCohort: mine.pointer });
+    expect(proven.pointer).toEqual(mine.pointer);
+    expect(proven.files.get(c.checkpoint)).toEqual(Buffer.from("cwd by B"));
+    expect((await backend.loadRevision(mine.pointer, paths)).pointer).toEqual(mine.pointer);
+    // A pointer an older version recorded over every file is held to the shared files too.
+    await expect(
+      backend.loadCurrent(paths, { provenCohort: legacyFilePointerOf(before.hashes) }),
+    ).rejects.toMatchObject({ code: "worktree-diverged" });
+    // Publishing on the proven snapshot commits the complete current files.
+    const receipt = await backend.publish({ basis: proven, writes: new Map() });
+    expect(receipt.committed).toBe(true);
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+    expect((await backend.loadCurrent(paths)).pointer).toEqual(receipt.pointer);
   });
 
   it(
