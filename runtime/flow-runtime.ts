@@ -43,7 +43,7 @@ import { gitInstalled, openStore } from "../store/open-store.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
-import { NOTICES, toolsMissingNotice } from "./notices.ts";
+import { NOTICES, inputRefusedNotice, toolsMissingNotice } from "./notices.ts";
 import { gitPusher, openPublication, type PublicationDriver, type PublicationPolicy } from "./publication.ts";
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
@@ -71,6 +71,8 @@ export interface FlowRuntimeOptions {
 /** What the next inference is built from; the host renders it. */
 export type Projection =
   | { mode: "ordinary" }
+  /** Failed closed: no earlier transcript, only the run that started anyway (input is refused). */
+  | { mode: "closed" }
   | { mode: "passive"; sessionId: string; discarded: ReadonlySet<number> }
   | {
       mode: "steady" | "bootstrap";
@@ -199,8 +201,8 @@ export class FlowRuntime {
 
   projection(): Projection {
     const mode = projectionMode(this.episode.getSnapshot());
-    if (mode === "ordinary" || mode === "failedClosed" || !this.identity || this.unequipped)
-      return { mode: "ordinary" };
+    if (mode === "failedClosed") return { mode: "closed" };
+    if (mode === "ordinary" || !this.identity || this.unequipped) return { mode: "ordinary" };
     const sessionId = this.identity.sessionId;
     if (mode === "passive") return { mode: "passive", sessionId, discarded: this.discarded };
     if (!this.runtime) return { mode: "ordinary" };
@@ -212,6 +214,17 @@ export class FlowRuntime {
       view: this.runtime.view,
       resolution: this.resolutionView(),
     };
+  }
+
+  /**
+   * Why user input is refused: a failed-closed branch runs nothing, since neither its state nor its
+   * raw transcript may stand in for the provenance State Flow could not prove. null: accepted.
+   */
+  inputRefusal(): string | null {
+    const snapshot = this.episode.getSnapshot();
+    if (projectionMode(snapshot) !== "failedClosed") return null;
+    const retained = retainedPointer(snapshot);
+    return inputRefusedNotice(retained?.kind === "lockBusy", retained?.detail ?? null);
   }
 
   /** The patch_state barrier over the current assistant batch (`batch` reads it when a new one begins). */
@@ -242,6 +255,7 @@ export class FlowRuntime {
     for (const effect of this.resolutionEffects.splice(0)) {
       if (effect.type === "resolution.discardDraft") {
         this.discarded.add(draft.id);
+        this.host.recordDiscarded(draft.id);
       } else if (effect.type === "resolution.steer") {
         unresolved(effect.attempt);
         this.host.steer(effect.attempt);

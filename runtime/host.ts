@@ -29,6 +29,11 @@ export interface BranchHost {
   sendHandoff(state: ScopeState | null): void;
   /** A hidden same-run instruction after an unresolved draft (`attempt` of the steering budget). */
   steer(attempt: number): void;
+  /**
+   * Records on the branch that the draft `id` was discarded (not the run's answer), so no later
+   * projection of the branch shows it, including where State Flow is off (a fork, a stop).
+   */
+  recordDiscarded(id: number): void;
   notify(message: string, level: NoticeLevel): void;
   /** Registers patch_state and read_state (asked once, on the first activation). */
   registerTools(): void;

@@ -63,3 +63,17 @@ export function toolsMissingNotice(missing: readonly string[]): string {
     "--tools read,bash,edit,write,patch_state,read_state) or stop State Flow with /state-flow-stop."
   );
 }
+
+/** Said when a user prompt reaches a failed-closed branch (the prompt is not run). */
+export function inputRefusedNotice(lockBusy: boolean, detail: string | null): string {
+  const why = lockBusy
+    ? "the store's publication lock was held when it restored this branch"
+    : `it cannot prove this branch's recorded revision${detail ? ` (${detail})` : ""}`;
+  const remedy = lockBusy
+    ? "Retry /state-flow-start once the other writer is done, or start a new session with /new."
+    : "Select a valid checkpoint with /tree, or start a new session with /new.";
+  return (
+    `State Flow did not run this prompt: it is failed closed on this branch because ${why}, and neither its ` +
+    `state nor the raw transcript may stand in for it. ${remedy}`
+  );
+}

@@ -9,6 +9,8 @@ import { STOP_HANDOFF, type MarkerDetails } from "./context.ts";
 
 /** customType of State Flow's branch checkpoint entries. */
 export const CHECKPOINT_ENTRY = "state-flow";
+/** customType of the entry recording a discarded draft (`{timestamp}` of its assistant message). */
+export const DISCARDED_ENTRY = "state-flow-discarded";
 
 export type CheckpointData = { revision: string } | { disabled: true };
 
@@ -52,4 +54,15 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
 export function branchShape(entries: readonly SessionEntry[]): BranchShape {
   if (entries.some((e) => e.type === "custom" && e.customType === CHECKPOINT_ENTRY)) return "marked";
   return entries.some((e) => e.type === "message") ? "unmarked" : "empty";
+}
+
+/** Timestamps of the drafts a resolution discarded on this branch (any session's, a fork's parent's too). */
+export function discardedDrafts(entries: readonly SessionEntry[]): Set<number> {
+  const discarded = new Set<number>();
+  for (const entry of entries) {
+    if (entry.type !== "custom" || entry.customType !== DISCARDED_ENTRY) continue;
+    const timestamp = (entry.data as { timestamp?: unknown } | undefined)?.timestamp;
+    if (typeof timestamp === "number") discarded.add(timestamp);
+  }
+  return discarded;
 }

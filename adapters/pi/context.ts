@@ -80,13 +80,26 @@ export function runtimeContextMessage(text: string, timestamp: number): AgentMes
 }
 
 /**
- * Where State Flow is not active (off, a fork, failed closed) the context is Pi's own, minus State
- * Flow's private messages (run anchors, stop handoffs, resolution notes) another branch or an
- * earlier stop left in the transcript. null when there are none: Pi's context stays untouched.
+ * Where State Flow is not active (off, a fork) the context is Pi's own, minus State Flow's private
+ * messages (run anchors, stop handoffs, resolution notes) and the drafts a resolution discarded,
+ * which another branch or an earlier stop left in the transcript. null when there are none: Pi's
+ * context stays untouched.
  */
-export function withoutOwnMessages(messages: readonly AgentMessage[]): AgentMessage[] | null {
-  const kept = messages.filter((m) => !isOwnMessage(m));
+export function withoutOwnMessages(
+  messages: readonly AgentMessage[],
+  discarded: ReadonlySet<number> = new Set(),
+): AgentMessage[] | null {
+  const kept = messages.filter((m) => !isOwnMessage(m) && !(m.role === "assistant" && discarded.has(m.timestamp)));
   return kept.length === messages.length ? null : kept;
+}
+
+/**
+ * A failed-closed branch refuses user input; a run that starts anyway (another extension's
+ * triggerTurn) sees only itself, from its starting message on: no earlier transcript, no state.
+ */
+export function closedRunOnly(messages: readonly AgentMessage[], discarded: ReadonlySet<number>): AgentMessage[] {
+  const start = lastIndex(messages, (m) => m.role === "user" || (isCustom(m) && !isOwnMessage(m)));
+  return withoutOwnMessages(messages.slice(Math.max(start, 0)), discarded) ?? messages.slice(Math.max(start, 0));
 }
 
 export function projectContext(input: ProjectionInput): AgentMessage[] {

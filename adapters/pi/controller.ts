@@ -14,13 +14,14 @@ import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/
 import type { FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
-import { CHECKPOINT_ENTRY, branchMarkers, branchShape } from "./branch.ts";
+import { CHECKPOINT_ENTRY, DISCARDED_ENTRY, branchMarkers, branchShape, discardedDrafts } from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
   RESOLUTION_NOTE,
   RUN_ANCHOR,
   STOP_HANDOFF,
+  closedRunOnly,
   projectContext,
   renderRuntimeContext,
   withoutOwnMessages,
@@ -161,6 +162,7 @@ export class StateFlowController {
       appendCheckpoint: (data: CheckpointData) => this.pi.appendEntry(CHECKPOINT_ENTRY, data),
       sendHandoff: (state) => this.hidden(STOP_HANDOFF, handoffText(state)),
       steer: (attempt) => this.hidden(RESOLUTION_NOTE, steerText(attempt), { deliverAs: "steer", triggerTurn: true }),
+      recordDiscarded: (timestamp) => this.pi.appendEntry(DISCARDED_ENTRY, { timestamp, sessionId: this.sessionId }),
       notify: (message: string, level: NoticeLevel) => this.notify(message, level),
       registerTools: () => this.options.registerTools(),
       sync: (view) => this.sync(view),
@@ -268,10 +270,20 @@ export class StateFlowController {
     };
   }
 
+  /** input: a failed-closed branch runs no prompt; it says why and what to do instead. */
+  input(): { action: "handled" } | { action: "continue" } {
+    const refusal = this.runtime.inputRefusal();
+    if (!refusal) return { action: "continue" };
+    this.notify(refusal, "error");
+    return { action: "handled" };
+  }
+
   /** context: the projection the next inference receives (undefined = Pi's own context). */
   context(messages: AgentMessage[]): AgentMessage[] | undefined {
     const projection: Projection = this.runtime.projection();
-    if (projection.mode === "ordinary") return withoutOwnMessages(messages) ?? undefined;
+    const recorded = this.ctx ? discardedDrafts(this.ctx.sessionManager.getBranch()) : new Set<number>();
+    if (projection.mode === "ordinary") return withoutOwnMessages(messages, recorded) ?? undefined;
+    if (projection.mode === "closed") return closedRunOnly(messages, recorded);
     const { sessionId, discarded } = projection;
     if (projection.mode === "passive") {
       return projectContext({ messages, mode: "passive", sessionId, runtimeContext: "", discardedDrafts: discarded });

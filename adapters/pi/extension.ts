@@ -71,6 +71,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     pi.on("session_shutdown", () => controller.shutdown());
     pi.on("before_agent_start", (event) => controller.beforeAgentStart(event, event.systemPrompt));
     pi.on("agent_start", () => controller.agentStart());
+    pi.on("input", () => controller.input());
     pi.on("context", (event) => {
       const messages = controller.context(event.messages);
       return messages ? { messages } : undefined;

@@ -5,6 +5,7 @@ import {
   episodeMachine,
   isToolsActive,
   mayInitializeStorage,
+  runResolution,
   projectionMode,
   episodeStateName,
   isGenuinelyNewSession,
@@ -196,6 +197,13 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     const expected = trace.lastActive ?? "active.steady";
     if (after !== expected) v.push(`I1.12 a failed stop went to ${after} instead of back to ${expected}`);
     if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.12 a failed stop was silent");
+  }
+  // I1.16 (the adapter refuses input there; the machine gives it nothing to run with)
+  if (after.startsWith("failedClosed")) {
+    const snapshot = next as EpisodeSnapshot;
+    if (projectionMode(snapshot) !== "failedClosed") v.push(`I1.16 ${after} projects ${projectionMode(snapshot)}`);
+    if (isToolsActive(snapshot)) v.push(`I1.16 tools are active in ${after}`);
+    if (runResolution(snapshot)) v.push(`I1.16 a resolution actor runs in ${after}`);
   }
   // I1.13
   if (before !== "starting.adopting" && after === "starting.adopting") {

@@ -115,6 +115,7 @@ for (const git of [true, false]) {
       ]);
       const projection = runtime.projection();
       expect(projection.mode === "bootstrap" && [...projection.discarded]).toEqual([1, 2, 3]);
+      expect(host.discardedDrafts, "each discard is recorded on the branch too").toEqual([1, 2, 3]);
       runtime.runEnded();
       expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
       expect(runtime.runStarted(prompt("next run")), "a new run gets a fresh resolution").toBe(true);
@@ -156,6 +157,10 @@ for (const git of [true, false]) {
       expect(runtime.episodeName()).toMatch(/^failedClosed\./);
       expect(host.view).toMatchObject({ toolsActive: false, toolsRegistered: false, footer: "state-flow unavailable" });
       expect(runtime.status()).toMatch(/runtime: unavailable — /);
+      expect(runtime.projection(), "no transcript, no state").toEqual({ mode: "closed" });
+      expect(runtime.inputRefusal()).toMatch(
+        /^State Flow did not run this prompt: it is failed closed on this branch because it cannot prove .*\/tree/,
+      );
       await runtime.command("stop");
       expect(host.notices.at(-1)?.message).toMatch(/cannot stop: this branch's provenance is unproven/);
       runtime.shutdown();

@@ -9,6 +9,7 @@ export class RecordingHost implements BranchHost {
   readonly entries: ({ checkpoint: CheckpointData } | { handoff: ScopeState | null; by: string })[] = [];
   readonly notices: { message: string; level: NoticeLevel }[] = [];
   readonly steers: number[] = [];
+  readonly discardedDrafts: number[] = [];
   registered = 0;
   view: HostView | null = null;
   /** What missingTools() reports while the last view asked for the tools (an allowlist that omits them). */
@@ -53,6 +54,9 @@ export class RecordingHost implements BranchHost {
     this.view = view;
   }
 
+  recordDiscarded(id: number): void {
+    this.discardedDrafts.push(id);
+  }
   missingTools(): readonly string[] {
     return this.view?.toolsActive ? this.withheldTools : [];
   }

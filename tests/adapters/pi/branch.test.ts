@@ -1,6 +1,12 @@
 import type { SessionEntry } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
-import { CHECKPOINT_ENTRY, branchMarkers, branchShape } from "../../../adapters/pi/branch.ts";
+import {
+  CHECKPOINT_ENTRY,
+  DISCARDED_ENTRY,
+  branchMarkers,
+  branchShape,
+  discardedDrafts,
+} from "../../../adapters/pi/branch.ts";
 import { STOP_HANDOFF } from "../../../adapters/pi/context.ts";
 
 let n = 0;
@@ -65,5 +71,14 @@ describe("branchShape", () => {
     expect(branchShape([])).toBe("empty");
     expect(branchShape([message()])).toBe("unmarked");
     expect(branchShape([message(), checkpoint({ revision: sha })])).toBe("marked");
+  });
+});
+
+describe("discardedDrafts", () => {
+  it("collects the recorded timestamps of every session's discards; ignores other entries and bad data", () => {
+    const discard = (data: unknown) =>
+      ({ ...base(), type: "custom", customType: DISCARDED_ENTRY, data }) as SessionEntry;
+    const entries = [discard({ timestamp: 5, sessionId: "A" }), message(), discard({ timestamp: 9 }), discard("x")];
+    expect([...discardedDrafts([...entries, checkpoint({ revision: sha })])]).toEqual([5, 9]);
   });
 });

@@ -9,6 +9,7 @@ import {
   projectContext,
   renderRuntimeContext,
   withoutOwnMessages,
+  closedRunOnly,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../core/scope-state.ts";
@@ -147,5 +148,22 @@ describe("withoutOwnMessages (State Flow not active on the branch)", () => {
       custom("other-extension", "theirs"),
     ];
     expect(withoutOwnMessages(marked)!.map(text)).toEqual(["q", "a", "theirs"]);
+  });
+
+  it("drops the drafts a resolution discarded, by their timestamps", () => {
+    const draft = assistant("unresolved draft");
+    const answer = assistant("answer");
+    const messages = [user("q"), draft, answer];
+    expect(withoutOwnMessages(messages, new Set([draft.timestamp]))!.map(text)).toEqual(["q", "answer"]);
+    expect(withoutOwnMessages(messages, new Set([user("x").timestamp]))).toBeNull();
+  });
+});
+
+describe("closedRunOnly (a failed-closed branch)", () => {
+  it("keeps only the run from its starting message: no earlier transcript, no private messages", () => {
+    const messages = [user("old request"), assistant("old answer"), custom("reminder", "check"), assistant("x")];
+    expect(closedRunOnly(messages, new Set()).map(text)).toEqual(["check", "x"]);
+    const prompted = [user("old"), custom(RUN_ANCHOR, "[run]"), user("new"), custom(RESOLUTION_NOTE, "[note]")];
+    expect(closedRunOnly(prompted, new Set()).map(text)).toEqual(["new"]);
   });
 });

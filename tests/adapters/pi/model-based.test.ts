@@ -405,6 +405,22 @@ class EpisodeWorld {
       expect(h.accessor.episode(), `I1.10 closed stays closed — ${where}`).toBe("closed");
       return;
     }
+    if (mode === "failedClosed") {
+      // I1.16: a failed-closed branch runs no prompt: no inference, nothing of the branch reaches a model.
+      const n = h.contexts.length;
+      await this.step(`run "PROBE ${name}"`, [], () => h.prompt(`PROBE ${name}`));
+      expect(h.contexts.length, `I1.16 no inference on a failed-closed branch — ${where}`).toBe(n);
+      expect(h.lastNotice(), `I1.16 the refusal names the remedy — ${where}`).toMatchObject({
+        level: "error",
+        message: expect.stringMatching(/^State Flow did not run this prompt: it is failed closed/),
+      });
+      this.noticesSeen = h.notices.length;
+      // I1.8: STOP and START fail visibly on an unproven branch and change nothing.
+      await this.step("/state-flow-stop", [{ type: "STOP" }], () => h.command("/state-flow-stop"));
+      await this.step("/state-flow-start", [{ type: "START" }], () => h.command("/state-flow-start"));
+      expect(h.accessor.episode(), `I1.8 unproven stays failed-closed — ${where}`).toBe(name);
+      return;
+    }
     const n = h.contexts.length;
     const enabled = mode === "active" || mode === "bootstrapTranscript" || mode === "bootstrapHandoff";
     const request = `PROBE ${name}`;
@@ -479,12 +495,6 @@ class EpisodeWorld {
       expect(next, `I1.7 no frozen handoff after bootstrap — ${where}`).not.toContain("frozen exit handoff");
       for (const planted of [...this.planted, request])
         expect(next, `I1.7 earlier raw requests gone after bootstrap — ${where}`).not.toContain(planted);
-    }
-    if (mode === "failedClosed") {
-      // I1.8: STOP and START fail visibly on an unproven branch and change nothing.
-      await this.step("/state-flow-stop", [{ type: "STOP" }], () => h.command("/state-flow-stop"));
-      await this.step("/state-flow-start", [{ type: "START" }], () => h.command("/state-flow-start"));
-      expect(h.accessor.episode(), `I1.8 unproven stays failed-closed — ${where}`).toBe(name);
     }
   }
 

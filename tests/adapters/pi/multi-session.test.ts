@@ -75,6 +75,35 @@ describe("a fork of a stopped State Flow session", () => {
     expect(seen).not.toContain("frozen exit handoff");
     expect(seen).not.toContain("[State Flow resolution");
     expect(seen).not.toContain("[State Flow run]");
+    expect(seen, "the draft the parent's resolution discarded is not an answer the fork inherits").not.toContain(
+      "PARENT DRAFT without final",
+    );
+    expect(seen).toContain("parent answer");
+  });
+});
+
+describe("a failed-closed branch", () => {
+  it("runs no prompt: the model never sees its raw transcript, and the refusal names the remedy", async () => {
+    const { rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { cwdKey, sessionKeyFromFile } = await import("../../../store/layout.ts");
+    const a = await harness({ sessionKind: "file", git: false });
+    await a.command("/state-flow-start");
+    a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A ANSWER"));
+    await a.prompt("A REQUEST");
+    const file = a.session.sessionManager.getSessionFile()!;
+    // Real fault: the session's own store files are deleted, so no checkpoint of the branch can be proven.
+    rmSync(join(a.storeRoot, cwdKey(a.cwd), sessionKeyFromFile(file)), { recursive: true, force: true });
+    const reopened = await harness({ shareWith: a, openFile: file, git: false });
+    expect(reopened.accessor.episode(), JSON.stringify(reopened.notices)).toBe("failedClosed.unproven");
+    const inferences = reopened.contexts.length;
+    await reopened.prompt("PROMPT ON A FAILED-CLOSED BRANCH");
+    expect(reopened.contexts.length, "no inference ran").toBe(inferences);
+    const refusal = reopened.notices.find((n) => n.message.startsWith("State Flow did not run this prompt"));
+    expect(refusal?.level).toBe("error");
+    expect(refusal?.message).toContain("Select a valid checkpoint with /tree, or start a new session with /new.");
+    const sent = reopened.session.messages.filter((m) => m.role === "user");
+    expect(JSON.stringify(sent), "the refused prompt is not in the transcript").not.toContain("FAILED-CLOSED");
   });
 });
 
