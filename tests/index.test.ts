@@ -10,7 +10,7 @@ describe("package entry", () => {
     expect(typeof readTemporalState).toBe("function");
   });
 
-  it("declares Pi's packages as peers with \"*\" (Pi provides them), pinned for development", () => {
+  it('declares Pi\'s packages as peers with "*" (Pi provides them), pinned for development', () => {
     for (const name of ["pi-coding-agent", "pi-ai", "pi-agent-core"] as const) {
       expect(pkg.peerDependencies[`@earendil-works/${name}`], name).toBe("*");
     }
