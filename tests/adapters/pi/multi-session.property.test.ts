@@ -235,7 +235,7 @@ class World {
 
 for (const git of [true, false]) {
   describe(`${SESSIONS} sessions on one ${git ? "Git" : "file-only"} store, random steps`, () => {
-    it(`${RUNS} runs × ${STEPS} steps: read_state equals the oracle; every refusal is named and recoverable`, async () => {
+    it(`${RUNS} runs × ${STEPS} steps: read_state equals the oracle; each refusal is named, recoverable`, async () => {
       const totals = { refusals: 0, restoredOlder: 0 };
       await fc.assert(
         fc.asyncProperty(fc.array(stepArb, { minLength: STEPS, maxLength: STEPS }), async (steps) => {
