@@ -39,12 +39,18 @@ import {
   type ResolutionEvent,
 } from "../machines/resolution.ts";
 import { killPoint } from "../store/fs/crash-points.ts";
-import { gitInstalled, openStore } from "../store/open-store.ts";
+import { gitInstalled, openStore, type PendingRecord } from "../store/open-store.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
 import { NOTICES, inputRefusedNotice, toolsMissingNotice } from "./notices.ts";
-import { gitPusher, openPublication, type PublicationDriver, type PublicationPolicy } from "./publication.ts";
+import {
+  gitPusher,
+  openPublication,
+  type PendingPublication,
+  type PublicationDriver,
+  type PublicationPolicy,
+} from "./publication.ts";
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
@@ -66,6 +72,13 @@ export interface FlowRuntimeOptions {
   remotePublication: PublicationPolicy;
   diagnostics: { agentDir: string; enabled: boolean };
   inspection: FlowInspection | undefined;
+}
+
+/** What the publication of a Git store needs of it beyond pushing: the pending record and the remote's history. */
+interface PublicationStore {
+  readPending(sessionKey: string): Promise<PendingRecord | null>;
+  writePending(sessionKey: string, record: PendingRecord): Promise<void>;
+  remoteHas(revision: string): Promise<boolean | null>;
 }
 
 /** What the next inference is built from; the host renders it. */
@@ -109,6 +122,9 @@ export class FlowRuntime {
   private specification: Specification = NO_SPECIFICATION;
   /** The current run started while State Flow's tools could not be active: it runs as ordinary Pi. */
   private unequipped = false;
+  /** The revision the pending record names (pending, or settled once nothing is owed). */
+  private owedRevision: string | null = null;
+  private pendingWrites: Promise<void> = Promise.resolve();
   /** The missing-tools notice was given (again after the tools came back and went missing anew). */
   private toolsMissingSaid = false;
   private readonly discarded = new Set<number>();
@@ -608,19 +624,20 @@ export class FlowRuntime {
   // ---- publication ----------------------------------------------------------------------------
 
   /**
-   * One driver per runtime generation. The intent it starts from is the one the selected
-   * revision's meta records (`unconfirmed`, written inside the accepted commit), so a restored
-   * or restarted runtime pushes it again; a push of an already published commit is a no-op.
+   * One driver per runtime generation. It starts from what this session still owes the remote
+   * (owedPublication), and every change of its intent is written to the session's durable record,
+   * so a restart pushes exactly that (an existing accepted commit) and nothing it already has.
    */
   private async installPublication(runtime: BranchRuntime): Promise<void> {
     if (this.publication) return;
     const git = this.store?.store.git ?? null;
-    const unconfirmed = runtime.meta.publication.intent === "unconfirmed";
+    const sessionKey = runtime.identity.sessionKey;
     this.publication = await openPublication({
       policy: runtime.config.remotePublication,
       pusher: git ? gitPusher(git) : null,
-      restored: git && unconfirmed ? { revision: runtime.pointer.revision, attempts: 0 } : null,
+      restored: git ? await this.owedPublication(git, runtime) : null,
       onPendingChange: (pending) => {
+        if (git) this.recordPending(git, sessionKey, pending);
         if (!pending?.lastError) return;
         this.host.notify(
           `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); ` +
@@ -631,6 +648,59 @@ export class FlowRuntime {
       ...(this.options.inspection ? { inspect: this.options.inspection.inspect } : {}),
     });
     if (this.publication.pending) void this.publication.retry();
+  }
+
+  /**
+   * What this session owes the remote after a restart: the revision its record names as pending;
+   * with no record (an older version wrote the session, or it ended between a commit and the
+   * record) the selected revision, unless the record names it settled. Either is first reconciled
+   * with the remote's real history: a revision the remote's branch already has is not owed.
+   */
+  private async owedPublication(git: PublicationStore, runtime: BranchRuntime): Promise<PendingPublication | null> {
+    const sessionKey = runtime.identity.sessionKey;
+    const record = await git.readPending(sessionKey).catch((error: unknown) => {
+      this.host.notify(errorMessage(error), "warning");
+      return null;
+    });
+    if (record?.state === "settled" && record.revision === runtime.pointer.revision) return null;
+    const owed: PendingPublication =
+      record?.state === "pending"
+        ? {
+            revision: record.revision,
+            attempts: record.attempts,
+            ...(record.lastError ? { lastError: record.lastError } : {}),
+          }
+        : { revision: runtime.pointer.revision, attempts: 0 };
+    this.owedRevision = owed.revision;
+    if (runtime.config.remotePublication === "off") return owed; // kept local: the machine drops it
+    if ((await git.remoteHas(owed.revision)) !== true) return owed;
+    this.recordPending(git, sessionKey, null);
+    return null;
+  }
+
+  /** Writes the session's pending record in intent order; a failed write is said, never fatal. */
+  private recordPending(
+    git: PublicationStore,
+    sessionKey: string,
+    pending: PendingPublication | null,
+    settled = this.owedRevision,
+  ): void {
+    const record: PendingRecord | null = pending
+      ? { state: "pending", ...pending }
+      : settled
+        ? { state: "settled", revision: settled }
+        : null;
+    this.owedRevision = pending?.revision ?? settled;
+    if (!record) return;
+    this.pendingWrites = this.pendingWrites
+      .then(() => git.writePending(sessionKey, record))
+      .catch((error: unknown) =>
+        this.host.notify(
+          `State Flow could not record its pending publication (${errorMessage(error)}); after a restart it ` +
+            "asks the remote what it still needs instead.",
+          "warning",
+        ),
+      );
   }
 
   private async openStateStore(initGit: boolean): Promise<StateStore> {

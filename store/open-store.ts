@@ -18,6 +18,7 @@ import type { CohortSnapshot, LoadCurrentOptions, PublishRequest, StoreBackend, 
 
 export type * from "./backend.ts";
 export type { GitPushResult } from "./git/git-backend.ts";
+export type { PendingRecord } from "./git/pending-record.ts";
 
 export interface OpenStoreOptions {
   readonly root: string;

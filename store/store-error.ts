@@ -23,7 +23,8 @@ export type StoreErrorCode =
   | "git-failed" // any git failure other than the executable being absent
   | "git-identity-missing" // no user.name / user.email configured; we invent none
   | "git-not-exact-root" // the store root is not the top level of its own repository
-  | "push-failed"; // a remote push attempt failed (publication stays pending)
+  | "push-failed" // a remote push attempt failed (publication stays pending)
+  | "invalid-pending-record"; // a session's pending-publication record is not one
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;

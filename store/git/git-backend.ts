@@ -53,6 +53,7 @@ import {
 import { access, lstat, mkdir, open, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { killPoint } from "../fs/crash-points.ts";
+import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
   FILE_JOURNAL_NAME,
   FILE_LOCK_NAME,
@@ -1203,17 +1204,53 @@ export class GitBackend implements StoreBackend {
     }
   }
 
-  /** Whether `<remote>`'s `<ref>` is a commit this repository has that descends from (or is) `revision`. */
-  private async remoteContains(remote: string, ref: string, revision: string): Promise<boolean> {
+  /**
+   * Whether the publication remote already has `revision` on this branch (its branch there is, or
+   * descends from, the commit): true / false, null without a remote or when the remote cannot be
+   * asked. One `ls-remote` (plus a local `merge-base`), no push.
+   */
+  async remoteHas(revision: string): Promise<boolean | null> {
+    const remote = await this.publicationRemote();
+    if (remote === null) return null;
+    const ref = await this.headBranch();
+    const head = await this.remoteHead(remote, ref);
+    if (head === undefined) return null;
+    return head !== null && (await this.isAncestor(revision, head));
+  }
+
+  /** What this session still owes the remote (store/git/pending-record.ts); null: nothing. */
+  readPending(sessionKey: string): Promise<PendingRecord | null> {
+    return readPendingRecord(this.info.commonDir, sessionKey);
+  }
+
+  writePending(sessionKey: string, record: PendingRecord): Promise<void> {
+    return writePendingRecord(this.info.commonDir, sessionKey, record);
+  }
+
+  /** The remote's commit for `ref`: null when the remote has no such branch, undefined when it cannot be asked. */
+  private async remoteHead(remote: string, ref: string): Promise<string | null | undefined> {
     try {
       const line = (await this.runner.execText(["ls-remote", remote, ref])).split("\n")[0] ?? "";
       const head = line.split("\t")[0]?.trim() ?? "";
-      if (!/^[0-9a-f]{40,64}$/.test(head)) return false;
+      return /^[0-9a-f]{40,64}$/.test(head) ? head : null;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async isAncestor(revision: string, head: string): Promise<boolean> {
+    try {
       await this.runner.exec(["merge-base", "--is-ancestor", revision, head]);
       return true;
     } catch {
-      return false; // unknown locally, or not an ancestor: the push really failed
+      return false; // not an ancestor, or the remote's commit is unknown here
     }
+  }
+
+  /** Whether `<remote>`'s `<ref>` is a commit this repository has that descends from (or is) `revision`. */
+  private async remoteContains(remote: string, ref: string, revision: string): Promise<boolean> {
+    const head = await this.remoteHead(remote, ref);
+    return typeof head === "string" && (await this.isAncestor(revision, head));
   }
 }
 

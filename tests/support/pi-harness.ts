@@ -5,7 +5,7 @@
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import {
   fauxProvider,
   fauxText,
@@ -18,6 +18,7 @@ import { SessionManager, type AgentSession, type ExtensionFactory } from "@earen
 import { afterEach } from "vitest";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
 import { createOfflineSession, scriptedSteps } from "../../adapters/pi/offline-session.ts";
+import { findGitExecutable } from "../../store/git/git-runner.ts";
 import { providerRequest } from "../../adapters/pi/provider-request.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
 
@@ -30,6 +31,8 @@ export interface HarnessOptions {
   sessionKind?: "memory" | "file";
   /** Use git for the store (default) or run file-only (git absent from PATH). */
   git?: boolean;
+  /** Log every git command State Flow runs in this session to this file (a logging `git` first on PATH). */
+  gitLog?: string;
   /** Reuse the directories of another harness (same agent dir, cwd and store). */
   shareWith?: PiHarness;
   /** Open this session file instead of creating a new session. */
@@ -51,6 +54,16 @@ export interface Notice {
 }
 
 let counter = 0;
+
+/** A directory holding a `git` that appends its arguments to `log`, then runs the real git. */
+function loggingGit(root: string, log: string): string {
+  const real = findGitExecutable();
+  if (!real) throw new Error("gitLog needs git on PATH");
+  const dir = join(root, `git-log-bin-${++counter}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "git"), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${real}' "$@"\n`, { mode: 0o755 });
+  return dir;
+}
 
 export class PiHarness {
   readonly root: string;
@@ -91,6 +104,7 @@ export class PiHarness {
       GIT_COMMITTER_EMAIL: "test@state-flow.invalid",
     });
     if (options.git === false) env.PATH = join(this.root, "no-git-bin");
+    else if (options.gitLog) env.PATH = `${loggingGit(this.root, options.gitLog)}${delimiter}${env.PATH ?? ""}`;
     this.env = env;
     if (options.config) writeFileSync(join(this.agentDir, "state-flow.json"), JSON.stringify(options.config));
   }

@@ -611,17 +611,23 @@ describe("publication through Pi", () => {
     const head = git(h.storeRoot, "rev-parse", "HEAD").trim();
     await h.command("/state-flow-status");
     expect(h.lastNotice()!.message).toMatch(/publication: transition \(pending [0-9a-f]{40}\)/);
+    // What is owed survives the session, durably, beside the repository (never in a cohort).
+    const file = h.session.sessionManager.getSessionFile()!;
+    const recordPath = join(h.storeRoot, ".git/state-flow/pending", `${sessionKeyFromFile(file)}.json`);
+    const record = () => JSON.parse(readFileSync(recordPath, "utf8")) as Record<string, unknown>;
+    await waitUntil(() => existsSync(recordPath) && Number(record().attempts) >= 1, 100);
+    expect(record()).toMatchObject({ state: "pending", revision: head, lastError: expect.stringMatching(/remote/) });
+    expect(record().attempts, "the failed attempts so far").toBeGreaterThanOrEqual(1);
+    expect(git(h.storeRoot, "status", "--porcelain"), "the record is not part of the store").toBe("");
     // The remote becomes reachable; a resumed session retries the existing accepted commit.
     git(h.root, "init", "-q", "--bare", remote);
-    const resumed = await harness({
-      shareWith: h,
-      openFile: h.session.sessionManager.getSessionFile()!,
-      config: { remotePublication: "transition" },
-    });
+    const resumed = await harness({ shareWith: h, openFile: file, config: { remotePublication: "transition" } });
     expect(resumed.accessor.episode()).toBe("active.steady");
     const pushed = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
     await waitUntil(() => pushed() !== "", 100);
     expect(pushed()).toBe(head);
+    await waitUntil(() => record().state === "settled", 100);
+    expect(record()).toEqual({ state: "settled", revision: head });
   });
 });
 

@@ -144,6 +144,56 @@ describe("publication shared by two sessions", () => {
     expect(resumed.notices.filter((n) => /pending/.test(n.message))).toEqual([]);
     expect(remoteHead()).toBe(bHead);
   });
+
+  it("a restart reconciles with the remote before pushing: a revision it already has is not pushed again", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { existsSync, mkdirSync, readFileSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { sessionKeyFromFile } = await import("../../../store/layout.ts");
+    const a = await harness({ sessionKind: "file" });
+    const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: a.env, encoding: "utf8" });
+    const remote = join(a.root, "remote.git");
+    git(a.root, "init", "-q", "--bare", remote);
+    mkdirSync(a.storeRoot, { recursive: true });
+    git(a.storeRoot, "init", "-q");
+    git(a.storeRoot, "remote", "add", "origin", remote);
+    const remoteHead = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
+    const until = (done: () => boolean) => waitUntil(done, 400);
+    await a.command("/state-flow-start");
+    a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A"));
+    await a.prompt("A works");
+    const aHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
+    await until(() => remoteHead() === aHead);
+    const b = await harness({ shareWith: a, sessionKind: "file" });
+    await b.command("/state-flow-start");
+    b.script(call("patch_state", { cwd: { contract: { b: 2 } }, final: true }), say("B"));
+    await b.prompt("B works");
+    const bHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
+    await until(() => remoteHead() === bHead);
+
+    // A session an older version wrote has no record; from now on any push reaching the remote is seen.
+    const file = a.session.sessionManager.getSessionFile()!;
+    const record = join(a.storeRoot, ".git/state-flow/pending", `${sessionKeyFromFile(file)}.json`);
+    await until(() => existsSync(record) && readFileSync(record, "utf8").includes("settled"));
+    rmSync(record);
+    const log = join(a.root, "resumed-git.log");
+    const commits = git(a.storeRoot, "rev-list", "--count", "HEAD");
+    const resumed = await harness({ shareWith: a, openFile: file, gitLog: log });
+    expect(resumed.accessor.episode()).toBe("active.steady");
+    await until(() => existsSync(record));
+    expect(git(a.storeRoot, "rev-list", "--count", "HEAD"), "restoring commits nothing").toBe(commits);
+    expect(JSON.parse(readFileSync(record, "utf8"))).toEqual({ state: "settled", revision: aHead });
+    const commands = readFileSync(log, "utf8").split("\n");
+    expect(
+      commands.filter((c) => c.startsWith("ls-remote")),
+      "the remote's history was asked",
+    ).toHaveLength(1);
+    expect(
+      commands.filter((c) => c.startsWith("push")),
+      "and it answered: nothing is pushed",
+    ).toEqual([]);
+    expect(resumed.accessor.status()).not.toMatch(/pending/);
+  });
 });
 
 describe("two sessions on one file-only store, one reopened", () => {

@@ -532,3 +532,26 @@ describe("git backend", () => {
     },
   );
 });
+
+describe("remoteHas: the remote's real history, asked without pushing", () => {
+  it("null without a remote or when it cannot be asked; true for the remote's commit and its ancestors", async () => {
+    const { root, env, backend, home } = await repo();
+    const commit = async (n: number) => {
+      const basis = await backend.loadCurrent(paths);
+      return (await backend.publish({ basis, writes: cohort(n), message: `cohort ${n}` })).pointer.revision;
+    };
+    const first = await commit(1);
+    expect(await backend.remoteHas(first), "no remote: local-only").toBeNull();
+    const remote = join(home, "remote.git");
+    git(root, env, "remote", "add", "origin", remote);
+    expect(await backend.remoteHas(first), "an unreachable remote cannot be asked").toBeNull();
+    git(home, env, "init", "-q", "--bare", remote);
+    expect(await backend.remoteHas(first), "the remote has no branch yet").toBe(false);
+    const second = await commit(2);
+    expect(await backend.pushRevision(second)).toMatchObject({ kind: "pushed" });
+    expect(await backend.remoteHas(second)).toBe(true);
+    expect(await backend.remoteHas(first), "an ancestor of what the remote has").toBe(true);
+    const third = await commit(3);
+    expect(await backend.remoteHas(third), "newer than the remote").toBe(false);
+  });
+});
