@@ -107,32 +107,40 @@ describe("a failed-closed branch", () => {
   });
 });
 
+/**
+ * Sessions A then B publish to a bare remote of the store (A's cohort, then B's on top); returns
+ * both, a git runner, the remote's head and the heads each publication reached.
+ */
+async function twoPublishedSessions() {
+  const { execFileSync } = await import("node:child_process");
+  const { mkdirSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  const a = await harness({ sessionKind: "file" });
+  const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: a.env, encoding: "utf8" });
+  const remote = join(a.root, "remote.git");
+  git(a.root, "init", "-q", "--bare", remote);
+  mkdirSync(a.storeRoot, { recursive: true });
+  git(a.storeRoot, "init", "-q");
+  git(a.storeRoot, "remote", "add", "origin", remote);
+  const remoteHead = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
+  const until = (done: () => boolean) => waitUntil(done, 400);
+  await a.command("/state-flow-start");
+  a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A"));
+  await a.prompt("A works");
+  const aHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
+  await until(() => remoteHead() === aHead);
+  const b = await harness({ shareWith: a, sessionKind: "file" });
+  await b.command("/state-flow-start");
+  b.script(call("patch_state", { cwd: { contract: { b: 2 } }, final: true }), say("B"));
+  await b.prompt("B works");
+  const bHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
+  await until(() => remoteHead() === bHead);
+  return { a, b, git, remoteHead, until, aHead, bHead };
+}
+
 describe("publication shared by two sessions", () => {
   it("a resumed session whose revision the remote already contains is published, not pending", async () => {
-    const { execFileSync } = await import("node:child_process");
-    const { mkdirSync } = await import("node:fs");
-    const { join } = await import("node:path");
-    const a = await harness({ sessionKind: "file" });
-    const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: a.env, encoding: "utf8" });
-    const remote = join(a.root, "remote.git");
-    git(a.root, "init", "-q", "--bare", remote);
-    mkdirSync(a.storeRoot, { recursive: true });
-    git(a.storeRoot, "init", "-q");
-    git(a.storeRoot, "remote", "add", "origin", remote);
-    const remoteHead = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
-    const until = (done: () => boolean) => waitUntil(done, 400);
-
-    await a.command("/state-flow-start");
-    a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A"));
-    await a.prompt("A works");
-    const aHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
-    await until(() => remoteHead() === aHead);
-    const b = await harness({ shareWith: a, sessionKind: "file" });
-    await b.command("/state-flow-start");
-    b.script(call("patch_state", { cwd: { contract: { b: 2 } }, final: true }), say("B"));
-    await b.prompt("B works");
-    const bHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
-    await until(() => remoteHead() === bHead);
+    const { a, remoteHead, until, bHead } = await twoPublishedSessions();
     expect(remoteHead()).toBe(bHead);
 
     // A is reopened: its branch's newest revision is older than the remote's head, and contained in it.
@@ -146,30 +154,10 @@ describe("publication shared by two sessions", () => {
   });
 
   it("a restart reconciles with the remote before pushing: a revision it already has is not pushed again", async () => {
-    const { execFileSync } = await import("node:child_process");
-    const { existsSync, mkdirSync, readFileSync, rmSync } = await import("node:fs");
+    const { existsSync, readFileSync, rmSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { sessionKeyFromFile } = await import("../../../store/layout.ts");
-    const a = await harness({ sessionKind: "file" });
-    const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: a.env, encoding: "utf8" });
-    const remote = join(a.root, "remote.git");
-    git(a.root, "init", "-q", "--bare", remote);
-    mkdirSync(a.storeRoot, { recursive: true });
-    git(a.storeRoot, "init", "-q");
-    git(a.storeRoot, "remote", "add", "origin", remote);
-    const remoteHead = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
-    const until = (done: () => boolean) => waitUntil(done, 400);
-    await a.command("/state-flow-start");
-    a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A"));
-    await a.prompt("A works");
-    const aHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
-    await until(() => remoteHead() === aHead);
-    const b = await harness({ shareWith: a, sessionKind: "file" });
-    await b.command("/state-flow-start");
-    b.script(call("patch_state", { cwd: { contract: { b: 2 } }, final: true }), say("B"));
-    await b.prompt("B works");
-    const bHead = git(a.storeRoot, "rev-parse", "HEAD").trim();
-    await until(() => remoteHead() === bHead);
+    const { a, git, until, aHead } = await twoPublishedSessions();
 
     // A session an older version wrote has no record; from now on any push reaching the remote is seen.
     const file = a.session.sessionManager.getSessionFile()!;
