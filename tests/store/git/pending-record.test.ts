@@ -13,7 +13,7 @@ const key = "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555";
 const sha = "a".repeat(40);
 
 describe("the pending-publication record", () => {
-  it("is absent until written; round-trips pending and settled; lives in the git dir, outside the worktree", async () => {
+  it("is absent until written; round-trips pending and settled; lives in the git dir, not the worktree", async () => {
     const { dir, env } = initRepo(temps, "sf-pending-");
     const commonDir = join(dir, ".git");
     expect(await readPendingRecord(commonDir, key)).toBeNull();
