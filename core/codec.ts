@@ -205,7 +205,7 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: stri
   const tail: PatchRecord[] = [];
   let current = state;
   for (const { doc, where } of docs) {
-    const patch = parseScopePatch(doc.patch, `${where}#patch`, { allowResponse: true });
+    const patch = parseScopePatch(doc.patch, `${where}#patch`, { allowResponse: true, allowProvenance: true });
     const next = applyScopePatch(current, patch, `${where}#patch`);
     if (!diffFields(current as unknown as JsonObject, next as unknown as JsonObject)) {
       fail("no-op-record", where, "changes nothing; no-op records are never part of history");

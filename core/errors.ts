@@ -17,7 +17,15 @@ export type StateFlowErrorCode =
   | "shared-scope-advanced"
   | "replay-mismatch"
   | "offset-unavailable"
-  | "offset-out-of-contract";
+  | "offset-out-of-contract"
+  /** An artifact entry breaks the artifact shape (description, kind, compilation, tags). */
+  | "invalid-artifact"
+  /** A model-authored patch carries provenance fields only the runtime records. */
+  | "forged-provenance"
+  /** Provenance the runtime is about to record, or a section it cannot update, is not well formed. */
+  | "invalid-provenance"
+  /** A freshness or maintenance planner was given inputs outside its contract. */
+  | "invalid-plan-input";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;

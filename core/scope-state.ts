@@ -3,6 +3,7 @@
 // Shapes are valibot schemas so validation and the model-facing JSON Schema have one source.
 
 import * as v from "valibot";
+import { assertNoForgedProvenance, checkArtifact } from "./artifacts.ts";
 import { StateFlowError, childPath } from "./errors.ts";
 import {
   applyJsonPatch,
@@ -32,34 +33,12 @@ const JsonObjectSchema = v.custom<JsonObject>(
   "must be an object",
 );
 
-const TagsSchema = v.pipe(
-  v.array(
-    v.pipe(
-      v.string("must be a string"),
-      v.check((tag) => tag.length > 0 && tag.trim() === tag, "must be a non-empty trimmed string"),
-    ),
-    "must be an array of strings",
-  ),
-  v.check((tags) => new Set(tags).size === tags.length, "must not repeat a tag"),
-);
-
-/** A model-visible artifact needs a description; unknown finite JSON metadata stays allowed. */
-const ArtifactSchema = v.looseObject({
-  description: v.pipe(
-    v.string("must be a string"),
-    v.check(
-      (d) => d.trim().length > 0,
-      "must be a non-empty description of what the source holds and when it is useful",
-    ),
-  ),
-  kind: v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"))),
-  compilation: v.optional(JsonObjectSchema),
-  tags: v.optional(TagsSchema),
-});
-
 const ScopeStateSchema = v.strictObject(
   {
-    artifacts: v.record(v.string(), ArtifactSchema, "must be an object keyed by exact source path"),
+    artifacts: v.custom<JsonObject>(
+      (input) => typeof input === "object" && input !== null && !Array.isArray(input),
+      "must be an object keyed by exact source path",
+    ),
     contract: JsonObjectSchema,
     working: JsonObjectSchema,
     response: v.string("must be a string"),
@@ -88,15 +67,16 @@ function firstIssue(base: string, issues: readonly v.BaseIssue<unknown>[]): Stat
   return new StateFlowError("invalid-state", issue.message, issuePath(base, issue) || base);
 }
 
-// valibot's record skips these keys (a prototype-pollution guard); here they are plain artifact
-// paths, so they must meet the same shape as any other.
-const RECORD_SKIPPED_KEYS = ["__proto__", "constructor", "prototype"] as const;
-
-function checkSkippedArtifacts(artifacts: JsonObject, path: string): void {
-  for (const key of RECORD_SKIPPED_KEYS) {
-    if (!Object.prototype.hasOwnProperty.call(artifacts, key)) continue;
-    const result = v.safeParse(ArtifactSchema, artifacts[key]);
-    if (!result.success) throw firstIssue(childPath(childPath(path, "artifacts"), key), result.issues);
+/**
+ * Every artifact entry meets the artifact shape. Entries shared (by reference) with `known`, a
+ * state that already passed, are skipped, so a patch costs only the entries it touched.
+ */
+function checkArtifacts(artifacts: JsonObject, path: string, known?: JsonObject): void {
+  const base = childPath(path, "artifacts");
+  for (const key of Object.keys(artifacts)) {
+    const entry = artifacts[key];
+    if (known && Object.prototype.hasOwnProperty.call(known, key) && known[key] === entry) continue;
+    checkArtifact(entry, childPath(base, key));
   }
 }
 
@@ -105,8 +85,9 @@ const MATERIALIZED = { allowNull: "never" } as const;
 /**
  * The one rule for materialized scope state, used when a patch is applied and when the codec
  * reads a checkpoint back: plain finite JSON without null (json.ts), exactly the four fields,
- * artifacts shaped. Untrusted input is copied; a freshly patched state is only checked, skipping
- * the subtrees it shares with `known`, a state that already passed this rule.
+ * every artifact entry shaped (artifacts.ts, refused as `invalid-artifact`). Untrusted input is
+ * copied; a freshly patched state is only checked, skipping the subtrees it shares with `known`,
+ * a state that already passed this rule.
  */
 function checkScopeState(value: unknown, path: string, known?: ScopeState): ScopeState {
   let json: JsonValue;
@@ -118,7 +99,7 @@ function checkScopeState(value: unknown, path: string, known?: ScopeState): Scop
   }
   const result = v.safeParse(ScopeStateSchema, json);
   if (!result.success) throw firstIssue(path, result.issues);
-  checkSkippedArtifacts((json as JsonObject).artifacts as JsonObject, path);
+  checkArtifacts((json as JsonObject).artifacts as JsonObject, path, known?.artifacts);
   return json as unknown as ScopeState;
 }
 
@@ -130,6 +111,12 @@ export function parseScopeState(value: unknown, path: string): ScopeState {
 export interface ScopePatchOptions {
   /** The runtime may set `response`; the model never can. */
   allowResponse: boolean;
+  /**
+   * Replay of stored records only: patches accepted before provenance moved to meta.json may
+   * embed the retired fields, and what was once accepted must stay readable. Model-authored
+   * patches never set this, so they cannot forge provenance.
+   */
+  allowProvenance?: boolean;
 }
 
 export type ScopePatch = Partial<Record<"artifacts" | "contract" | "working", JsonObject>> & {
@@ -184,6 +171,7 @@ export function parseScopePatch(value: unknown, path: string, options: ScopePatc
     if (!isJsonObject(change)) {
       throw new StateFlowError("invalid-patch", "must be an object (it merges into the field)", field);
     }
+    if (key === "artifacts" && !options.allowProvenance) assertNoForgedProvenance(change, field);
   }
   return json as ScopePatch;
 }

@@ -48,6 +48,14 @@ describe("scope stream codec", () => {
     expect(rejection(() => parseScopeStream("cwd", { checkpoint: null, patches: "" })).code).toBe("incomplete-pair");
   });
 
+  it("keeps replaying records that embed retired provenance, accepted before provenance moved to meta.json", () => {
+    const legacy = { artifacts: { "/k/a.md": { description: "d", hash: hashJson("x"), compiled_at: "2020" } } };
+    const view = stageCohort(originateView("L"), { global: legacy }, "T1").view;
+    const files = serializeScopeStream(view.streams.global);
+    expect(files.patches).toMatch(/"hash":"sha256:/);
+    expect(serializeScopeStream(parseScopeStream("global", files))).toEqual(files);
+  });
+
   it("rejects an oversized tail", () => {
     const files = serializeScopeStream(viewWith(7).streams.session);
     const extra = files.patches.split("\n")[0]!;

@@ -107,21 +107,40 @@ const fieldPatch = fc.oneof(
 
 const rarely = <T, U>(usual: fc.Arbitrary<T>, odd: fc.Arbitrary<U>) =>
   fc.oneof({ weight: 12, arbitrary: usual }, { weight: 1, arbitrary: odd });
+/** A rare provenance member: forged (refused) unless it is null, which deletes rather than asserts. */
+const provenance = rarely(
+  fc.constant({}),
+  fc.constantFrom<object>(
+    { sourceHash: `sha256:${"0".repeat(64)}` },
+    { compilerRevision: "artifact-v1" },
+    { compiledAt: "2026-01-01T00:00:00Z" },
+    { hash: "x" },
+    { compiler: "artifact-v1" },
+    { compiled_at: 1 },
+    { compiled_at: null },
+    { sourceHash: null },
+  ),
+);
 const artifact = fc.oneof(
   {
     weight: 12,
-    arbitrary: fc.record(
-      {
-        description: rarely(fc.constantFrom("what it holds", "d"), fc.constantFrom(" ", "", 5)),
-        kind: rarely(fc.constant("doc"), fc.constantFrom("", null)),
-        tags: rarely(
-          fc.uniqueArray(fc.constantFrom("a", "b"), { maxLength: 2 }),
-          fc.constantFrom<unknown>(["a", "a"], [" c"], "a"),
+    arbitrary: fc
+      .tuple(
+        fc.record(
+          {
+            description: rarely(fc.constantFrom("what it holds", "d"), fc.constantFrom(" ", "", 5)),
+            kind: rarely(fc.constant("doc"), fc.constantFrom("", null)),
+            tags: rarely(
+              fc.uniqueArray(fc.constantFrom("a", "b"), { maxLength: 2 }),
+              fc.constantFrom<unknown>(["a", "a"], [" c"], "a"),
+            ),
+            compilation: rarely(fc.dictionary(key, merge, { maxKeys: 2 }), fc.constantFrom<unknown>(null, [], 1)),
+          },
+          { requiredKeys: ["description"] },
         ),
-        compilation: rarely(fc.dictionary(key, merge, { maxKeys: 2 }), fc.constantFrom<unknown>(null, [], 1)),
-      },
-      { requiredKeys: ["description"] },
-    ),
+        provenance,
+      )
+      .map(([fields, extra]) => ({ ...fields, ...extra })),
   },
   { weight: 3, arbitrary: fc.constant(null) },
   { weight: 1, arbitrary: merge },
@@ -229,6 +248,15 @@ function merging(value: unknown, level: number): boolean {
   });
 }
 
+const PROVENANCE_NAMES = ["sourceHash", "compilerRevision", "compiledAt", "hash", "compiler", "compiled_at"];
+
+/** An artifacts patch sets no provenance: patch_state is model-authored, and only null (deletion) may name it. */
+function unforged(artifacts: Record<string, unknown>): boolean {
+  return Object.values(artifacts).every(
+    (entry) => !plainObject(entry) || PROVENANCE_NAMES.every((name) => !own(entry, name) || entry[name] === null),
+  );
+}
+
 function scopePatchAccepted(value: unknown, runtime: boolean): boolean {
   if (!merging(value, 1)) return false;
   const entries = Object.entries(value as Record<string, unknown>);
@@ -236,7 +264,9 @@ function scopePatchAccepted(value: unknown, runtime: boolean): boolean {
   return entries.every(([field, change]) =>
     field === "response"
       ? runtime && typeof change === "string"
-      : ["artifacts", "contract", "working"].includes(field) && plainObject(change),
+      : ["artifacts", "contract", "working"].includes(field) &&
+        plainObject(change) &&
+        (field !== "artifacts" || unforged(change)),
   );
 }
 
@@ -272,7 +302,7 @@ function artifactValid(value: unknown): boolean {
   );
 }
 
-type StageOutcome = "accepted" | "invalid-state" | "no-op-cohort" | "empty-cohort";
+type StageOutcome = "accepted" | "invalid-artifact" | "no-op-cohort" | "empty-cohort";
 
 /** What staging must do; the oracle records the transition exactly when the answer is "accepted". */
 function expectedStage(oracle: SnapshotOracle, patches: Partial<Record<Scope, Record<string, unknown>>>): StageOutcome {
@@ -282,7 +312,7 @@ function expectedStage(oracle: SnapshotOracle, patches: Partial<Record<Scope, Re
     const change = patches[scope]?.artifacts;
     if (change === undefined) continue;
     const merged = naiveMerge(before[scope].artifacts, change) as Record<string, unknown>;
-    if (!Object.keys(merged).every((k) => artifactValid(merged[k]))) return "invalid-state";
+    if (!Object.keys(merged).every((k) => artifactValid(merged[k]))) return "invalid-artifact";
   }
   return oracle.apply(patches) ? "accepted" : "no-op-cohort";
 }

@@ -65,7 +65,7 @@ describe("parseScopeState", () => {
     const refusal = (artifacts: string) =>
       rejection(() => parseScopeState(state({ artifacts: JSON.parse(artifacts) }), "global"));
     const error = refusal(`{"${key}":{"kind":"doc"}}`);
-    expect(error.code).toBe("invalid-state");
+    expect(error.code).toBe("invalid-artifact");
     expect(error.path).toBe(`global.artifacts.${key}.description`);
     const ordinary = refusal('{"k":{"kind":"doc"}}');
     expect(error.message.slice(error.path!.length)).toBe(ordinary.message.slice(ordinary.path!.length));
@@ -128,14 +128,47 @@ describe("parseScopePatch", () => {
   });
 });
 
+describe("parseScopePatch: provenance", () => {
+  const model = { allowResponse: false };
+
+  it("refuses model-authored provenance in an artifact entry, naming the field", () => {
+    const patch = { artifacts: { "/k/a.md": { description: "d", sourceHash: `sha256:${"0".repeat(64)}` } } };
+    const error = rejection(() => parseScopePatch(patch, "global", model));
+    expect(error.code).toBe("forged-provenance");
+    expect(error.path).toBe('global.artifacts["/k/a.md"].sourceHash');
+    expect(error.message).toMatch(/is runtime-owned provenance; the runtime records the source hash/);
+    const retired = { artifacts: { "/k/a.md": { description: "d", compiled_at: "2020-01-01T00:00:00Z" } } };
+    expect(rejection(() => parseScopePatch(retired, "cwd", { allowResponse: true })).message).toMatch(
+      /compiled_at: is a retired embedded provenance field/,
+    );
+  });
+
+  it("lets a stored replay record keep retired embedded fields readable", () => {
+    const stored = { artifacts: { "/k/a.md": { description: "d", hash: "sha256:00", compiler: "v0" } } };
+    expect(parseScopePatch(stored, "global", { allowResponse: true, allowProvenance: true })).toEqual(stored);
+    const next = applyScopePatch(emptyScopeState(), stored as never, "global");
+    expect(parseScopeState(JSON.parse(JSON.stringify(next)), "global")).toEqual(next);
+  });
+
+  it("still lets the model delete an artifact or a retired field", () => {
+    const patch = { artifacts: { "/k/a.md": null, "/k/b.md": { hash: null } } };
+    expect(parseScopePatch(patch, "global", model)).toEqual(patch);
+  });
+});
+
 describe("applyScopePatch", () => {
   it("validates the result (an artifact patch must leave a description)", () => {
     const base = state({ artifacts: { "/a.md": { description: "d" } } });
     expect(
       rejection(() => applyScopePatch(base, { artifacts: { "/a.md": { description: null } } } as never, "global"))
         .message,
-    ).toMatch(/^global\.artifacts\["\/a\.md"\]\.description/);
+    ).toMatch(/^global\.artifacts\["\/a\.md"\]\.description: is missing; every artifact needs a non-empty description/);
     expect(applyScopePatch(base, { artifacts: { "/a.md": null } } as never, "global").artifacts).toEqual({});
+    const tagged = applyScopePatch(base, { artifacts: { "/a.md": { tags: ["t"] } } } as never, "global");
+    expect(tagged.artifacts).toEqual({ "/a.md": { description: "d", tags: ["t"] } });
+    const error = rejection(() => applyScopePatch(base, { artifacts: { "/b.md": { kind: "" } } } as never, "global"));
+    expect(error.code).toBe("invalid-artifact");
+    expect(error.path).toBe('global.artifacts["/b.md"].description');
   });
 
   it("accepts exactly what parseScopeState accepts when the result is read back", () => {
