@@ -5,6 +5,8 @@ import { createStateFlowExtension } from "./adapters/pi/extension.ts";
 export { createStateFlowExtension, type StateFlowExtensionOptions } from "./adapters/pi/extension.ts";
 export type { RuntimeAccessor } from "./adapters/pi/controller.ts";
 export { readTemporalState, type TemporalView, type TemporalRead } from "./core/temporal.ts";
+export { selectArtifactsByTags, type TagMatch } from "./core/artifacts.ts";
+export { planArtifactMaintenance, MAINTENANCE_DEFAULTS, type MaintenancePlan } from "./core/maintenance.ts";
 
 /** Pi loads this factory through the package manifest ("pi": {"extensions": ["./index.ts"]}). */
 export default createStateFlowExtension();

@@ -9,6 +9,10 @@ import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
 import { StateFlowError, errorMessage } from "../core/errors.ts";
 import type { ScopeSelector } from "../core/scope-state.ts";
 import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
+import { planArtifactInvalidations, type ArtifactInvalidation } from "../core/invalidation.ts";
+import type { JsonObject } from "../core/json.ts";
+import { decodeProvenance } from "../core/provenance.ts";
+import { projectArtifacts } from "../core/artifacts.ts";
 import {
   barrierMachine,
   inCurrentBatch,
@@ -39,6 +43,7 @@ import {
   type ResolutionEvent,
 } from "../machines/resolution.ts";
 import { killPoint } from "../store/fs/crash-points.ts";
+import { scopeFiles } from "../store/layout.ts";
 import { gitInstalled, openStore, type PendingRecord } from "../store/open-store.ts";
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
@@ -54,6 +59,7 @@ import {
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
+import { discoverKnowledge, type KnowledgeDiscovery } from "./knowledge-discovery.ts";
 import {
   NO_SPECIFICATION,
   specificationForRun,
@@ -66,6 +72,8 @@ import {
 export interface FlowRuntimeOptions {
   /** Store root (SDK `repositoryRoot`, else state-flow.json's directory). */
   storeRoot: string;
+  /** Knowledge source root: the Markdown discovered before each enabled run's first inference. */
+  knowledgeRoot: string;
   /** Environment for git (tests isolate identity and PATH here). */
   env: NodeJS.ProcessEnv;
   autoStart: boolean;
@@ -93,6 +101,8 @@ export type Projection =
       discarded: ReadonlySet<number>;
       specification: Specification;
       view: TemporalView;
+      /** The run's artifact_invalidations plan, or why it is unavailable (never a falsely clean list). */
+      invalidations: readonly ArtifactInvalidation[] | { unavailable: string };
       resolution: { eligible: boolean; steers: number } | null;
     };
 
@@ -122,6 +132,9 @@ export class FlowRuntime {
   private specification: Specification = NO_SPECIFICATION;
   /** The current run started while State Flow's tools could not be active: it runs as ordinary Pi. */
   private unequipped = false;
+  /** The current run's Knowledge discovery (started at run start, awaited before its first context). */
+  private knowledge: Promise<KnowledgeDiscovery> | null = null;
+  private knowledgeResult: KnowledgeDiscovery | { unavailable: string } | null = null;
   /** The revision the pending record names (pending, or settled once nothing is owed). */
   private owedRevision: string | null = null;
   private pendingWrites: Promise<void> = Promise.resolve();
@@ -187,6 +200,7 @@ export class FlowRuntime {
     this.unequipped = isToolsActive(this.episode.getSnapshot()) && this.host.missingTools().length > 0;
     if (this.unequipped || !this.beginResolution()) return false;
     this.specification = specificationForRun(this.specification, trigger);
+    this.startDiscovery();
     return true;
   }
 
@@ -205,6 +219,36 @@ export class FlowRuntime {
     if (!resolution || !this.runtime || this.unequipped) return;
     this.specification = withUserMessage(this.specification, text);
     if (isResolutionSettled(resolution.getSnapshot())) this.beginResolution();
+  }
+
+  /** Discovery runs beside the run's start (never on the activation path) and is awaited before its first context. */
+  private startDiscovery(): void {
+    this.knowledgeResult = null;
+    this.knowledge = discoverKnowledge(this.options.knowledgeRoot);
+    this.knowledge.then(
+      (found) => (this.knowledgeResult = found),
+      (error: unknown) => (this.knowledgeResult = { unavailable: `discovery failed: ${errorMessage(error)}` }),
+    );
+  }
+
+  /** Resolves once the current run's Knowledge discovery is complete (at once when none runs). */
+  async knowledgeReady(): Promise<void> {
+    await this.knowledge?.catch(() => undefined);
+  }
+
+  /** The run's invalidation plan over global artifacts and provenance (Knowledge compiles into global). */
+  private invalidations(runtime: BranchRuntime): readonly ArtifactInvalidation[] | { unavailable: string } {
+    const found = this.knowledgeResult;
+    if (found === null) return { unavailable: "Knowledge discovery has not completed for this run" };
+    if ("unavailable" in found) return found;
+    const metaPath = scopeFiles("global", runtime.identity).meta;
+    const plan = planArtifactInvalidations({
+      root: found.root,
+      sources: new Map(found.sources.map((source) => [source.path, source])),
+      artifacts: readTemporalState(runtime.view, 0, "global").state.artifacts as JsonObject,
+      provenance: decodeProvenance(runtime.basis.files.get(metaPath) ?? null),
+    });
+    return plan.invalidations;
   }
 
   private beginResolution(): boolean {
@@ -228,6 +272,7 @@ export class FlowRuntime {
       discarded: this.discarded,
       specification: this.specification,
       view: this.runtime.view,
+      invalidations: this.invalidations(this.runtime),
       resolution: this.resolutionView(),
     };
   }
@@ -365,9 +410,11 @@ export class FlowRuntime {
     }
   }
 
+  /** read_state: what the model is shown of a boundary (runtime-owned provenance stripped from artifacts). */
   readState(offset: number, scope: ScopeSelector): TemporalRead {
     if (!isToolsActive(this.episode.getSnapshot())) throw new Error("State Flow is not enabled on this branch.");
-    return this.read(offset, scope);
+    const read = this.read(offset, scope);
+    return { ...read, state: { ...read.state, artifacts: projectArtifacts(read.state.artifacts as JsonObject) } };
   }
 
   /** Lazy temporal read from the cached runtime: no publication, no history step. */
@@ -403,6 +450,9 @@ export class FlowRuntime {
         : null,
       publication,
       pendingTarget: pending?.revision ?? null,
+      invalidations: this.runtime
+        ? this.invalidations(this.runtime)
+        : { unavailable: "no State Flow runtime on this branch" },
     });
   }
 

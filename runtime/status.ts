@@ -19,10 +19,23 @@ export interface StatusInput {
   unavailable: string | null;
   publication: string;
   pendingTarget: string | null;
+  /** The newest run's artifact_invalidations plan, or why there is none. */
+  invalidations: readonly { path: string; reason: string }[] | { unavailable: string };
 }
 
 export function compactStatus(step: number | null): string {
   return step === null ? "state-flow" : `state-flow #${step}`;
+}
+
+function staleLine(invalidations: StatusInput["invalidations"]): string {
+  if ("unavailable" in invalidations) return `unavailable (${invalidations.unavailable})`;
+  if (invalidations.length === 0) return "none (no discovered Knowledge source is new or known to be stale)";
+  const counts = new Map<string, number>();
+  for (const { reason } of invalidations) counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  const shown = invalidations.slice(0, 5).map((i) => `${i.path} (${i.reason})`);
+  const more = invalidations.length > shown.length ? `, +${invalidations.length - shown.length} more` : "";
+  const byReason = [...counts].map(([reason, n]) => `${n} ${reason}`).join(", ");
+  return `${invalidations.length} (${byReason}): ${shown.join(", ")}${more}`;
 }
 
 function toolsLine(input: StatusInput): string {
@@ -67,6 +80,6 @@ export function renderStatus(input: StatusInput): string {
   const counts = SCOPES.map((s) => `${s} ${Object.keys(rt.view.current[s].artifacts).length}`);
   const effective = Object.keys(readTemporalState(rt.view).state.artifacts).length;
   lines.push(`  artifacts: ${counts.join(", ")}, effective ${effective}`);
-  lines.push("  stale artifacts: unavailable (Knowledge discovery is not implemented yet)");
+  lines.push(`  stale artifacts: ${staleLine(input.invalidations)}`);
   return lines.join("\n");
 }

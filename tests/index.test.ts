@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import stateFlow, { createStateFlowExtension, readTemporalState } from "../index.ts";
+import stateFlow, {
+  createStateFlowExtension,
+  planArtifactMaintenance,
+  readTemporalState,
+  selectArtifactsByTags,
+} from "../index.ts";
 import pkg from "../package.json" with { type: "json" };
 
 describe("package entry", () => {
@@ -8,6 +13,8 @@ describe("package entry", () => {
     expect(typeof stateFlow).toBe("function");
     expect(typeof createStateFlowExtension({ agentDir: "/nonexistent" })).toBe("function");
     expect(typeof readTemporalState).toBe("function");
+    expect(typeof selectArtifactsByTags).toBe("function");
+    expect(typeof planArtifactMaintenance).toBe("function");
   });
 
   it('declares Pi\'s packages as peers with "*" (Pi provides them), pinned for development', () => {

@@ -130,7 +130,8 @@ export interface RuntimeContextInput {
   state: ScopeState;
   step: number;
   transitions: CompactTransition[];
-  invalidations: { path: string; reason: string }[];
+  /** The run's artifact_invalidations plan ({path, reason} only), or why it could not be made. */
+  invalidations: readonly { path: string; reason: string }[] | { unavailable: string };
   resolutionNote: string | null;
   bootstrap: boolean;
 }
@@ -155,8 +156,10 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
     lines.push(`- step ${t.step}: ${parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)"}`);
   }
   lines.push("", "## Artifact invalidations");
-  if (input.invalidations.length === 0) lines.push("(none)");
-  for (const inv of input.invalidations) lines.push(`- ${inv.path}: ${inv.reason}`);
+  if ("unavailable" in input.invalidations) lines.push(`(unavailable: ${input.invalidations.unavailable})`);
+  else if (input.invalidations.length === 0)
+    lines.push("(none: no discovered Knowledge source is new or known to be stale)");
+  else for (const inv of input.invalidations) lines.push(`- ${inv.path}: ${inv.reason}`);
   if (input.bootstrap) {
     lines.push(
       "",
@@ -185,4 +188,9 @@ export const PROTOCOL = [
   '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). ' +
     "Without it your answer is not accepted and you will be asked again.",
   "- read_state({offset?: 0–7, scope?}) reads older or scope-specific state when a concrete gap needs it.",
+  "- artifacts are compiled Knowledge, keyed by exact source path: {description, kind?, compilation?, tags?}. " +
+    "Work from them first. Read a source only for a concrete gap its artifact does not cover, an operation on " +
+    "that exact source, an entry under Artifact invalidations, a contradiction, or an explicit request — never " +
+    "for reassurance. After reading a listed source, patch a compact global artifact at its exact path (a routing " +
+    "description, not its text). Freshness evidence is the runtime's: never write hashes or compiler fields.",
 ].join("\n");

@@ -6,6 +6,8 @@
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { PatchSet } from "../../core/cohort.ts";
+import { projectArtifacts } from "../../core/artifacts.ts";
+import type { JsonObject } from "../../core/json.ts";
 import type { ScopeSelector, ScopeState } from "../../core/scope-state.ts";
 import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../core/temporal.ts";
 import type { SessionStartReason } from "../../machines/episode.ts";
@@ -45,6 +47,8 @@ export interface ControllerOptions {
   config: StateFlowConfig;
   /** Store root override (SDK `repositoryRoot`); default from state-flow.json. */
   storeRoot: string;
+  /** Knowledge source root (SDK `knowledgeRoot`; default `<agentDir>/knowledge`). */
+  knowledgeRoot: string;
   /** Environment for git (tests isolate identity and PATH here). */
   env: NodeJS.ProcessEnv;
   inspection: FlowInspection | undefined;
@@ -86,6 +90,11 @@ function resolutionNote(resolution: { eligible: boolean; steers: number } | null
         "Call patch_state with final:true before your final answer."
     : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) " +
         "before your final answer.";
+}
+
+/** The effective state as the model sees it: runtime-owned provenance stripped from artifacts. */
+function modelState(state: ScopeState): ScopeState {
+  return { ...state, artifacts: projectArtifacts(state.artifacts as JsonObject) as ScopeState["artifacts"] };
 }
 
 function userText(message: AgentMessage): string {
@@ -135,6 +144,7 @@ export class StateFlowController {
     this.options = options;
     this.runtime = new FlowRuntime(this.host(), {
       storeRoot: options.storeRoot,
+      knowledgeRoot: options.knowledgeRoot,
       env: options.env,
       autoStart: options.config.autoStart,
       remotePublication: options.config.remotePublication,
@@ -278,6 +288,11 @@ export class StateFlowController {
     return { action: "handled" };
   }
 
+  /** Before the first context of a run: the run's Knowledge discovery has completed. */
+  prepareContext(): Promise<void> {
+    return this.runtime.knowledgeReady();
+  }
+
   /** context: the projection the next inference receives (undefined = Pi's own context). */
   context(messages: AgentMessage[]): AgentMessage[] | undefined {
     const projection: Projection = this.runtime.projection();
@@ -291,10 +306,10 @@ export class StateFlowController {
     const { view } = projection;
     const text = renderRuntimeContext({
       specification: projection.specification,
-      state: readTemporalState(view).state,
+      state: modelState(readTemporalState(view).state),
       step: headBoundary(view.lineage).step,
       transitions: recentTransitions(view),
-      invalidations: [],
+      invalidations: projection.invalidations,
       resolutionNote: resolutionNote(projection.resolution),
       bootstrap: projection.mode === "bootstrap",
     });

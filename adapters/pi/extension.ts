@@ -2,6 +2,7 @@
 // lifecycle hooks, and forwards everything to the controller. This is the only module that
 // speaks Pi's extension API; it reads the agent-level configuration once, at load.
 
+import { join } from "node:path";
 import { VERSION, getAgentDir, type ExtensionAPI, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { loadInspection } from "../inspect/inspector.ts";
 import { loadConfig } from "./config.ts";
@@ -19,6 +20,8 @@ export interface StateFlowExtensionOptions {
   agentDir?: string;
   /** State store root, overriding state-flow.json's directory. */
   repositoryRoot?: string;
+  /** Knowledge source root (Markdown State Flow compiles artifacts from); default `<agentDir>/knowledge`. */
+  knowledgeRoot?: string;
   /** Receives a cached-runtime accessor with `read(offset?, scope?)`. */
   onRuntime?: (accessor: RuntimeAccessor) => void;
   /** Environment used for git (default process.env). */
@@ -38,6 +41,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       agentDir,
       config,
       storeRoot: options.repositoryRoot ?? config.directory,
+      knowledgeRoot: options.knowledgeRoot ?? join(agentDir, "knowledge"),
       env: options.env ?? process.env,
       piVersion: VERSION,
       inspection,
@@ -72,7 +76,8 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     pi.on("before_agent_start", (event) => controller.beforeAgentStart(event, event.systemPrompt));
     pi.on("agent_start", () => controller.agentStart());
     pi.on("input", () => controller.input());
-    pi.on("context", (event) => {
+    pi.on("context", async (event) => {
+      await controller.prepareContext();
       const messages = controller.context(event.messages);
       return messages ? { messages } : undefined;
     });

@@ -41,6 +41,7 @@ function world(git: boolean) {
   const open = (host: RecordingHost) =>
     new FlowRuntime(host, {
       storeRoot: root,
+      knowledgeRoot: join(temp(), "knowledge"),
       env,
       autoStart: false,
       remotePublication: "turn-end",

@@ -40,6 +40,7 @@ const base: StatusInput = {
   unavailable: null,
   publication: "turn-end",
   pendingTarget: null,
+  invalidations: { unavailable: "Knowledge discovery has not completed for this run" },
 };
 
 describe("status", () => {
@@ -49,6 +50,25 @@ describe("status", () => {
     expect(renderStatus({ ...base, missingTools: ["patch_state", "read_state"] })).toContain(
       "episode: active.steady (tools NOT active: patch_state, read_state left out by a tool allowlist or another " +
         "extension)",
+    );
+  });
+
+  it("stale artifacts: the plan's count by reason and the first paths, none in words, or why unavailable", () => {
+    const text = (invalidations: StatusInput["invalidations"]) =>
+      renderStatus({ ...base, runtime: runtime(), invalidations })
+        .split("\n")
+        .find((l) => l.includes("stale"));
+    expect(text({ unavailable: "discovery failed: EACCES" })).toBe(
+      "  stale artifacts: unavailable (discovery failed: EACCES)",
+    );
+    expect(text([])).toBe("  stale artifacts: none (no discovered Knowledge source is new or known to be stale)");
+    const many = ["a", "b", "c", "d", "e", "f"].map((p, i) => ({
+      path: `/k/${p}.md`,
+      reason: i % 2 ? "changed" : "new",
+    }));
+    expect(text(many)).toBe(
+      "  stale artifacts: 6 (3 new, 3 changed): /k/a.md (new), /k/b.md (changed), /k/c.md (new), /k/d.md (changed), " +
+        "/k/e.md (new), +1 more",
     );
   });
 

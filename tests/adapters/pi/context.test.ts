@@ -133,6 +133,12 @@ describe("renderRuntimeContext", () => {
     expect(PROTOCOL).toMatch(/read_state/);
     expect(PROTOCOL).toMatch(/final:true/);
   });
+
+  it("the protocol states the materialized-first policy: artifacts first, a source read only for a reason", () => {
+    expect(PROTOCOL).toMatch(/Work from them first\. Read a source only for a concrete gap/);
+    expect(PROTOCOL).toMatch(/an entry under Artifact invalidations/);
+    expect(PROTOCOL).toMatch(/never write hashes or compiler fields/);
+  });
 });
 
 describe("withoutOwnMessages (State Flow not active on the branch)", () => {
