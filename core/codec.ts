@@ -224,11 +224,13 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: stri
 export const PUBLICATION_POLICIES = ["off", "turn-end", "transition"] as const;
 export type PublicationPolicy = (typeof PUBLICATION_POLICIES)[number];
 
-const ProvenanceSchema = v.strictObject({
-  sourceHash: v.optional(Hash),
-  compilerRevision: v.optional(Id),
-  compiledAt: v.optional(v.string()),
-});
+// A meta.json's `artifacts` member is runtime-owned freshness evidence (core/provenance.ts reads
+// it field by field): malformed evidence fails closed only for the capability that needs it, so
+// it never makes the rest of the file, and with it the scope, unreadable.
+const ProvenanceSchema = v.custom<Record<string, unknown>>(
+  (input) => typeof input === "object" && input !== null && !Array.isArray(input),
+  "must be an object keyed by source path (the runtime's freshness evidence)",
+);
 
 const LineageSchema = v.strictObject({
   id: Id,
@@ -246,7 +248,7 @@ const RuntimeMetaSchema = v.strictObject({
   // Written inside the accepted commit itself, so no push can have confirmed it yet: on restart
   // the selected revision is pushed again (idempotent) unless the policy is off or no remote exists.
   publication: v.strictObject({ intent: v.literal("unconfirmed", 'must be "unconfirmed"') }),
-  artifacts: v.record(v.string(), ProvenanceSchema),
+  artifacts: ProvenanceSchema,
   // The branch pointer this cohort was built on (null at a fresh origin): a process killed after
   // the store accepted a cohort but before Pi's branch recorded it is recognised by it on reopen.
   predecessor: v.optional(v.nullable(Id)),
@@ -258,7 +260,7 @@ const ScopeMetaSchema = v.strictObject({
   version: v.literal(FORMAT_VERSION, `must be format version ${FORMAT_VERSION}`),
   kind: v.picklist(["global", "cwd"], 'must be "global" or "cwd"'),
   identity: v.optional(v.strictObject({ cwd: Id, cwdKey: Id })),
-  artifacts: v.record(v.string(), ProvenanceSchema),
+  artifacts: ProvenanceSchema,
 });
 
 export type ScopeMeta = v.InferOutput<typeof ScopeMetaSchema>;

@@ -25,7 +25,9 @@ export type StateFlowErrorCode =
   /** Provenance the runtime is about to record, or a section it cannot update, is not well formed. */
   | "invalid-provenance"
   /** A freshness or maintenance planner was given inputs outside its contract. */
-  | "invalid-plan-input";
+  | "invalid-plan-input"
+  /** A patch_state after reading a stale Knowledge source does not compile it. */
+  | "compilation-required";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;

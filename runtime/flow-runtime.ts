@@ -9,7 +9,7 @@ import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
 import { StateFlowError, errorMessage } from "../core/errors.ts";
 import type { ScopeSelector } from "../core/scope-state.ts";
 import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
-import { planArtifactInvalidations, type ArtifactInvalidation } from "../core/invalidation.ts";
+import { planArtifactInvalidations, type ArtifactInvalidation, type InvalidationPlan } from "../core/invalidation.ts";
 import type { JsonObject } from "../core/json.ts";
 import { decodeProvenance } from "../core/provenance.ts";
 import { projectArtifacts } from "../core/artifacts.ts";
@@ -59,7 +59,13 @@ import {
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import { discoverKnowledge, type KnowledgeDiscovery } from "./knowledge-discovery.ts";
+import { discoverKnowledge, sourceHash, type KnowledgeDiscovery } from "./knowledge-discovery.ts";
+import {
+  compilationRequired,
+  provenanceOf,
+  unmetObligations,
+  type CompilationObligation,
+} from "./compilation-obligations.ts";
 import {
   NO_SPECIFICATION,
   specificationForRun,
@@ -135,6 +141,8 @@ export class FlowRuntime {
   /** The current run's Knowledge discovery (started at run start, awaited before its first context). */
   private knowledge: Promise<KnowledgeDiscovery> | null = null;
   private knowledgeResult: KnowledgeDiscovery | { unavailable: string } | null = null;
+  /** Stale Knowledge sources read successfully since the last patch_state: it must compile them. */
+  private readonly obligations = new Map<string, CompilationObligation>();
   /** The revision the pending record names (pending, or settled once nothing is owed). */
   private owedRevision: string | null = null;
   private pendingWrites: Promise<void> = Promise.resolve();
@@ -223,6 +231,7 @@ export class FlowRuntime {
 
   /** Discovery runs beside the run's start (never on the activation path) and is awaited before its first context. */
   private startDiscovery(): void {
+    this.obligations.clear();
     this.knowledgeResult = null;
     this.knowledge = discoverKnowledge(this.options.knowledgeRoot);
     this.knowledge.then(
@@ -233,7 +242,59 @@ export class FlowRuntime {
 
   /** Resolves once the current run's Knowledge discovery is complete (at once when none runs). */
   async knowledgeReady(): Promise<void> {
-    await this.knowledge?.catch(() => undefined);
+    const pending = this.knowledge;
+    if (!pending) return;
+    await pending.catch(() => undefined);
+    if (this.knowledge === pending) {
+      this.knowledge = null; // once per run: later contexts of the run reuse this plan
+      await this.removeVanishedSources();
+    }
+  }
+
+  /**
+   * Sources discovery no longer finds lose their global artifacts and provenance in one runtime
+   * transition: deterministic, no read, no model call. A shared-scope conflict is retried once on
+   * the re-read view; a failure is said and leaves the artifacts for the next run.
+   */
+  private async removeVanishedSources(): Promise<void> {
+    const found = this.knowledgeResult;
+    if (!this.runtime || !this.store || found === null || "unavailable" in found) return;
+    const plan = this.plan(this.runtime, found);
+    if (plan.removed.length === 0) return;
+    const artifacts = Object.fromEntries(plan.removed.map((path) => [path, null]));
+    const { patches } = parsePatchSet({ global: { artifacts } });
+    const message = `state-flow: knowledge removed ${plan.removed.length} source(s)`;
+    const options = { prune: { global: plan.prune } };
+    try {
+      const committed = await this.store
+        .commit(this.runtime, patches, message, options)
+        .catch(async (error: unknown) => {
+          if (!(error instanceof StateFlowError && error.code === "shared-scope-advanced")) throw error;
+          this.runtime = await this.store!.refresh(this.runtime!);
+          return this.store!.commit(this.runtime, patches, message, options);
+        });
+      await this.accept(committed.runtime);
+    } catch (error) {
+      this.host.notify(
+        `State Flow could not remove the artifacts of ${plan.removed.join(", ")}, whose sources are gone ` +
+          `(${errorMessage(error)}); the next run tries again.`,
+        "warning",
+      );
+    }
+  }
+
+  /**
+   * A successful read of `path` (absolute). When it is a source the run's plan lists, the next
+   * patch_state must compile it; the bytes' hash is taken now, as the read saw them.
+   */
+  sourceRead(path: string): void {
+    if (!this.runtime || !isToolsActive(this.episode.getSnapshot())) return;
+    const plan = this.invalidations(this.runtime);
+    if ("unavailable" in plan) return;
+    const listed = plan.find((entry) => entry.path === path);
+    if (!listed) return;
+    const hash = sourceHash(path);
+    if (hash) this.obligations.set(path, { path, hash, reason: listed.reason });
   }
 
   /** The run's invalidation plan over global artifacts and provenance (Knowledge compiles into global). */
@@ -241,14 +302,17 @@ export class FlowRuntime {
     const found = this.knowledgeResult;
     if (found === null) return { unavailable: "Knowledge discovery has not completed for this run" };
     if ("unavailable" in found) return found;
+    return this.plan(runtime, found).invalidations;
+  }
+
+  private plan(runtime: BranchRuntime, found: KnowledgeDiscovery): InvalidationPlan {
     const metaPath = scopeFiles("global", runtime.identity).meta;
-    const plan = planArtifactInvalidations({
+    return planArtifactInvalidations({
       root: found.root,
       sources: new Map(found.sources.map((source) => [source.path, source])),
       artifacts: readTemporalState(runtime.view, 0, "global").state.artifacts as JsonObject,
       provenance: decodeProvenance(runtime.basis.files.get(metaPath) ?? null),
     });
-    return plan.invalidations;
   }
 
   private beginResolution(): boolean {
@@ -364,6 +428,11 @@ export class FlowRuntime {
     if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime || !this.store) {
       throw new Error("State Flow is not enabled on this branch; /state-flow-start enables it.");
     }
+    const unmet = unmetObligations(this.obligations.values(), set);
+    if (unmet.length > 0) {
+      this.toResolution({ type: "PATCH_REJECTED" });
+      throw compilationRequired(unmet);
+    }
     const scopes = Object.keys(set.patches);
     if (scopes.length === 0) {
       this.toResolution({ type: "FINAL_ONLY" });
@@ -373,11 +442,15 @@ export class FlowRuntime {
       };
     }
     try {
+      const met = [...this.obligations.values()];
+      const provenance = met.length > 0 ? { global: provenanceOf(met, new Date()) } : undefined;
       const { runtime, staged } = await this.store.commit(
         this.runtime,
         set.patches,
         `state-flow: patch_state ${scopes.join("+")}`,
+        provenance ? { provenance } : {},
       );
+      for (const o of met) this.obligations.delete(o.path);
       await this.accept(runtime);
       this.toResolution({ type: "PATCH_ACCEPTED", final: set.final });
       const step = staged.cohort.transition.step;

@@ -102,3 +102,8 @@ function hashSource(path: string, skipped: { path: string; reason: string }[]): 
     if (fd !== undefined) closeSync(fd);
   }
 }
+
+/** `sha256:<hex>` of the file's bytes now (a symlink is not followed), or null when it cannot be read. */
+export function sourceHash(path: string): string | null {
+  return hashSource(path, [])?.hash ?? null;
+}

@@ -16,6 +16,7 @@ import {
   parseSessionConfig,
   serializeRuntimeMeta,
   serializeScopeMeta,
+  type ScopeMeta,
   serializeScopeStream,
   serializeSessionConfig,
   type PublicationPolicy,
@@ -25,6 +26,13 @@ import {
 import { stageCohort, type StagedCohort } from "../core/cohort.ts";
 import { StateFlowError } from "../core/errors.ts";
 import { SCOPES, type ScopeName, type ScopePatch } from "../core/scope-state.ts";
+import {
+  decodeProvenance,
+  encodeProvenanceArtifacts,
+  pruneProvenance,
+  recordProvenance,
+  type ProvenanceRecord,
+} from "../core/provenance.ts";
 import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
@@ -97,6 +105,38 @@ function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string)
     stored: sessionIdentity(meta.identity.sessionId, meta.identity.cwd),
     claimed: sessionIdentity(id.sessionId, id.cwd),
   });
+}
+
+type SharedScope = "global" | "cwd";
+type ProvenanceRecords = Readonly<Record<string, ProvenanceRecord>>;
+
+export interface CommitOptions {
+  /** The cohort completes an accepted run (counted in meta). */
+  run?: boolean;
+  /**
+   * Freshness evidence the runtime observed, recorded in that scope's meta.json in the same
+   * cohort as the patch that compiled it (never in semantic state).
+   */
+  provenance?: Partial<Record<SharedScope, ProvenanceRecords>>;
+  /** Source paths whose provenance that scope drops in the same cohort (their artifacts were removed). */
+  prune?: Partial<Record<SharedScope, readonly string[]>>;
+}
+
+/** A shared scope's meta.json with `records` recorded in its provenance (the rest kept as it is). */
+function withProvenance(
+  bytes: Buffer | null,
+  scope: SharedScope,
+  id: SessionIdentity,
+  records: ProvenanceRecords,
+  path: string,
+  prune: readonly string[] = [],
+): string {
+  const identity = scope === "cwd" ? { identity: { cwd: id.cwd, cwdKey: id.cwdKey } } : {};
+  const meta: ScopeMeta = bytes ? parseScopeMeta(bytes, path) : { version: 1, kind: scope, ...identity, artifacts: {} };
+  let section = decodeProvenance(bytes);
+  for (const [source, record] of Object.entries(records)) section = recordProvenance(section, source, record);
+  if (prune.length > 0) section = pruneProvenance(section, prune);
+  return serializeScopeMeta({ ...meta, artifacts: encodeProvenanceArtifacts(section) as ScopeMeta["artifacts"] });
 }
 
 /**
@@ -365,7 +405,7 @@ export class StateStore {
     runtime: BranchRuntime,
     patches: Partial<Record<ScopeName, ScopePatch>>,
     message: string,
-    options: { run?: boolean } = {},
+    options: CommitOptions = {},
   ): Promise<CommitResult> {
     return retryTransient(() => this.commitOnce(runtime, patches, message, options));
   }
@@ -374,7 +414,7 @@ export class StateStore {
     runtime: BranchRuntime,
     patches: Partial<Record<ScopeName, ScopePatch>>,
     message: string,
-    options: { run?: boolean },
+    options: CommitOptions,
   ): Promise<CommitResult> {
     const { live, view, moved } = await this.prepare(runtime);
     const conflict = moved.find((scope) => patches[scope]);
@@ -403,6 +443,13 @@ export class StateStore {
       const p = scopeFiles(scope, this.identity);
       writes.set(p.checkpoint, utf8(files.checkpoint));
       writes.set(p.patches, utf8(files.patches));
+    }
+    for (const scope of ["global", "cwd"] as const) {
+      const records = options.provenance?.[scope];
+      const prune = options.prune?.[scope];
+      if (!records && !prune) continue;
+      const path = scopeFiles(scope, this.identity).meta;
+      writes.set(path, utf8(withProvenance(file(live, path), scope, this.identity, records ?? {}, path, prune)));
     }
     const receipt = await this.store.publish({ basis: live, writes, message });
     const next = this.afterPublish(

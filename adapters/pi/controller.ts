@@ -3,6 +3,8 @@
 // entries, hidden messages, notices, tools and the footer. It decides nothing about the lifecycle:
 // the runtime's machines do.
 
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { PatchSet } from "../../core/cohort.ts";
@@ -90,6 +92,15 @@ function resolutionNote(resolution: { eligible: boolean; steers: number } | null
         "Call patch_state with final:true before your final answer."
     : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) " +
         "before your final answer.";
+}
+
+/** The absolute path Pi's read tool resolved (`@` stripped, `~` expanded, relative to the cwd). */
+function readPath(args: unknown, cwd: string | undefined): string | null {
+  const raw = (args as { path?: unknown } | undefined)?.path;
+  if (typeof raw !== "string" || raw === "" || !cwd) return null;
+  const path = raw.startsWith("@") ? raw.slice(1) : raw;
+  if (path === "~" || path.startsWith("~/")) return join(homedir(), path.slice(1));
+  return resolve(cwd, path);
 }
 
 /** The effective state as the model sees it: runtime-owned provenance stripped from artifacts. */
@@ -362,6 +373,11 @@ export class StateFlowController {
   toolExecutionEnd(toolCallId: string, toolName: string, isError: boolean, result: unknown): void {
     const args = this.callArgs.get(toolCallId);
     this.callArgs.delete(toolCallId);
+    if (toolName === "read" && !isError) {
+      const path = readPath(args, this.ctx?.cwd);
+      if (path) this.runtime.sourceRead(path);
+      return;
+    }
     if (toolName !== "patch_state" || !isError) return;
     const content = (result as { content?: { type: string; text?: string }[] })?.content ?? [];
     const error = content.map((c) => c.text ?? "").join("");

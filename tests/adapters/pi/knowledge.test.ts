@@ -54,3 +54,122 @@ describe("Knowledge sources in the runtime context", () => {
     );
   });
 });
+
+describe("reading a listed source obliges its compilation in the next patch_state", () => {
+  it("refused without it, with the fix; accepted with it, recording the hash; a later change invalidates", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { createHash } = await import("node:crypto");
+    const h = await harness();
+    const root = join(h.agentDir, "knowledge");
+    mkdirSync(root, { recursive: true });
+    const source = join(root, "a.md");
+    writeFileSync(source, "# A\nfacts\n");
+    await h.command("/state-flow-start");
+    const artifact = { global: { artifacts: { [source]: { description: "A: the facts" } } }, final: true };
+    h.script(
+      call("read", { path: source }),
+      call("patch_state", { final: true }),
+      call("patch_state", artifact),
+      say("Compiled."),
+    );
+    await h.prompt("Read the new source");
+    const results = h.session.messages.filter((m) => m.role === "toolResult") as {
+      toolName: string;
+      isError: boolean;
+      content: { text?: string }[];
+    }[];
+    expect(results.map((r) => [r.toolName, r.isError])).toEqual([
+      ["read", false],
+      ["patch_state", true],
+      ["patch_state", false],
+    ]);
+    const refusal = results[1]!.content.map((c) => c.text ?? "").join("");
+    expect(refusal).toContain(`You read ${source} (new), listed under Artifact invalidations`);
+    expect(refusal).toContain(`{"global":{"artifacts":{${JSON.stringify(source)}:{"description":"<what it holds`);
+    const meta = JSON.parse(readFileSync(join(h.storeRoot, "meta.json"), "utf8")) as {
+      artifacts: Record<string, { sourceHash: string; compilerRevision: string; compiledAt: string }>;
+    };
+    const hash = `sha256:${createHash("sha256").update("# A\nfacts\n").digest("hex")}`;
+    expect(meta.artifacts[source]).toEqual({
+      sourceHash: hash,
+      compilerRevision: "artifact-v1",
+      compiledAt: expect.any(String),
+    });
+    expect(JSON.stringify(h.accessor.read(0).state), "provenance never reaches semantic state").not.toContain(hash);
+
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Anything stale?");
+    expect(section(contextText(h.contexts.at(-2)!))).not.toContain(source);
+    writeFileSync(source, "# A\nnew facts\n");
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("And now?");
+    expect(section(contextText(h.contexts.at(-2)!))).toContain(`- ${source}: changed`);
+  });
+
+  it("a patch that writes freshness evidence itself is refused as forged-provenance", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const forged = {
+      global: { artifacts: { "/k/a.md": { description: "A", sourceHash: `sha256:${"0".repeat(64)}` } } },
+    };
+    h.script(call("patch_state", forged), call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Forge it");
+    const result = h.session.messages.find((m) => m.role === "toolResult") as {
+      isError: boolean;
+      content: { text?: string }[];
+    };
+    expect(result.isError).toBe(true);
+    expect(result.content.map((c) => c.text ?? "").join("")).toMatch(
+      /global\.artifacts.*sourceHash.*is runtime-owned provenance; the runtime records the source hash/,
+    );
+    expect(h.accessor.read(0, "global").state.artifacts).toEqual({});
+  });
+});
+
+describe("malformed freshness evidence", () => {
+  it("a malformed sourceHash in the cwd meta.json does not keep a new session from starting", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { cwdKey } = await import("../../../store/layout.ts");
+    const a = await harness();
+    await a.command("/state-flow-start");
+    const metaPath = join(a.storeRoot, cwdKey(a.cwd), "meta.json");
+    const meta = JSON.parse(readFileSync(metaPath, "utf8")) as Record<string, unknown>;
+    meta.artifacts = { "/k/a.md": { sourceHash: "not-a-hash", compilerRevision: "artifact-v1" } };
+    writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("git", ["commit", "-qam", "user: a hand-edited meta.json"], { cwd: a.storeRoot, env: a.env });
+    const b = await harness({ shareWith: a });
+    await b.command("/state-flow-start");
+    expect(b.accessor.episode()).toBe("active.bootstrap.fromTranscript");
+    expect(b.notices.filter((n) => n.level === "error")).toEqual([]);
+  });
+});
+
+describe("a removed Knowledge source", () => {
+  it("loses its global artifact and provenance in one runtime transition, without a read or a model call", async () => {
+    const { readFileSync, rmSync } = await import("node:fs");
+    const { execFileSync } = await import("node:child_process");
+    const h = await harness();
+    const root = join(h.agentDir, "knowledge");
+    mkdirSync(root, { recursive: true });
+    const source = join(root, "gone.md");
+    writeFileSync(source, "# soon gone\n");
+    await h.command("/state-flow-start");
+    const artifact = { global: { artifacts: { [source]: { description: "soon gone" } } }, final: true };
+    h.script(call("read", { path: source }), call("patch_state", artifact), say("Compiled."));
+    await h.prompt("Compile it");
+    const meta = () => JSON.parse(readFileSync(join(h.storeRoot, "meta.json"), "utf8")) as { artifacts: object };
+    expect(Object.keys(meta().artifacts)).toEqual([source]);
+
+    rmSync(source);
+    const inferences = h.contexts.length;
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Carry on");
+    expect(h.contexts.length - inferences, "no extra model call").toBe(2);
+    expect(h.accessor.read(0, "global").state.artifacts).toEqual({});
+    expect(meta().artifacts, "its provenance is pruned").toEqual({});
+    const log = execFileSync("git", ["log", "--format=%s"], { cwd: h.storeRoot, env: h.env, encoding: "utf8" });
+    expect(log).toContain("state-flow: knowledge removed 1 source(s)");
+    expect(section(contextText(h.contexts[inferences]!))).not.toContain(source);
+  });
+});
