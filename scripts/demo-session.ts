@@ -1,5 +1,5 @@
 // The State Flow demo: a real Pi AgentSession (Pi's faux model provider, no network) with
-// State Flow loaded as an extension, driven through six scripted runs that show what a user and
+// State Flow loaded as an extension, driven through eight scripted runs that show what a user and
 // the model observe — activation, patches in every scope, the patch_state barrier, a resolution
 // retry, a historical read, stop (passive mode) and restart — followed by /state-flow-status and
 // the store on disk. Everything happens in a temporary directory with its own Pi agent dir and a
@@ -119,6 +119,9 @@ function describeRuntimeContext(text: string): string[] {
   out.push(`transitions:  ${shownTransitions.join(" | ")}${older > 0 ? ` | (+${older} older)` : ""}`);
   const bootstrap = section("Bootstrap");
   if (bootstrap.length > 0) out.push("bootstrap:    yes — this migration run also sees the earlier context once");
+  const invalidations = section("Artifact invalidations").slice(1);
+  if (invalidations.length > 0 && !invalidations[0]!.startsWith("(none"))
+    out.push(`invalidated:  ${invalidations.map((l) => l.replace(/^- /, "")).join(" | ")}`);
   const resolution = section("Resolution").slice(1);
   if (resolution.length > 0) out.push(`resolution:   ${resolution.join(" ")}`);
   return out;
@@ -465,6 +468,39 @@ async function restartFromHandoff(d: DemoDriver): Promise<void> {
   );
 }
 
+/** A Knowledge source appears, is read and compiled into a global artifact, then changes on disk. */
+async function compileKnowledge(d: DemoDriver, dirs: DemoDirs): Promise<void> {
+  const source = join(dirs.agentDir, "knowledge", "cli-conventions.md");
+  mkdirSync(join(dirs.agentDir, "knowledge"), { recursive: true });
+  writeFileSync(source, "# CLI conventions\nExit 1 on usage errors. Print errors to stderr.\n");
+  d.out("");
+  d.out(`  (a Knowledge source appears: ${relative(dirs.root, source)})`);
+  await d.run(
+    "knowledge: a new source is read and compiled",
+    "Make `todo rm` follow our CLI conventions.",
+    call("read", { path: source }),
+    call("patch_state", {
+      global: {
+        artifacts: {
+          [source]: { description: "CLI conventions: exit codes and where errors go", tags: ["cli"] },
+        },
+      },
+      session: { working: { task: "rm follows the CLI conventions", status: "implemented" } },
+      final: true,
+    }),
+    say("`todo rm` exits 1 on usage errors and prints errors to stderr."),
+  );
+  writeFileSync(source, "# CLI conventions\nExit 2 on usage errors. Print errors to stderr.\n");
+  d.out("");
+  d.out("  (the source changes on disk: its recorded hash no longer matches)");
+  await d.run(
+    "knowledge: a changed source is invalidated again",
+    "Anything to revisit?",
+    call("patch_state", { session: { working: { next: "re-read the changed CLI conventions" } }, final: true }),
+    say("The CLI conventions changed; I will re-read them before the next change."),
+  );
+}
+
 async function printStatus(d: DemoDriver): Promise<void> {
   d.out("");
   d.out(`── /state-flow-status ${"─".repeat(58)}`);
@@ -537,6 +573,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await runHistoricalRead(d);
     await stopIntoPassiveMode(d);
     await restartFromHandoff(d);
+    await compileKnowledge(d, dirs);
     await printStatus(d);
     const gitLog = printStore(d, dirs, env);
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runDemo } from "../../scripts/demo-session.ts";
 
 describe("npm run demo", () => {
-  it("runs the six scripted runs through a real Pi session and removes its temp dir", async () => {
+  it("runs the eight scripted runs through a real Pi session and removes its temp dir", async () => {
     const result = await runDemo({ print: () => undefined });
     const text = result.lines.join("\n");
     expect(existsSync(result.root)).toBe(false);
@@ -23,17 +23,26 @@ describe("npm run demo", () => {
     expect(text).toMatch(
       /context: \[runtime-context, frozen-handoff, user "Unrelated: what is 2\+2\?", assistant, user "Back to the CLI/,
     );
-    expect(text.match(/→ accepted as session\.response/g)).toHaveLength(5);
+    // a Knowledge source: listed new, read, compiled (its hash recorded), then changed on disk
+    expect(text).toMatch(/invalidated: {2}\S+\/agent\/knowledge\/cli-conventions\.md: new/);
+    expect(text).toMatch(/model calls read \{"path":"\S+\/cli-conventions\.md"\}/);
+    expect(text).toMatch(/✓ patch_state: Accepted transition step 10 \(global, session\)/);
+    expect(text).toMatch(/invalidated: {2}\S+\/cli-conventions\.md: changed/);
+    expect(text.match(/→ accepted as session\.response/g)).toHaveLength(7);
     expect(text).toContain("State Flow status");
     expect(result.episode).toBe("active.steady");
     expect(result.finalState).toMatchObject({
       contract: { answerStyle: "short", project: "todo CLI", language: "TypeScript", storage: "todos.json" },
-      working: { task: "delete command", status: "next" },
-      response: "Next: `todo rm <id>`.",
+      working: {
+        task: "rm follows the CLI conventions",
+        status: "implemented",
+        next: "re-read the changed CLI conventions",
+      },
+      response: "The CLI conventions changed; I will re-read them before the next change.",
     });
     expect(result.gitLog[0]).toMatch(/^[0-9a-f]{7,} state-flow: response$/);
     expect(result.gitLog.at(-1)).toMatch(/state-flow: start session /);
-    expect(result.gitLog).toHaveLength(12);
+    expect(result.gitLog).toHaveLength(16);
   });
 
   it("--keep leaves the store for inspection", async () => {
