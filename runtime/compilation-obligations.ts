@@ -16,6 +16,8 @@ export interface CompilationObligation {
   readonly hash: string;
   /** Why the source was listed under Artifact invalidations. */
   readonly reason: string;
+  /** What discovery hashed before the read (the rehydration plan's binding); `hash` is what the read saw. */
+  readonly candidateHash?: string;
 }
 
 /** The obligations this patch leaves unmet: no global artifact object at the path. */

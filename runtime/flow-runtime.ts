@@ -4,14 +4,13 @@
 // machine's result event. The host (the Pi adapter) turns its lifecycle events into the calls
 // below and implements `BranchHost`; every lifecycle question is the machines' to answer.
 
+import { join } from "node:path";
 import type { Actor } from "xstate";
 import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
 import { StateFlowError, errorMessage } from "../core/errors.ts";
 import type { ScopeSelector } from "../core/scope-state.ts";
 import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
-import { planArtifactInvalidations, type ArtifactInvalidation, type InvalidationPlan } from "../core/invalidation.ts";
 import type { JsonObject } from "../core/json.ts";
-import { decodeProvenance } from "../core/provenance.ts";
 import { projectArtifacts } from "../core/artifacts.ts";
 import {
   barrierMachine,
@@ -59,13 +58,8 @@ import {
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import { discoverKnowledge, sourceHash, type KnowledgeDiscovery } from "./knowledge-discovery.ts";
-import {
-  compilationRequired,
-  provenanceOf,
-  unmetObligations,
-  type CompilationObligation,
-} from "./compilation-obligations.ts";
+import { compilationRequired } from "./compilation-obligations.ts";
+import { KnowledgeRun, type Invalidations } from "./knowledge-run.ts";
 import {
   NO_SPECIFICATION,
   specificationForRun,
@@ -108,7 +102,7 @@ export type Projection =
       specification: Specification;
       view: TemporalView;
       /** The run's artifact_invalidations plan, or why it is unavailable (never a falsely clean list). */
-      invalidations: readonly ArtifactInvalidation[] | { unavailable: string };
+      invalidations: Invalidations;
       resolution: { eligible: boolean; steers: number } | null;
     };
 
@@ -138,11 +132,8 @@ export class FlowRuntime {
   private specification: Specification = NO_SPECIFICATION;
   /** The current run started while State Flow's tools could not be active: it runs as ordinary Pi. */
   private unequipped = false;
-  /** The current run's Knowledge discovery (started at run start, awaited before its first context). */
-  private knowledge: Promise<KnowledgeDiscovery> | null = null;
-  private knowledgeResult: KnowledgeDiscovery | { unavailable: string } | null = null;
-  /** Stale Knowledge sources read successfully since the last patch_state: it must compile them. */
-  private readonly obligations = new Map<string, CompilationObligation>();
+  /** The current run's Knowledge (discovery, plan, obligations); null before the first enabled run. */
+  private knowledge: KnowledgeRun | null = null;
   /** The revision the pending record names (pending, or settled once nothing is owed). */
   private owedRevision: string | null = null;
   private pendingWrites: Promise<void> = Promise.resolve();
@@ -231,24 +222,13 @@ export class FlowRuntime {
 
   /** Discovery runs beside the run's start (never on the activation path) and is awaited before its first context. */
   private startDiscovery(): void {
-    this.obligations.clear();
-    this.knowledgeResult = null;
-    this.knowledge = discoverKnowledge(this.options.knowledgeRoot);
-    this.knowledge.then(
-      (found) => (this.knowledgeResult = found),
-      (error: unknown) => (this.knowledgeResult = { unavailable: `discovery failed: ${errorMessage(error)}` }),
-    );
+    const metaPath = this.identity ? join(this.options.storeRoot, scopeFiles("global", this.identity).meta) : null;
+    this.knowledge = new KnowledgeRun(this.options.knowledgeRoot, metaPath);
   }
 
   /** Resolves once the current run's Knowledge discovery is complete (at once when none runs). */
   async knowledgeReady(): Promise<void> {
-    const pending = this.knowledge;
-    if (!pending) return;
-    await pending.catch(() => undefined);
-    if (this.knowledge === pending) {
-      this.knowledge = null; // once per run: later contexts of the run reuse this plan
-      await this.removeVanishedSources();
-    }
+    if (await this.knowledge?.ready()) await this.removeVanishedSources();
   }
 
   /**
@@ -257,10 +237,9 @@ export class FlowRuntime {
    * the re-read view; a failure is said and leaves the artifacts for the next run.
    */
   private async removeVanishedSources(): Promise<void> {
-    const found = this.knowledgeResult;
-    if (!this.runtime || !this.store || found === null || "unavailable" in found) return;
-    const plan = this.plan(this.runtime, found);
-    if (plan.removed.length === 0) return;
+    if (!this.runtime || !this.store || !this.knowledge) return;
+    const plan = this.knowledge.plan(this.runtime);
+    if ("unavailable" in plan || plan.removed.length === 0) return;
     const artifacts = Object.fromEntries(plan.removed.map((path) => [path, null]));
     const { patches } = parsePatchSet({ global: { artifacts } });
     const message = `state-flow: knowledge removed ${plan.removed.length} source(s)`;
@@ -283,36 +262,13 @@ export class FlowRuntime {
     }
   }
 
-  /**
-   * A successful read of `path` (absolute). When it is a source the run's plan lists, the next
-   * patch_state must compile it; the bytes' hash is taken now, as the read saw them.
-   */
+  /** A successful read of `path` (absolute): the run's Knowledge decides what it obliges. */
   sourceRead(path: string): void {
-    if (!this.runtime || !isToolsActive(this.episode.getSnapshot())) return;
-    const plan = this.invalidations(this.runtime);
-    if ("unavailable" in plan) return;
-    const listed = plan.find((entry) => entry.path === path);
-    if (!listed) return;
-    const hash = sourceHash(path);
-    if (hash) this.obligations.set(path, { path, hash, reason: listed.reason });
+    if (this.runtime && isToolsActive(this.episode.getSnapshot())) this.knowledge?.sourceRead(this.runtime, path);
   }
 
-  /** The run's invalidation plan over global artifacts and provenance (Knowledge compiles into global). */
-  private invalidations(runtime: BranchRuntime): readonly ArtifactInvalidation[] | { unavailable: string } {
-    const found = this.knowledgeResult;
-    if (found === null) return { unavailable: "Knowledge discovery has not completed for this run" };
-    if ("unavailable" in found) return found;
-    return this.plan(runtime, found).invalidations;
-  }
-
-  private plan(runtime: BranchRuntime, found: KnowledgeDiscovery): InvalidationPlan {
-    const metaPath = scopeFiles("global", runtime.identity).meta;
-    return planArtifactInvalidations({
-      root: found.root,
-      sources: new Map(found.sources.map((source) => [source.path, source])),
-      artifacts: readTemporalState(runtime.view, 0, "global").state.artifacts as JsonObject,
-      provenance: decodeProvenance(runtime.basis.files.get(metaPath) ?? null),
-    });
+  private invalidations(runtime: BranchRuntime): Invalidations {
+    return this.knowledge?.invalidations(runtime) ?? { unavailable: "no enabled run has discovered Knowledge yet" };
   }
 
   private beginResolution(): boolean {
@@ -428,7 +384,7 @@ export class FlowRuntime {
     if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime || !this.store) {
       throw new Error("State Flow is not enabled on this branch; /state-flow-start enables it.");
     }
-    const unmet = unmetObligations(this.obligations.values(), set);
+    const unmet = this.knowledge?.unmet(set) ?? [];
     if (unmet.length > 0) {
       this.toResolution({ type: "PATCH_REJECTED" });
       throw compilationRequired(unmet);
@@ -442,15 +398,14 @@ export class FlowRuntime {
       };
     }
     try {
-      const met = [...this.obligations.values()];
-      const provenance = met.length > 0 ? { global: provenanceOf(met, new Date()) } : undefined;
+      const provenance = this.knowledge?.owed(new Date());
       const { runtime, staged } = await this.store.commit(
         this.runtime,
         set.patches,
         `state-flow: patch_state ${scopes.join("+")}`,
         provenance ? { provenance } : {},
       );
-      for (const o of met) this.obligations.delete(o.path);
+      this.knowledge?.compiled(Object.keys(provenance?.global ?? {}));
       await this.accept(runtime);
       this.toResolution({ type: "PATCH_ACCEPTED", final: set.final });
       const step = staged.cohort.transition.step;
@@ -720,6 +675,7 @@ export class FlowRuntime {
   private async accept(runtime: BranchRuntime): Promise<void> {
     const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
     this.runtime = runtime;
+    if (changed) this.knowledge?.published();
     if (changed) {
       killPoint("branch.appending");
       this.host.appendCheckpoint({ revision: runtime.pointer.revision });

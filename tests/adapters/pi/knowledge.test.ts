@@ -145,6 +145,33 @@ describe("malformed freshness evidence", () => {
   });
 });
 
+describe("malformed evidence fails closed for what needs it", () => {
+  it("a bad sourceHash makes that one source malformed; the others stay fresh", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { execFileSync } = await import("node:child_process");
+    const h = await harness();
+    const root = join(h.agentDir, "knowledge");
+    mkdirSync(root, { recursive: true });
+    const [a, b] = [join(root, "a.md"), join(root, "b.md")];
+    writeFileSync(a, "A");
+    writeFileSync(b, "B");
+    await h.command("/state-flow-start");
+    const both = { global: { artifacts: { [a]: { description: "A" }, [b]: { description: "B" } } }, final: true };
+    h.script(call("read", { path: a }), call("read", { path: b }), call("patch_state", both), say("Compiled."));
+    await h.prompt("Compile both");
+    const metaPath = join(h.storeRoot, "meta.json");
+    const meta = JSON.parse(readFileSync(metaPath, "utf8")) as { artifacts: Record<string, { sourceHash: string }> };
+    meta.artifacts[a]!.sourceHash = "sha256:not-hex";
+    writeFileSync(metaPath, `${JSON.stringify(meta, null, 2)}\n`);
+    execFileSync("git", ["commit", "-qam", "user: a hand-edited meta.json"], { cwd: h.storeRoot, env: h.env });
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Stale?");
+    const listed = section(contextText(h.contexts.at(-2)!));
+    expect(listed).toContain(`- ${a}: malformed`);
+    expect(listed, "b's evidence is intact").not.toContain(b);
+  });
+});
+
 describe("a removed Knowledge source", () => {
   it("loses its global artifact and provenance in one runtime transition, without a read or a model call", async () => {
     const { readFileSync, rmSync } = await import("node:fs");
