@@ -6,7 +6,7 @@
 // the projection as well as by scope validation, and they must stay one rule for all of them.
 
 import * as v from "valibot";
-import { StateFlowError, childPath } from "./errors.ts";
+import { StateFlowError, childPath, issuePath } from "./errors.ts";
 import { isJsonObject, type JsonObject, type JsonValue } from "./json.ts";
 import { PROVENANCE_FIELDS, RETIRED_PROVENANCE_FIELDS } from "./provenance.ts";
 
@@ -56,15 +56,6 @@ export const ArtifactSchema = v.looseObject({
   ),
   tags: v.optional(TagsSchema),
 });
-
-function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
-  let path = base;
-  for (const item of issue.path ?? []) {
-    const key = (item as { key: unknown }).key;
-    path = childPath(path, typeof key === "number" ? key : String(key));
-  }
-  return path;
-}
 
 /**
  * Checks one materialized artifact entry. `path` names the entry (e.g. `cwd.artifacts["/k/a.md"]`),

@@ -2,6 +2,8 @@
 // tests), the `path` of the offending value where there is one, and a message that says what
 // rule was broken and what to do instead.
 
+import type { BaseIssue } from "valibot";
+
 export type StateFlowErrorCode =
   | "invalid-json"
   | "invalid-patch"
@@ -51,4 +53,14 @@ export function childPath(parent: string, key: string | number): string {
 /** The message of anything thrown (an Error's message, else its string form). */
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The dotted/bracketed path of a valibot issue below `base` (where a refusal points). */
+export function issuePath(base: string, issue: BaseIssue<unknown>): string {
+  let path = base;
+  for (const item of issue.path ?? []) {
+    const key = (item as { key: unknown }).key;
+    path = childPath(path, typeof key === "number" ? key : String(key));
+  }
+  return path;
 }

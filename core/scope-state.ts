@@ -4,7 +4,7 @@
 
 import * as v from "valibot";
 import { assertNoForgedProvenance, checkArtifact } from "./artifacts.ts";
-import { StateFlowError, childPath } from "./errors.ts";
+import { StateFlowError, childPath, issuePath } from "./errors.ts";
 import {
   applyJsonPatch,
   assertJson,
@@ -51,15 +51,6 @@ const ScopeStateSchema = v.strictObject(
 
 export function emptyScopeState(): ScopeState {
   return { artifacts: {}, contract: {}, working: {}, response: "" };
-}
-
-function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
-  let path = base;
-  for (const item of issue.path ?? []) {
-    const key = (item as { key: unknown }).key;
-    path = childPath(path, typeof key === "number" ? key : String(key));
-  }
-  return path;
 }
 
 function firstIssue(base: string, issues: readonly v.BaseIssue<unknown>[]): StateFlowError {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { StateFlowError, childPath, errorMessage } from "../../core/errors.ts";
+import * as v from "valibot";
+import { StateFlowError, childPath, errorMessage, issuePath } from "../../core/errors.ts";
 
 describe("StateFlowError", () => {
   it("carries a code and prefixes the path", () => {
@@ -20,5 +21,12 @@ describe("StateFlowError", () => {
   it("reads the message of anything thrown", () => {
     expect(errorMessage(new Error("disk full"))).toBe("disk full");
     expect(errorMessage("plain")).toBe("plain");
+  });
+
+  it("points a valibot issue at its value below the base path", () => {
+    const schema = v.object({ tags: v.array(v.string()) });
+    const result = v.safeParse(schema, { tags: ["a", 7] });
+    expect(result.success).toBe(false);
+    expect(issuePath('artifacts["/k/a.md"]', result.issues![0]!)).toBe('artifacts["/k/a.md"].tags[1]');
   });
 });
