@@ -4,7 +4,7 @@
 // machine's result event. The host (the Pi adapter) turns its lifecycle events into the calls
 // below and implements `BranchHost`; every lifecycle question is the machines' to answer.
 
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { Actor } from "xstate";
 import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
 import { StateFlowError, errorMessage } from "../core/errors.ts";
@@ -58,7 +58,7 @@ import {
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import { compilationRequired } from "./compilation-obligations.ts";
+import { compilationRequired, replacingSkillArtifacts } from "./compilation-obligations.ts";
 import { KnowledgeRun, type Invalidations } from "./knowledge-run.ts";
 import {
   NO_SPECIFICATION,
@@ -262,9 +262,14 @@ export class FlowRuntime {
     }
   }
 
-  /** A successful read of `path` (absolute): the run's Knowledge decides what it obliges. */
+  /**
+   * A successful read of `path` (absolute, as executed): a `SKILL.md` obliges its Skill
+   * compilation; any other path, whatever the run's Knowledge plan says it obliges.
+   */
   sourceRead(path: string): void {
-    if (this.runtime && isToolsActive(this.episode.getSnapshot())) this.knowledge?.sourceRead(this.runtime, path);
+    if (!this.runtime || !isToolsActive(this.episode.getSnapshot())) return;
+    if (basename(path) === "SKILL.md") this.knowledge?.skillRead(path);
+    else this.knowledge?.sourceRead(this.runtime, path);
   }
 
   private invalidations(runtime: BranchRuntime): Invalidations {
@@ -399,13 +404,15 @@ export class FlowRuntime {
     }
     try {
       const provenance = this.knowledge?.owed(new Date());
+      const current = (scope: "cwd") => readTemporalState(this.runtime!.view, 0, scope).state.artifacts as JsonObject;
+      const patch = replacingSkillArtifacts(set, this.knowledge?.open() ?? [], current);
       const { runtime, staged } = await this.store.commit(
         this.runtime,
-        set.patches,
+        patch.patches,
         `state-flow: patch_state ${scopes.join("+")}`,
         provenance ? { provenance } : {},
       );
-      this.knowledge?.compiled(Object.keys(provenance?.global ?? {}));
+      this.knowledge?.compiled([...Object.keys(provenance?.global ?? {}), ...Object.keys(provenance?.cwd ?? {})]);
       await this.accept(runtime);
       this.toResolution({ type: "PATCH_ACCEPTED", final: set.final });
       const step = staged.cohort.transition.step;
@@ -675,8 +682,8 @@ export class FlowRuntime {
   private async accept(runtime: BranchRuntime): Promise<void> {
     const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
     this.runtime = runtime;
-    if (changed) this.knowledge?.published();
     if (changed) {
+      this.knowledge?.published();
       killPoint("branch.appending");
       this.host.appendCheckpoint({ revision: runtime.pointer.revision });
       killPoint("branch.appended");

@@ -89,7 +89,13 @@ export class KnowledgeRun {
     const target = planRehydration(plan, sources).find((t) => t.path === path);
     const hash = target ? sourceHash(path) : null;
     if (target && hash) {
-      this.obligations.set(path, { path, hash, reason: target.reason, candidateHash: target.candidateHash });
+      this.obligations.set(path, {
+        scope: target.scope,
+        path,
+        hash,
+        reason: target.reason,
+        candidateHash: target.candidateHash,
+      });
     }
   }
 
@@ -98,9 +104,22 @@ export class KnowledgeRun {
     return unmetObligations(this.obligations.values(), set);
   }
 
+  /**
+   * A successful read of a `SKILL.md` (absolute, as executed): the next patch_state must compile it
+   * into a cwd artifact (kind "skill", a non-empty compilation); its bytes are hashed now.
+   */
+  skillRead(path: string): void {
+    this.obligations.set(path, { scope: "cwd", path, hash: sourceHash(path), reason: "skill" });
+  }
+
+  /** Every obligation still open (the patch_state that meets them records their provenance). */
+  open(): CompilationObligation[] {
+    return [...this.obligations.values()];
+  }
+
   /** The provenance the next accepted patch_state records for the reads it compiles. */
-  owed(now: Date): { global: Record<string, ProvenanceRecord> } | undefined {
-    return this.obligations.size > 0 ? { global: provenanceOf(this.obligations.values(), now) } : undefined;
+  owed(now: Date): Partial<Record<"global" | "cwd", Record<string, ProvenanceRecord>>> | undefined {
+    return this.obligations.size > 0 ? provenanceOf(this.obligations.values(), now) : undefined;
   }
 
   /** The accepted cohort compiled these paths: nothing more is owed for them. */

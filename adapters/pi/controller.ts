@@ -135,6 +135,8 @@ export class StateFlowController {
   private ctx: ExtensionContext | null = null;
   private sessionId = "";
   private readonly callArgs = new Map<string, unknown>();
+  /** The finalized (mutable) tool_call input per call: what a read really executed. */
+  private readonly callInput = new Map<string, unknown>();
   private versionWarned = false;
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
   private toolsWanted = false;
@@ -339,7 +341,9 @@ export class StateFlowController {
   }
 
   /** tool_call: the patch_state barrier over the current assistant batch. */
-  toolCall(toolCallId: string, ctx: ExtensionContext): { block: true; reason: string } | undefined {
+  toolCall(toolCallId: string, ctx: ExtensionContext, input?: unknown): { block: true; reason: string } | undefined {
+    // Kept by reference: extensions after State Flow may still mutate it, and what runs is the final object.
+    if (input !== undefined) this.callInput.set(toolCallId, input);
     const decision = this.runtime.toolCall(toolCallId, () => newestBatch(ctx.sessionManager.getBranch()));
     return decision.block ? { block: true, reason: decision.reason } : undefined;
   }
@@ -372,9 +376,11 @@ export class StateFlowController {
 
   toolExecutionEnd(toolCallId: string, toolName: string, isError: boolean, result: unknown): void {
     const args = this.callArgs.get(toolCallId);
+    const input = this.callInput.get(toolCallId) ?? args;
     this.callArgs.delete(toolCallId);
+    this.callInput.delete(toolCallId);
     if (toolName === "read" && !isError) {
-      const path = readPath(args, this.ctx?.cwd);
+      const path = readPath(input, this.ctx?.cwd);
       if (path) this.runtime.sourceRead(path);
       return;
     }

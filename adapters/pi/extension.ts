@@ -82,7 +82,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       return messages ? { messages } : undefined;
     });
     pi.on("tool_execution_start", (event) => controller.toolExecutionStart(event.toolCallId, event.args));
-    pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx));
+    pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx, event.input));
     pi.on("tool_execution_end", (event) =>
       controller.toolExecutionEnd(event.toolCallId, event.toolName, event.isError, event.result),
     );

@@ -31,6 +31,8 @@ export interface OfflineSessionOptions {
   modelId?: string;
   /** Pi's tool allowlist (the SDK's `tools`, the CLI's `--tools`); omitted: every tool. */
   tools?: string[];
+  /** Load Pi's skills (the agent dir's and the project's `.pi/skills`); default off. */
+  skills?: boolean;
 }
 
 export interface OfflineSession {
@@ -58,7 +60,7 @@ export async function createOfflineSession(options: OfflineSessionOptions): Prom
     agentDir: options.agentDir,
     settingsManager,
     extensionFactories: options.extensionFactories,
-    noSkills: true,
+    noSkills: !options.skills,
     noPromptTemplates: true,
     noThemes: true,
     noContextFiles: true,

@@ -39,6 +39,8 @@ export interface HarnessOptions {
   openFile?: string;
   /** Pi's tool allowlist (as `pi --tools`); omitted: every tool. */
   tools?: string[];
+  /** Let Pi load skills (the agent dir's and the project's `.pi/skills`). */
+  skills?: boolean;
   /** Extra extension factories loaded after State Flow (e.g. a foreign extension). */
   extraExtensions?: ExtensionFactory[];
   /**
@@ -141,6 +143,7 @@ export class PiHarness {
       extensionFactories: [stateFlow, ...(options.extraExtensions ?? [])],
       sessionManager,
       ...(options.tools ? { tools: options.tools } : {}),
+      ...(options.skills ? { skills: true } : {}),
     });
     this.faux = faux;
     this.loadErrors.push(...loadErrors);

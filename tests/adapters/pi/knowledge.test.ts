@@ -84,7 +84,7 @@ describe("reading a listed source obliges its compilation in the next patch_stat
       ["patch_state", false],
     ]);
     const refusal = results[1]!.content.map((c) => c.text ?? "").join("");
-    expect(refusal).toContain(`You read ${source} (new), listed under Artifact invalidations`);
+    expect(refusal).toContain(`You read ${source} (new): a source listed under Artifact invalidations`);
     expect(refusal).toContain(`{"global":{"artifacts":{${JSON.stringify(source)}:{"description":"<what it holds`);
     const meta = JSON.parse(readFileSync(join(h.storeRoot, "meta.json"), "utf8")) as {
       artifacts: Record<string, { sourceHash: string; compilerRevision: string; compiledAt: string }>;

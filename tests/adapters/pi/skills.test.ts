@@ -1,0 +1,87 @@
+// Skill compilation through a real Pi session with a real skill directory that Pi's resource
+// loader lists: the model reads SKILL.md with Pi's own read, and the next patch_state must carry a
+// cwd artifact at that exact path with kind "skill" and a non-empty compilation; the cohort
+// records the executed bytes' hash and skill-artifact-v1 in cwd provenance.
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { cwdKey } from "../../../store/layout.ts";
+import { call, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
+
+const harness = harnessFactory();
+
+const SKILL = "---\nname: todo-style\ndescription: House style for todo CLI output\n---\n# Todo style\nShort lines.\n";
+
+function results(h: PiHarness) {
+  return (h.session.messages.filter((m) => m.role === "toolResult") as never[]).map(
+    (r: { toolName: string; isError: boolean; content: { text?: string }[] }) => ({
+      tool: r.toolName,
+      isError: r.isError,
+      text: r.content.map((c) => c.text ?? "").join(""),
+    }),
+  );
+}
+
+async function withSkill() {
+  const h = await harness({ skills: true });
+  const dir = join(h.cwd, ".pi", "skills", "todo-style");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "SKILL.md"), SKILL);
+  await h.session.reload();
+  return { h, path: join(dir, "SKILL.md") };
+}
+
+describe("Skill compilation", () => {
+  it("Pi lists the skill; reading it obliges a kind:skill cwd artifact; the cohort records its hash", async () => {
+    const { h, path } = await withSkill();
+    await h.command("/state-flow-start");
+    const skill = { description: "Todo output style", kind: "skill", compilation: { applies: "todo CLI output" } };
+    h.script(
+      call("read", { path }),
+      call("patch_state", { cwd: { artifacts: { [path]: { description: "Todo output style" } } }, final: true }),
+      call("patch_state", { cwd: { artifacts: { [path]: skill } }, final: true }),
+      say("Compiled the skill."),
+    );
+    await h.prompt("Apply the todo style");
+    expect(h.contexts[0]!.systemPrompt, "Pi's resource loader lists the skill").toContain("todo-style");
+    const [read, refused, accepted] = results(h);
+    expect([read!.tool, read!.isError, refused!.isError, accepted!.isError]).toEqual(["read", false, true, false]);
+    expect(refused!.text).toContain(`You read ${path} (a Skill): a Skill read needs a cwd artifact with kind "skill"`);
+    expect(refused!.text).toContain('"kind":"skill","compilation"');
+    const meta = JSON.parse(readFileSync(join(h.storeRoot, cwdKey(h.cwd), "meta.json"), "utf8")) as {
+      artifacts: Record<string, unknown>;
+    };
+    expect(meta.artifacts[path]).toEqual({
+      sourceHash: `sha256:${createHash("sha256").update(SKILL).digest("hex")}`,
+      compilerRevision: "skill-artifact-v1",
+      compiledAt: expect.any(String),
+    });
+    expect(h.accessor.read(0, "cwd").state.artifacts[path]).toEqual(skill);
+  });
+
+  it("a refresh replaces the whole old artifact; forged evidence is refused", async () => {
+    const { h, path } = await withSkill();
+    await h.command("/state-flow-start");
+    const first = { description: "v1", kind: "skill", compilation: { applies: "a" }, tags: ["style"] };
+    h.script(
+      call("read", { path }),
+      call("patch_state", { cwd: { artifacts: { [path]: first } }, final: true }),
+      say("ok"),
+    );
+    await h.prompt("Compile it");
+    const second = { description: "v2", kind: "skill", compilation: { routing: "b" } };
+    const forged = { ...second, sourceHash: `sha256:${"0".repeat(64)}` };
+    h.script(
+      call("read", { path }),
+      call("patch_state", { cwd: { artifacts: { [path]: forged } }, final: true }),
+      call("patch_state", { cwd: { artifacts: { [path]: second } }, final: true }),
+      say("ok"),
+    );
+    await h.prompt("Refresh it");
+    const later = results(h).slice(-2);
+    expect(later.map((r) => r.isError)).toEqual([true, false]);
+    expect(later[0]!.text).toMatch(/sourceHash.*is runtime-owned provenance/);
+    expect(h.accessor.read(0, "cwd").state.artifacts[path], "no field of v1 survives").toEqual(second);
+  });
+});
