@@ -87,14 +87,14 @@ function runPi(
   dirs: ReturnType<typeof setup>,
   script: Step[],
   prompt: string,
-  options: { loadRepo?: boolean; args?: string[] } = {},
+  options: { loadRepo?: boolean; args?: string[]; skills?: boolean } = {},
 ): Promise<CliRun> {
   const args = [
     piCli,
     "--offline",
     "--no-session",
     "-nc",
-    "-ns",
+    ...(options.skills ? [] : ["-ns"]),
     "-np",
     "--no-themes",
     ...(options.loadRepo === false ? [] : ["-e", repoRoot]),
@@ -280,7 +280,7 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
 
-  it("pi install <repo path> registers the package; a later run loads State Flow without -e", async () => {
+  it("pi install <repo path> registers the package; a later run loads State Flow and its Skill", async () => {
     const dirs = setup({ autoStart: true });
     const install = spawnSync(process.execPath, [piCli, "install", repoRoot], {
       cwd: dirs.cwd,
@@ -297,11 +297,14 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
         { say: "Installed run." },
       ],
       "via install",
-      { loadRepo: false },
+      { loadRepo: false, skills: true },
     );
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe("Installed run.");
     expect(run.contexts[0]!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
+    // The package manifest's skills: Pi's resource loader lists the bundled Skill with its path.
+    expect(run.contexts[0]!.systemPrompt).toContain("state-flow-memory");
+    expect(run.contexts[0]!.systemPrompt).toContain(join(repoRoot, "skills", "state-flow-memory", "SKILL.md"));
     expect(existsSync(join(dirs.storeRoot, ".git"))).toBe(true);
   }, 60_000);
 });
