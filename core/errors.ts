@@ -29,7 +29,9 @@ export type StateFlowErrorCode =
   /** A freshness or maintenance planner was given inputs outside its contract. */
   | "invalid-plan-input"
   /** A patch_state after reading a stale Knowledge source does not compile it. */
-  | "compilation-required";
+  | "compilation-required"
+  /** A global memory_promotions entry a patch leaves without status, owner or (accepted) evidence. */
+  | "invalid-promotion";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;

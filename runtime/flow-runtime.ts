@@ -12,6 +12,9 @@ import type { ScopeSelector } from "../core/scope-state.ts";
 import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
 import type { JsonObject } from "../core/json.ts";
 import { projectArtifacts } from "../core/artifacts.ts";
+import { isJsonObject } from "../core/json.ts";
+import { assertPromotions } from "../core/promotions.ts";
+import { applyScopePatch } from "../core/scope-state.ts";
 import {
   barrierMachine,
   inCurrentBatch,
@@ -389,6 +392,7 @@ export class FlowRuntime {
     if (!isToolsActive(this.episode.getSnapshot()) || !this.runtime || !this.store) {
       throw new Error("State Flow is not enabled on this branch; /state-flow-start enables it.");
     }
+    this.checkPromotions(set);
     const unmet = this.knowledge?.unmet(set) ?? [];
     if (unmet.length > 0) {
       this.toResolution({ type: "PATCH_REJECTED" });
@@ -441,6 +445,21 @@ export class FlowRuntime {
         const stale = this.runtime;
         this.runtime = await this.store.refresh(stale).catch(() => stale);
       }
+      throw error;
+    }
+  }
+
+  /** A global patch may not leave a memory promotion it touches malformed (core/promotions.ts). */
+  private checkPromotions(set: PatchSet): void {
+    const touched = set.patches.global?.working?.memory_promotions;
+    if (touched === undefined || !this.runtime) return;
+    try {
+      const current = readTemporalState(this.runtime.view, 0, "global").state;
+      const after = applyScopePatch(current, set.patches.global!, "global");
+      const ids = isJsonObject(touched) ? Object.keys(touched) : [];
+      assertPromotions(ids, (after.working as JsonObject).memory_promotions);
+    } catch (error) {
+      this.toResolution({ type: "PATCH_REJECTED" });
       throw error;
     }
   }

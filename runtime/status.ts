@@ -3,6 +3,7 @@
 // without dumping bodies. Evidence that could not be read is reported as unavailable, never as
 // a clean zero.
 
+import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../core/promotions.ts";
 import { SCOPES } from "../core/scope-state.ts";
 import type { BranchRuntime } from "../store/state-store.ts";
 import { availableOffsets, headBoundary, readTemporalState } from "../core/temporal.ts";
@@ -25,6 +26,28 @@ export interface StatusInput {
 
 export function compactStatus(step: number | null): string {
   return step === null ? "state-flow" : `state-flow #${step}`;
+}
+
+/** Counts by status, then at most three pointers and three problems (bounded details). */
+function promotionsLine(promotions: Promotions): string {
+  const { valid, invalid } = promotions;
+  if (valid.length === 0 && invalid.length === 0) return "none";
+  const counts = PROMOTION_STATUSES.map((status) => [status, valid.filter((p) => p.status === status).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([status, n]) => `${n} ${status}`);
+  if (invalid.length > 0) counts.push(`${invalid.length} invalid`);
+  const details = [
+    ...valid
+      .filter((p) => p.status === "accepted")
+      .slice(0, 3)
+      .map((p) => `${p.id} → ${p.pointer} @ ${p.revision}`),
+    ...valid
+      .filter((p) => p.error)
+      .slice(0, 3)
+      .map((p) => `${p.id} ${p.status}: ${p.error}`),
+    ...invalid.slice(0, 3).map((p) => `${p.id} invalid: ${p.problem}`),
+  ];
+  return `${counts.join(", ")}${details.length > 0 ? ` (${details.join("; ")})` : ""}`;
 }
 
 function staleLine(invalidations: StatusInput["invalidations"]): string {
@@ -81,5 +104,13 @@ export function renderStatus(input: StatusInput): string {
   const effective = Object.keys(readTemporalState(rt.view).state.artifacts).length;
   lines.push(`  artifacts: ${counts.join(", ")}, effective ${effective}`);
   lines.push(`  stale artifacts: ${staleLine(input.invalidations)}`);
+  const bearing = SCOPES.filter((scope) => {
+    const state = rt.view.current[scope];
+    return Object.keys(state.contract).length + Object.keys(state.working).length > 0;
+  });
+  lines.push(
+    `  memory: owned by State Flow; memory-bearing scopes: ${bearing.length > 0 ? bearing.join(", ") : "none"}`,
+  );
+  lines.push(`  promotions: ${promotionsLine(readPromotions(rt.view.current.global.working.memory_promotions))}`);
   return lines.join("\n");
 }

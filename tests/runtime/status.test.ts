@@ -4,11 +4,15 @@ import { parsePatchSet, stageCohort } from "../../core/cohort.ts";
 import type { BranchRuntime } from "../../store/state-store.ts";
 import { originateView } from "../../core/temporal.ts";
 
-function runtime(): BranchRuntime {
+function runtime(global?: Record<string, unknown>): BranchRuntime {
   let view = originateView("L");
   view = stageCohort(
     view,
-    parsePatchSet({ cwd: { artifacts: { "/a.md": { description: "a" } } }, session: { working: { x: 1 } } }).patches,
+    parsePatchSet({
+      cwd: { artifacts: { "/a.md": { description: "a" } } },
+      session: { working: { x: 1 } },
+      ...(global ? { global } : {}),
+    }).patches,
     "T1",
   ).view;
   return {
@@ -70,6 +74,26 @@ describe("status", () => {
       "  stale artifacts: 6 (3 new, 3 changed): /k/a.md (new), /k/b.md (changed), /k/c.md (new), /k/d.md (changed), " +
         "/k/e.md (new), +1 more",
     );
+  });
+
+  it("memory: the bearing scopes, and promotion counts with bounded details; invalid records never count", () => {
+    const text = renderStatus({
+      ...base,
+      runtime: runtime({
+        working: {
+          memory_promotions: {
+            a: { status: "failed", owner: "n", error: "offline" },
+            b: { status: "accepted", owner: "n" },
+          },
+        },
+      }),
+    });
+    expect(text).toContain("memory: owned by State Flow; memory-bearing scopes: global, session");
+    expect(text).toContain(
+      "promotions: 1 failed, 1 invalid (a failed: offline; b invalid: an accepted promotion needs the exact " +
+        "destination pointer and revision (non-empty strings))",
+    );
+    expect(renderStatus({ ...base, runtime: runtime() })).toContain("promotions: none");
   });
 
   it("compact status is state-flow #<step>", () => {

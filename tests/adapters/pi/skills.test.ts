@@ -85,3 +85,28 @@ describe("Skill compilation", () => {
     expect(h.accessor.read(0, "cwd").state.artifacts[path], "no field of v1 survives").toEqual(second);
   });
 });
+
+describe("memory promotions through patch_state and /state-flow-status", () => {
+  it("a malformed record is refused by name; status counts the valid ones with their pointers", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const promotions = {
+      p1: { status: "pending", owner: "notes-app" },
+      p2: { status: "accepted", owner: "notes-app", pointer: "notes://memo/42", revision: "r7" },
+    };
+    h.script(
+      call("patch_state", { global: { working: { memory_promotions: { p3: { status: "accepted", owner: "x" } } } } }),
+      call("patch_state", { global: { working: { memory_promotions: promotions } }, final: true }),
+      say("Recorded."),
+    );
+    await h.prompt("Record the promotions");
+    const [refused, accepted] = results(h);
+    expect(refused!.isError).toBe(true);
+    expect(refused!.text).toMatch(/memory_promotions\.p3.*accepted promotion needs the exact destination pointer/);
+    expect(accepted!.isError).toBe(false);
+    await h.command("/state-flow-status");
+    const status = h.lastNotice()!.message;
+    expect(status).toContain("memory: owned by State Flow; memory-bearing scopes: global");
+    expect(status).toContain("promotions: 1 pending, 1 accepted (p2 → notes://memo/42 @ r7)");
+  });
+});
