@@ -183,7 +183,9 @@ export const PROTOCOL = [
     "artifacts, contract and working; objects merge, arrays and values replace, null deletes a key (never inside an " +
     "array: arrays are stored whole). response is captured by the runtime from your final answer.",
   "- Use patch_state only for established, future-relevant facts: decisions, verified results, unresolved " +
-    "questions and the exact continuation. No narration or routine progress.",
+    "questions and the exact continuation. No narration or routine progress. Keep requirements, observations, " +
+    "conclusions and hypotheses distinct; recheck volatile facts before relying on them; after an interruption " +
+    "or a restore, inspect external effects before repeating an operation. Never put secrets in state.",
   "- Call patch_state alone in its message: any other tool call beside it is blocked.",
   '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). ' +
     "Without it your answer is not accepted and you will be asked again.",

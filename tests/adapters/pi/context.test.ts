@@ -1,4 +1,5 @@
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
+import { estimateTokens } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
 import {
   PROTOCOL,
@@ -132,6 +133,14 @@ describe("renderRuntimeContext", () => {
     expect(PROTOCOL).toMatch(/patch_state/);
     expect(PROTOCOL).toMatch(/read_state/);
     expect(PROTOCOL).toMatch(/final:true/);
+  });
+
+  it("the protocol carries 001's handoff guidance and stays small (Pi's own token estimate)", () => {
+    expect(PROTOCOL).toMatch(/Keep requirements, observations, conclusions and hypotheses distinct/);
+    expect(PROTOCOL).toMatch(/after an interruption or a restore, inspect external effects before repeating/);
+    expect(PROTOCOL).toMatch(/Never put secrets in state/);
+    const tokens = estimateTokens({ role: "user", content: [{ type: "text", text: PROTOCOL }], timestamp: 0 } as never);
+    expect(tokens, "303 before the Knowledge and handoff lines; keep it well under 600").toBeLessThan(600);
   });
 
   it("the protocol states the materialized-first policy: artifacts first, a source read only for a reason", () => {
