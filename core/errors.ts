@@ -31,7 +31,9 @@ export type StateFlowErrorCode =
   /** A patch_state after reading a stale Knowledge source does not compile it. */
   | "compilation-required"
   /** A global memory_promotions entry a patch leaves without status, owner or (accepted) evidence. */
-  | "invalid-promotion";
+  | "invalid-promotion"
+  /** A patch recreating a retired store (contract.compiled_skills). */
+  | "retired-store";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;

@@ -99,6 +99,18 @@ export function parseScopeState(value: unknown, path: string): ScopeState {
   return checkScopeState(value, path);
 }
 
+/** The retired Skill store: Skills are compiled into cwd artifacts keyed by their SKILL.md path now. */
+function assertNotRetiredSkillStore(contract: JsonObject, path: string): void {
+  if (!Object.prototype.hasOwnProperty.call(contract, "compiled_skills") || contract.compiled_skills === null) return;
+  throw new StateFlowError(
+    "retired-store",
+    "contract.compiled_skills is retired and cannot be recreated: compile each Skill into a cwd artifact at " +
+      'its exact SKILL.md path instead, e.g. {"cwd":{"artifacts":{"/path/SKILL.md":{"description":"…",' +
+      '"kind":"skill","compilation":{…}}}}}. (Deleting it with null stays allowed.)',
+    childPath(path, "compiled_skills"),
+  );
+}
+
 export interface ScopePatchOptions {
   /** The runtime may set `response`; the model never can. */
   allowResponse: boolean;
@@ -163,6 +175,7 @@ export function parseScopePatch(value: unknown, path: string, options: ScopePatc
       throw new StateFlowError("invalid-patch", "must be an object (it merges into the field)", field);
     }
     if (key === "artifacts" && !options.allowProvenance) assertNoForgedProvenance(change, field);
+    if (key === "contract" && !options.allowProvenance) assertNotRetiredSkillStore(change, field);
   }
   return json as ScopePatch;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rejection } from "../support/rejection.ts";
+import type { StateFlowError } from "../../core/errors.ts";
 import {
   applyScopePatch,
   emptyScopeState,
@@ -199,5 +200,31 @@ describe("overlayScopes", () => {
       response: "global answer",
     });
     expect(overlayScopes(g, c, state({ response: "mine" })).response).toBe("mine");
+  });
+});
+
+describe("the retired Skill store", () => {
+  it("a patch cannot recreate contract.compiled_skills (named, with what to write instead); null deletes it", () => {
+    const error = (() => {
+      try {
+        parseScopePatch({ contract: { compiled_skills: { x: {} } } }, "cwd", { allowResponse: false });
+      } catch (e) {
+        return e as StateFlowError;
+      }
+    })();
+    expect(error?.code).toBe("retired-store");
+    expect(error?.path).toBe("cwd.contract.compiled_skills");
+    expect(error?.message).toContain('"kind":"skill"');
+    expect(() =>
+      parseScopePatch({ contract: { compiled_skills: null } }, "cwd", { allowResponse: false }),
+    ).not.toThrow();
+    expect(
+      () =>
+        parseScopePatch({ contract: { compiled_skills: { x: {} } } }, "cwd", {
+          allowResponse: true,
+          allowProvenance: true,
+        }),
+      "stored records still replay",
+    ).not.toThrow();
   });
 });
