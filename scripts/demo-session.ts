@@ -1,5 +1,5 @@
 // The State Flow demo: a real Pi AgentSession (Pi's faux model provider, no network) with
-// State Flow loaded as an extension, driven through eight scripted runs that show what a user and
+// State Flow loaded as an extension, driven through nine scripted runs that show what a user and
 // the model observe — activation, patches in every scope, the patch_state barrier, a resolution
 // retry, a historical read, stop (passive mode) and restart — followed by /state-flow-status and
 // the store on disk. Everything happens in a temporary directory with its own Pi agent dir and a
@@ -187,6 +187,9 @@ function makeDemoDirs(): DemoDirs {
   const cwd = join(root, "todo-cli");
   const sessionDir = join(root, "sessions");
   for (const dir of [agentDir, cwd, sessionDir]) mkdirSync(dir, { recursive: true });
+  // A project Skill Pi's resource loader finds (.pi/skills), for the Skill-compilation run.
+  mkdirSync(join(cwd, ".pi", "skills", "todo-style"), { recursive: true });
+  writeFileSync(join(cwd, ".pi", "skills", "todo-style", "SKILL.md"), TODO_STYLE_SKILL);
   return { root, agentDir, cwd, sessionDir, storeRoot: join(agentDir, "state-flow") };
 }
 
@@ -501,6 +504,35 @@ async function compileKnowledge(d: DemoDriver, dirs: DemoDirs): Promise<void> {
   );
 }
 
+const TODO_STYLE_SKILL =
+  "---\nname: todo-style\ndescription: House style for the todo CLI's output. Use when printing todos.\n---\n" +
+  "# Todo style\nOne todo per line: `[ ] text` or `[x] text`. No colours when stdout is not a TTY.\n";
+
+/** Pi lists the project's Skill; the model reads it, and the next patch_state must compile it into cwd. */
+async function compileSkill(d: DemoDriver, dirs: DemoDirs): Promise<void> {
+  const skill = join(dirs.cwd, ".pi", "skills", "todo-style", "SKILL.md");
+  await d.run(
+    "a Skill read obliges its compilation",
+    "Print the list in our house style.",
+    call("read", { path: skill }),
+    call("patch_state", { session: { working: { task: "list in house style" } }, final: true }),
+    call("patch_state", {
+      cwd: {
+        artifacts: {
+          [skill]: {
+            description: "Todo CLI output style",
+            kind: "skill",
+            compilation: { applies: "printing todos", rules: ["[ ] / [x] per line", "no colours without a TTY"] },
+          },
+        },
+      },
+      session: { working: { task: "list in house style", status: "implemented" } },
+      final: true,
+    }),
+    say("`todo list` now prints `[ ] text` / `[x] text`, without colours when piped."),
+  );
+}
+
 async function printStatus(d: DemoDriver): Promise<void> {
   d.out("");
   d.out(`── /state-flow-status ${"─".repeat(58)}`);
@@ -540,6 +572,7 @@ async function openDemoSession(
     modelId: "scripted-model",
     extensionFactories: [createStateFlowExtension({ agentDir, env, onRuntime: (a) => (accessor = a) })],
     sessionManager: SessionManager.create(cwd, sessionDir),
+    skills: true,
   });
   onSession(created.session);
   await bindDemoUi(created.session, ui, rec.print);
@@ -574,6 +607,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await stopIntoPassiveMode(d);
     await restartFromHandoff(d);
     await compileKnowledge(d, dirs);
+    await compileSkill(d, dirs);
     await printStatus(d);
     const gitLog = printStore(d, dirs, env);
 

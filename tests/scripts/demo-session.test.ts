@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runDemo } from "../../scripts/demo-session.ts";
 
 describe("npm run demo", () => {
-  it("runs the eight scripted runs through a real Pi session and removes its temp dir", async () => {
+  it("runs the nine scripted runs through a real Pi session and removes its temp dir", async () => {
     const result = await runDemo({ print: () => undefined });
     const text = result.lines.join("\n");
     expect(existsSync(result.root)).toBe(false);
@@ -28,21 +28,21 @@ describe("npm run demo", () => {
     expect(text).toMatch(/model calls read \{"path":"\S+\/cli-conventions\.md"\}/);
     expect(text).toMatch(/✓ patch_state: Accepted transition step 10 \(global, session\)/);
     expect(text).toMatch(/invalidated: {2}\S+\/cli-conventions\.md: changed/);
-    expect(text.match(/→ accepted as session\.response/g)).toHaveLength(7);
+    // a project Skill: read, the patch without its compilation refused, then compiled into cwd
+    expect(text).toMatch(/model calls read \{"path":"\S+\/\.pi\/skills\/todo-style\/SKILL\.md"\}/);
+    expect(text).toMatch(/✗ patch_state: You read \S+\/SKILL\.md \(a Skill\): a Skill read needs a cwd artifact/);
+    expect(text).toMatch(/✓ patch_state: Accepted transition step 14 \(cwd, session\)/);
+    expect(text.match(/→ accepted as session\.response/g)).toHaveLength(8);
     expect(text).toContain("State Flow status");
     expect(result.episode).toBe("active.steady");
     expect(result.finalState).toMatchObject({
       contract: { answerStyle: "short", project: "todo CLI", language: "TypeScript", storage: "todos.json" },
-      working: {
-        task: "rm follows the CLI conventions",
-        status: "implemented",
-        next: "re-read the changed CLI conventions",
-      },
-      response: "The CLI conventions changed; I will re-read them before the next change.",
+      working: { task: "list in house style", status: "implemented", next: "re-read the changed CLI conventions" },
+      response: "`todo list` now prints `[ ] text` / `[x] text`, without colours when piped.",
     });
     expect(result.gitLog[0]).toMatch(/^[0-9a-f]{7,} state-flow: response$/);
     expect(result.gitLog.at(-1)).toMatch(/state-flow: start session /);
-    expect(result.gitLog).toHaveLength(16);
+    expect(result.gitLog).toHaveLength(18);
   });
 
   it("--keep leaves the store for inspection", async () => {
