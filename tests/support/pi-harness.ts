@@ -215,6 +215,17 @@ export class PiHarness {
     await this.prompt(text);
   }
 
+  /** The branch's tool results, oldest first: which tool, whether it failed, its text. */
+  toolResults(): { tool: string; isError: boolean; text: string }[] {
+    return (this.session.messages.filter((m) => m.role === "toolResult") as never[]).map(
+      (r: { toolName: string; isError: boolean; content: { text?: string }[] }) => ({
+        tool: r.toolName,
+        isError: r.isError,
+        text: r.content.map((c) => c.text ?? "").join(""),
+      }),
+    );
+  }
+
   get activeTools(): string[] {
     return this.session.getActiveToolNames();
   }

@@ -73,17 +73,13 @@ describe("reading a listed source obliges its compilation in the next patch_stat
       say("Compiled."),
     );
     await h.prompt("Read the new source");
-    const results = h.session.messages.filter((m) => m.role === "toolResult") as {
-      toolName: string;
-      isError: boolean;
-      content: { text?: string }[];
-    }[];
-    expect(results.map((r) => [r.toolName, r.isError])).toEqual([
+    const results = h.toolResults();
+    expect(results.map((r) => [r.tool, r.isError])).toEqual([
       ["read", false],
       ["patch_state", true],
       ["patch_state", false],
     ]);
-    const refusal = results[1]!.content.map((c) => c.text ?? "").join("");
+    const refusal = results[1]!.text;
     expect(refusal).toContain(`You read ${source} (new): a source listed under Artifact invalidations`);
     expect(refusal).toContain(`{"global":{"artifacts":{${JSON.stringify(source)}:{"description":"<what it holds`);
     const meta = JSON.parse(readFileSync(join(h.storeRoot, "meta.json"), "utf8")) as {
@@ -114,12 +110,9 @@ describe("reading a listed source obliges its compilation in the next patch_stat
     };
     h.script(call("patch_state", forged), call("patch_state", { final: true }), say("ok"));
     await h.prompt("Forge it");
-    const result = h.session.messages.find((m) => m.role === "toolResult") as {
-      isError: boolean;
-      content: { text?: string }[];
-    };
+    const result = h.toolResults()[0]!;
     expect(result.isError).toBe(true);
-    expect(result.content.map((c) => c.text ?? "").join("")).toMatch(
+    expect(result.text).toMatch(
       /global\.artifacts.*sourceHash.*is runtime-owned provenance; the runtime records the source hash/,
     );
     expect(h.accessor.read(0, "global").state.artifacts).toEqual({});

@@ -78,15 +78,6 @@ const copyView = (v: View): View => ({
   response: v.response,
 });
 
-function toolResults(h: PiHarness): { isError: boolean; text: string }[] {
-  return (h.session.messages.filter((m) => m.role === "toolResult") as never[]).map(
-    (r: { isError: boolean; content: { text?: string }[] }) => ({
-      isError: r.isError,
-      text: r.content.map((c) => c.text ?? "").join(""),
-    }),
-  );
-}
-
 function newestCheckpoint(h: PiHarness): string {
   const entry = [...h.session.sessionManager.getBranch()]
     .reverse()
@@ -174,12 +165,12 @@ class World {
     const value = ++this.value; // a fresh value: no patch is a no-op
     const answer = `answer ${value}`;
     const patch = { [scope]: { working: { [key]: value } }, final: true };
-    const before = toolResults(h).length;
+    const before = h.toolResults().length;
     const inferences = h.contexts.length;
     // The model patches; when that is refused it follows the refusal's advice (re-read, patch again).
     h.script(
       call("patch_state", patch),
-      () => (toolResults(h).at(-1)!.isError ? call("read_state", { scope })() : say(answer)()),
+      () => (h.toolResults().at(-1)!.isError ? call("read_state", { scope })() : say(answer)()),
       () => call("patch_state", patch)(),
       () => say(answer)(),
     );
@@ -190,7 +181,7 @@ class World {
       expect(h.lastNotice()?.message).toMatch(/^State Flow did not run this prompt: it is failed closed/);
       return;
     }
-    const results = toolResults(h).slice(before);
+    const results = h.toolResults().slice(before);
     const refused = scope !== "session" && model.view.seen[scope] !== this.versions[scope];
     if (refused) {
       this.refusals++;

@@ -7,21 +7,11 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cwdKey } from "../../../store/layout.ts";
-import { call, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
+import { call, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
 
 const SKILL = "---\nname: todo-style\ndescription: House style for todo CLI output\n---\n# Todo style\nShort lines.\n";
-
-function results(h: PiHarness) {
-  return (h.session.messages.filter((m) => m.role === "toolResult") as never[]).map(
-    (r: { toolName: string; isError: boolean; content: { text?: string }[] }) => ({
-      tool: r.toolName,
-      isError: r.isError,
-      text: r.content.map((c) => c.text ?? "").join(""),
-    }),
-  );
-}
 
 async function withSkill() {
   const h = await harness({ skills: true });
@@ -45,7 +35,7 @@ describe("Skill compilation", () => {
     );
     await h.prompt("Apply the todo style");
     expect(h.contexts[0]!.systemPrompt, "Pi's resource loader lists the skill").toContain("todo-style");
-    const [read, refused, accepted] = results(h);
+    const [read, refused, accepted] = h.toolResults();
     expect([read!.tool, read!.isError, refused!.isError, accepted!.isError]).toEqual(["read", false, true, false]);
     expect(refused!.text).toContain(`You read ${path} (a Skill): a Skill read needs a cwd artifact with kind "skill"`);
     expect(refused!.text).toContain('"kind":"skill","compilation"');
@@ -79,7 +69,7 @@ describe("Skill compilation", () => {
       say("ok"),
     );
     await h.prompt("Refresh it");
-    const later = results(h).slice(-2);
+    const later = h.toolResults().slice(-2);
     expect(later.map((r) => r.isError)).toEqual([true, false]);
     expect(later[0]!.text).toMatch(/sourceHash.*is runtime-owned provenance/);
     expect(h.accessor.read(0, "cwd").state.artifacts[path], "no field of v1 survives").toEqual(second);
@@ -100,7 +90,7 @@ describe("memory promotions through patch_state and /state-flow-status", () => {
       say("Recorded."),
     );
     await h.prompt("Record the promotions");
-    const [refused, accepted] = results(h);
+    const [refused, accepted] = h.toolResults();
     expect(refused!.isError).toBe(true);
     expect(refused!.text).toMatch(/memory_promotions\.p3.*accepted promotion needs the exact destination pointer/);
     expect(accepted!.isError).toBe(false);
