@@ -5,10 +5,10 @@
 // root is ever read. Bytes are hashed and counted as opaque data: no body is decoded or kept. A
 // missing root means no candidates. The root need not be a Git repository.
 
-import { createHash } from "node:crypto";
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from "node:fs";
 import { readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
+import { sha256Hex } from "../store/fs/fs-safe.ts";
 
 export interface KnowledgeSource {
   /** Absolute path beneath the canonical root: the artifact key. */
@@ -93,7 +93,7 @@ function hashSource(path: string, skipped: { path: string; reason: string }[]): 
       return null;
     }
     const bytes = readFileSync(fd);
-    return { path, hash: `sha256:${createHash("sha256").update(bytes).digest("hex")}`, bytes: bytes.length };
+    return { path, hash: `sha256:${sha256Hex(bytes)}`, bytes: bytes.length };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     skipped.push({ path, reason: code === "ELOOP" ? "symlink" : `unreadable (${code})` });

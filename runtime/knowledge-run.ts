@@ -16,13 +16,15 @@ import { readTemporalState } from "../core/temporal.ts";
 import { scopeFiles } from "../store/layout.ts";
 import type { BranchRuntime } from "../store/state-store.ts";
 import { provenanceOf, unmetObligations, type CompilationObligation } from "./compilation-obligations.ts";
-import { discoverKnowledge, sourceHash, type KnowledgeDiscovery } from "./knowledge-discovery.ts";
+import { discoverKnowledge, sourceHash, type KnowledgeDiscovery, type KnowledgeSource } from "./knowledge-discovery.ts";
 
 export type Invalidations = readonly ArtifactInvalidation[] | { readonly unavailable: string };
 
 export class KnowledgeRun {
   private readonly discovery: Promise<void>;
   private found: KnowledgeDiscovery | { unavailable: string } | null = null;
+  /** The discovered sources by exact path (built once, when discovery completes). */
+  private sources: ReadonlyMap<string, KnowledgeSource> = new Map();
   /** The global meta.json read live at the run's start (null: absent); undefined once superseded. */
   private liveProvenance: Buffer | null | undefined = undefined;
   private readonly obligations = new Map<string, CompilationObligation>();
@@ -32,7 +34,10 @@ export class KnowledgeRun {
   constructor(root: string, globalMeta: string | null) {
     const provenance = globalMeta ? readFile(globalMeta).catch(() => null) : Promise.resolve(null);
     const discovered = discoverKnowledge(root).then(
-      (found) => (this.found = found),
+      (found) => {
+        this.found = found;
+        this.sources = new Map(found.sources.map((source) => [source.path, source]));
+      },
       (error: unknown) => (this.found = { unavailable: `discovery failed: ${errorMessage(error)}` }),
     );
     this.discovery = Promise.all([discovered, provenance]).then(([, bytes]) => {
@@ -65,7 +70,7 @@ export class KnowledgeRun {
     const recorded = runtime.basis.files.get(scopeFiles("global", runtime.identity).meta) ?? null;
     return planArtifactInvalidations({
       root: found.root,
-      sources: new Map(found.sources.map((source) => [source.path, source])),
+      sources: this.sources,
       artifacts: readTemporalState(runtime.view, 0, "global").state.artifacts as JsonObject,
       provenance: decodeProvenance(this.liveProvenance !== undefined ? this.liveProvenance : recorded),
     });
@@ -83,10 +88,8 @@ export class KnowledgeRun {
    */
   sourceRead(runtime: BranchRuntime, path: string): void {
     const plan = this.plan(runtime);
-    const found = this.found;
-    if ("unavailable" in plan || found === null || "unavailable" in found) return;
-    const sources = new Map(found.sources.map((source) => [source.path, source]));
-    const target = planRehydration(plan, sources).find((t) => t.path === path);
+    if ("unavailable" in plan) return;
+    const target = planRehydration(plan, this.sources).find((t) => t.path === path);
     const hash = target ? sourceHash(path) : null;
     if (target && hash) {
       this.obligations.set(path, {
