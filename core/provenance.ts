@@ -118,11 +118,16 @@ export interface ProvenanceSection {
   readonly entries: ReadonlyMap<string, JsonValue>;
 }
 
-/** What the runtime records for one artifact. `compilerRevision` defaults to `artifact-v1`. */
+/**
+ * What the runtime records for one artifact. `compilerRevision` defaults to `artifact-v1`. Only a
+ * migrated artifact whose source could not be read may lack `sourceHash`; it is then `unverified`.
+ */
 export interface ProvenanceRecord {
-  sourceHash: string;
+  sourceHash?: string;
   compilerRevision?: string;
   compiledAt?: string;
+  /** The hash (if any) was carried over from a retired store, not observed on the source's bytes. */
+  unverified?: true;
 }
 
 export function emptyProvenance(): ProvenanceSection {
@@ -271,11 +276,15 @@ export function recordProvenance(
   }
   if (!plainObject(record))
     refuse("a provenance record must be an object {sourceHash, compilerRevision?, compiledAt?}");
-  const entry: JsonObject = {
-    sourceHash: record.sourceHash,
-    compilerRevision: record.compilerRevision ?? ARTIFACT_COMPILER_REVISION,
-  };
-  if (record.compiledAt !== undefined) entry.compiledAt = record.compiledAt;
+  const { sourceHash, compilerRevision, compiledAt, unverified } = record as Record<string, unknown>;
+  if (unverified !== undefined && unverified !== true) refuse("unverified must be true when present", path);
+  if (sourceHash === undefined && unverified !== true) {
+    refuse("sourceHash is required: only an unverified (migrated) record may lack it", path);
+  }
+  const entry: JsonObject = { compilerRevision: (compilerRevision ?? ARTIFACT_COMPILER_REVISION) as JsonValue };
+  if (sourceHash !== undefined) entry.sourceHash = sourceHash as JsonValue;
+  if (compiledAt !== undefined) entry.compiledAt = compiledAt as JsonValue;
+  if (unverified === true) entry.unverified = true;
   for (const field of PROVENANCE_FIELDS) {
     if (!hasOwn(entry, field)) continue;
     const result = v.safeParse(FieldSchemas[field], entry[field]);

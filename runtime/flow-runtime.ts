@@ -50,7 +50,15 @@ import { gitInstalled, openStore, type PendingRecord } from "../store/open-store
 import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
-import { NOTICES, inputRefusedNotice, toolsMissingNotice } from "./notices.ts";
+import {
+  NOTICES,
+  inputRefusedNotice,
+  legacyMigratedNotice,
+  legacySkillsNotice,
+  toolsMissingNotice,
+} from "./notices.ts";
+import { planLegacySkills } from "./legacy-skills.ts";
+import { sourceHash } from "./knowledge-discovery.ts";
 import {
   gitPusher,
   openPublication,
@@ -260,6 +268,29 @@ export class FlowRuntime {
       this.host.notify(
         `State Flow could not remove the artifacts of ${plan.removed.join(", ")}, whose sources are gone ` +
           `(${errorMessage(error)}); the next run tries again.`,
+        "warning",
+      );
+    }
+  }
+
+  /**
+   * Retired `contract.compiled_skills` stores become Skill artifacts in one runtime transition with
+   * their provenance; said once. A failure is said and leaves them for the next start.
+   */
+  private async migrateLegacySkills(): Promise<void> {
+    if (!this.runtime || !this.store || !this.identity) return;
+    const plan = planLegacySkills(this.runtime.view.current, this.identity.cwd, sourceHash);
+    if (!plan) return;
+    try {
+      const { patches } = parsePatchSet(plan.input);
+      const message = "state-flow: migrate contract.compiled_skills into Skill artifacts";
+      const committed = await this.store.commit(this.runtime, patches, message, { provenance: plan.provenance });
+      await this.accept(committed.runtime);
+      this.host.notify(legacySkillsNotice(plan.migrated), "info");
+    } catch (error) {
+      this.host.notify(
+        `State Flow could not migrate contract.compiled_skills into Skill artifacts (${errorMessage(error)}); ` +
+          "the next start tries again.",
         "warning",
       );
     }
@@ -594,12 +625,15 @@ export class FlowRuntime {
   private async startStorage(fromFrozen: boolean): Promise<void> {
     try {
       const store = await this.openStateStore(true);
+      const migrated = await store.migrateLegacy();
+      if (migrated) this.host.notify(legacyMigratedNotice(migrated), "info");
       const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
       const runtime = await store.start(selected, this.options.remotePublication);
       // Bind the branch first, then publish: the new driver restores this revision as its
       // unconfirmed intent and pushes it once.
       await this.accept(runtime);
       await this.installPublication(runtime);
+      await this.migrateLegacySkills();
       this.episode.send({ type: "STORAGE_READY" });
     } catch (error) {
       this.host.notify(`State Flow start failed: ${errorMessage(error)}`, "error");

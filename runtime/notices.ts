@@ -77,3 +77,26 @@ export function inputRefusedNotice(lockBusy: boolean, detail: string | null): st
     `state nor the raw transcript may stand in for it. ${remedy}`
   );
 }
+
+/** Said once after a start converted legacy state.json snapshots into checkpoints. */
+export function legacyMigratedNotice(result: { scopes: readonly string[]; revision: string }): string {
+  return (
+    `State Flow migrated the legacy state.json of the ${result.scopes.join(", ")} scope(s) into checkpoints with an ` +
+    `empty tail (revision ${result.revision}); the state is unchanged and state.json is gone.`
+  );
+}
+
+/** Said once after a start moved retired contract.compiled_skills entries into Skill artifacts. */
+export function legacySkillsNotice(
+  migrated: readonly { path: string; to: string; verified: boolean; superseded: boolean }[],
+): string {
+  const moved = migrated.filter((m) => !m.superseded);
+  const unverified = moved.filter((m) => !m.verified).map((m) => m.path);
+  const superseded = migrated.filter((m) => m.superseded).map((m) => m.path);
+  return (
+    `State Flow moved ${moved.length} legacy Skill compilation(s) from contract.compiled_skills into Skill ` +
+    `artifacts (${moved.map((m) => `${m.path} → ${m.to}`).join(", ") || "none"}).` +
+    (unverified.length > 0 ? ` Unverified (source unreadable): ${unverified.join(", ")}.` : "") +
+    (superseded.length > 0 ? ` Dropped, a Skill artifact already held them: ${superseded.join(", ")}.` : "")
+  );
+}

@@ -37,6 +37,7 @@ import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdenti
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import { isFilePointer } from "./cohort-basis.ts";
+import { migrateLegacyState, type LegacyMigrationResult, type MigrateOptions } from "./legacy-migration.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./open-store.ts";
 import {
   assertLineage,
@@ -326,10 +327,15 @@ export class StateStore {
     const live = await this.loadCurrentSnapshot();
     checkCwdOwner(live, this.identity);
     const streams = readStreams(live, this.identity);
+    // Every publication of a session stream writes its meta too: a session checkpoint without one
+    // is a migrated legacy state.json, this session's base. Otherwise a start begins a new layer.
+    const migrated =
+      file(live, scopeFiles("session", this.identity).meta) === null &&
+      file(live, scopeFiles("session", this.identity).checkpoint) !== null;
     const view = originateView(newLineageId(), {
       global: streams.global,
       cwd: streams.cwd,
-      session: emptyStream("session"),
+      session: migrated ? streams.session : emptyStream("session"),
     });
     const id = this.identity;
     const meta: RuntimeMeta = {
@@ -377,6 +383,15 @@ export class StateStore {
       receipt.pointer,
       receipt.hashes,
     );
+  }
+
+  /**
+   * Converts this session's legacy state.json snapshots into checkpoints (one publication, verified,
+   * exact old bytes restored on failure); null when there are none. Only a start that establishes
+   * the runtime calls it: read-only startup, status and restore never write.
+   */
+  async migrateLegacy(options?: MigrateOptions): Promise<LegacyMigrationResult | null> {
+    return retryTransient(() => migrateLegacyState(this.store, this.identity, options));
   }
 
   /** Stop (or any config-only change): no semantic history step. */

@@ -24,7 +24,11 @@ export type StoreErrorCode =
   | "git-identity-missing" // no user.name / user.email configured; we invent none
   | "git-not-exact-root" // the store root is not the top level of its own repository
   | "push-failed" // a remote push attempt failed (publication stays pending)
-  | "invalid-pending-record"; // a session's pending-publication record is not one
+  | "invalid-pending-record" // a session's pending-publication record is not one
+  | "ambiguous-snapshot" // a scope holds both a legacy state.json and a current checkpoint
+  | "orphaned-tail" // a legacy state.json beside a patches.jsonl that has no checkpoint
+  | "invalid-legacy-state" // a legacy state.json that is not one scope's state document
+  | "migration-failed"; // a legacy migration did not verify and could not restore the old bytes
 
 export class StoreError extends Error {
   readonly code: StoreErrorCode;

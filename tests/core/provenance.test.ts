@@ -176,12 +176,29 @@ describe("recordProvenance / pruneProvenance", () => {
     });
   });
 
+  it("a migrated record may be unverified, with or without the hash it carried", () => {
+    const carried = recordProvenance(emptyProvenance(), "/s.md", { sourceHash: H1, unverified: true });
+    expect(carried.entries.get("/s.md")).toEqual({
+      sourceHash: H1,
+      compilerRevision: ARTIFACT_COMPILER_REVISION,
+      unverified: true,
+    });
+    const bare = recordProvenance(emptyProvenance(), "/s.md", {
+      compilerRevision: "skill-artifact-v1",
+      unverified: true,
+    });
+    expect(bare.entries.get("/s.md")).toEqual({ compilerRevision: "skill-artifact-v1", unverified: true });
+    expect(provenanceEvidence(bare, "/s.md").sourceHash).toEqual({ status: "missing" });
+  });
+
   it("refuses malformed records with invalid-provenance", () => {
     const bad: [string, object, RegExp][] = [
       ["/a.md", { sourceHash: "sha256:1" }, /^\/a\.md: sourceHash must be sha256:<64 lowercase hex/],
       ["/a.md", { sourceHash: H1, compilerRevision: "" }, /compilerRevision must be a non-empty compiler revision/],
       ["/a.md", { sourceHash: H1, compiledAt: "now" }, /compiledAt must be an ISO 8601 timestamp/],
       ["", { sourceHash: H1 }, /an artifact path must be a non-empty string/],
+      ["/a.md", {}, /sourceHash is required: only an unverified \(migrated\) record may lack it/],
+      ["/a.md", { sourceHash: H1, unverified: false }, /unverified must be true when present/],
     ];
     for (const [path, record, message] of bad) {
       const error = rejection(() => recordProvenance(emptyProvenance(), path, record as never));
