@@ -33,7 +33,9 @@ export type StateFlowErrorCode =
   /** A global memory_promotions entry a patch leaves without status, owner or (accepted) evidence. */
   | "invalid-promotion"
   /** A patch recreating a retired store (contract.compiled_skills). */
-  | "retired-store";
+  | "retired-store"
+  /** A patch deleting a promoted body whose promotion lacks destination evidence. */
+  | "promotion-unproven";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;

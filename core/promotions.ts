@@ -4,9 +4,15 @@
 // destination `pointer` and its `revision`. Other fields are destination-specific and kept. An
 // accepted record without that evidence must never read as accepted: it could justify deleting the
 // only copy of a memory.
+//
+// A record may name the State Flow body it promotes with `body`, a JSON Pointer into the scopes
+// (`/cwd/working/release_plan`). That body may only be deleted once its record proves the
+// destination holds it: accepted, with pointer and revision, and `content` evidence of what the
+// destination holds (a hash or an excerpt). Until then the body is the only accepted copy.
 
 import { StateFlowError } from "./errors.ts";
 import { isJsonObject, type JsonObject, type JsonValue } from "./json.ts";
+import { SCOPES, type ScopeName, type ScopeState } from "./scope-state.ts";
 
 export const PROMOTION_STATUSES = ["pending", "accepted", "failed", "unknown"] as const;
 export type PromotionStatus = (typeof PROMOTION_STATUSES)[number];
@@ -18,6 +24,7 @@ export interface PromotionRecord {
   readonly pointer?: string;
   readonly revision?: string;
   readonly error?: string;
+  readonly body?: string;
 }
 
 export interface Promotions {
@@ -26,6 +33,26 @@ export interface Promotions {
 }
 
 const nonEmpty = (value: JsonValue | undefined): value is string => typeof value === "string" && value.trim() !== "";
+
+const STATE_FIELDS = ["artifacts", "contract", "working"];
+
+/** A body pointer's scope and key path (RFC 6901 unescaped), or null when it names no state location. */
+export function parseBodyPointer(text: JsonValue | undefined): { scope: ScopeName; path: string[] } | null {
+  if (typeof text !== "string" || !text.startsWith("/")) return null;
+  const [scope, ...path] = text
+    .slice(1)
+    .split("/")
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+  if (!(SCOPES as readonly string[]).includes(scope!) || path.length < 2 || !STATE_FIELDS.includes(path[0]!)) {
+    return null;
+  }
+  return { scope: scope as ScopeName, path };
+}
+
+function hasContentEvidence(entry: JsonObject): boolean {
+  const content = entry.content;
+  return nonEmpty(content) || (isJsonObject(content) && Object.keys(content).length > 0);
+}
 
 /** Why an entry is not a promotion record, or null when it is one. */
 export function promotionProblem(entry: JsonValue | undefined): string | null {
@@ -36,6 +63,12 @@ export function promotionProblem(entry: JsonValue | undefined): string | null {
   if (!nonEmpty(entry.owner)) return "owner must be a non-empty string (who holds the promoted copy)";
   if (entry.status === "accepted" && !(nonEmpty(entry.pointer) && nonEmpty(entry.revision))) {
     return "an accepted promotion needs the exact destination pointer and revision (non-empty strings)";
+  }
+  if (entry.body !== undefined && parseBodyPointer(entry.body) === null) {
+    return (
+      "body must be a JSON Pointer to the promoted State Flow body, /<global|cwd|session>/<artifacts|contract|" +
+      'working>/<key>…, e.g. "/cwd/working/release_plan"'
+    );
   }
   return null;
 }
@@ -62,6 +95,7 @@ export function readPromotions(value: JsonValue | undefined): Promotions {
       ...(nonEmpty(record.pointer) ? { pointer: record.pointer } : {}),
       ...(nonEmpty(record.revision) ? { revision: record.revision } : {}),
       ...(nonEmpty(record.error) ? { error: record.error } : {}),
+      ...(nonEmpty(record.body) ? { body: record.body } : {}),
     });
   }
   return { valid, invalid };
@@ -91,5 +125,61 @@ export function assertPromotions(touched: Iterable<string>, after: JsonValue | u
         `global.working.memory_promotions.${id}`,
       );
     }
+  }
+}
+
+function valueAt(state: ScopeState, path: readonly string[]): JsonValue | undefined {
+  let value: JsonValue | undefined = state as unknown as JsonObject;
+  for (const key of path) {
+    if (!isJsonObject(value) || !Object.prototype.hasOwnProperty.call(value, key)) return undefined;
+    value = value[key];
+  }
+  return value;
+}
+
+function promotionsOf(states: Readonly<Record<ScopeName, ScopeState>>): JsonObject {
+  const value = states.global.working.memory_promotions;
+  return isJsonObject(value) ? value : {};
+}
+
+/**
+ * Refuses a cohort that deletes a body some promotion names (before or after the cohort) unless
+ * that promotion, as the cohort leaves it, is accepted with destination pointer, revision and
+ * content evidence (`promotion-unproven`). `before` and `after` are every scope's state.
+ */
+export function assertPromotedBodiesKept(
+  before: Readonly<Record<ScopeName, ScopeState>>,
+  after: Readonly<Record<ScopeName, ScopeState>>,
+): void {
+  const records = { ...promotionsOf(before), ...promotionsOf(after) };
+  const afterRecords = promotionsOf(after);
+  for (const id of Object.keys(records).sort()) {
+    const named = records[id];
+    const body = isJsonObject(named) ? named.body : undefined;
+    const target = parseBodyPointer(body);
+    if (!target) continue;
+    if (valueAt(before[target.scope], target.path) === undefined) continue;
+    if (valueAt(after[target.scope], target.path) !== undefined) continue;
+    const record = afterRecords[id];
+    const proven =
+      isJsonObject(record) &&
+      record.status === "accepted" &&
+      promotionProblem(record) === null &&
+      hasContentEvidence(record);
+    if (proven) continue;
+    const why = !isJsonObject(record)
+      ? "this patch also deletes its record"
+      : record.status !== "accepted"
+        ? `its record is ${String(record.status)}, not accepted`
+        : "its accepted record has no destination pointer, revision and content evidence";
+    throw new StateFlowError(
+      "promotion-unproven",
+      `This patch deletes ${String(body)}, the only accepted copy of the body promotion ${id} promotes, but ${why}. ` +
+        "Nothing was written. Keep the body until the destination is verified; then record " +
+        `global.working.memory_promotions.${id} as {"status":"accepted","owner":"…","pointer":"<exact destination>",` +
+        `"revision":"<its revision>","content":"<hash or excerpt of what the destination holds>","body":` +
+        `${JSON.stringify(body)}} and delete the body (the compact record stays).`,
+      `global.working.memory_promotions.${id}`,
+    );
   }
 }

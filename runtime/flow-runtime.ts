@@ -13,7 +13,7 @@ import { headBoundary, readTemporalState, type TemporalRead, type TemporalView }
 import type { JsonObject } from "../core/json.ts";
 import { projectArtifacts } from "../core/artifacts.ts";
 import { isJsonObject } from "../core/json.ts";
-import { assertPromotions } from "../core/promotions.ts";
+import { assertPromotedBodiesKept, assertPromotions } from "../core/promotions.ts";
 import { applyScopePatch } from "../core/scope-state.ts";
 import {
   barrierMachine,
@@ -445,7 +445,8 @@ export class FlowRuntime {
         this.runtime,
         patch.patches,
         `state-flow: patch_state ${scopes.join("+")}`,
-        provenance ? { provenance } : {},
+        // Checked on the view the cohort is staged on, which includes what other sessions wrote.
+        { ...(provenance ? { provenance } : {}), check: assertPromotedBodiesKept },
       );
       this.knowledge?.compiled([...Object.keys(provenance?.global ?? {}), ...Object.keys(provenance?.cwd ?? {})]);
       await this.accept(runtime);

@@ -25,7 +25,7 @@ import {
 } from "../core/codec.ts";
 import { stageCohort, type StagedCohort } from "../core/cohort.ts";
 import { StateFlowError } from "../core/errors.ts";
-import { SCOPES, type ScopeName, type ScopePatch } from "../core/scope-state.ts";
+import { SCOPES, type ScopeName, type ScopePatch, type ScopeState } from "../core/scope-state.ts";
 import {
   decodeProvenance,
   encodeProvenanceArtifacts,
@@ -121,6 +121,8 @@ export interface CommitOptions {
   provenance?: Partial<Record<SharedScope, ProvenanceRecords>>;
   /** Source paths whose provenance that scope drops in the same cohort (their artifacts were removed). */
   prune?: Partial<Record<SharedScope, readonly string[]>>;
+  /** A rule over every scope's state before and after the staged cohort; throwing refuses it, nothing written. */
+  check?: (before: Readonly<Record<ScopeName, ScopeState>>, after: Readonly<Record<ScopeName, ScopeState>>) => void;
 }
 
 /** A shared scope's meta.json with `records` recorded in its provenance (the rest kept as it is). */
@@ -442,6 +444,7 @@ export class StateStore {
       );
     }
     const staged = stageCohort(view, patches);
+    options.check?.(view.current, staged.view.current);
     const meta: RuntimeMeta = {
       ...runtime.meta,
       predecessor: runtime.pointer.revision,

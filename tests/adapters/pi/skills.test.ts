@@ -99,4 +99,37 @@ describe("memory promotions through patch_state and /state-flow-status", () => {
     expect(status).toContain("memory: owned by State Flow; memory-bearing scopes: global");
     expect(status).toContain("promotions: 1 pending, 1 accepted (p2 → notes://memo/42 @ r7)");
   });
+
+  it("the only copy of a promoted body is kept until its promotion proves the destination holds it", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const record = { status: "pending", owner: "notes-app", body: "/cwd/working/release_plan" };
+    h.script(
+      call("patch_state", {
+        global: { working: { memory_promotions: { p1: record } } },
+        cwd: { working: { release_plan: "tag v2, then announce" } },
+        final: true,
+      }),
+      say("Recorded."),
+    );
+    await h.prompt("Promote the release plan to the notes app");
+    const proven = { ...record, status: "accepted", pointer: "notes://memo/42", revision: "r7", content: "sha256:9f…" };
+    h.script(
+      call("patch_state", { cwd: { working: { release_plan: null } } }),
+      call("patch_state", {
+        global: { working: { memory_promotions: { p1: proven } } },
+        cwd: { working: { release_plan: null } },
+        final: true,
+      }),
+      say("Promoted."),
+    );
+    await h.prompt("The notes app has it now; drop our copy");
+    const [refused, accepted] = h.toolResults().slice(-2);
+    expect(refused!.isError).toBe(true);
+    expect(refused!.text).toContain("deletes /cwd/working/release_plan, the only accepted copy of the body");
+    expect(refused!.text).toContain("its record is pending, not accepted");
+    expect(accepted!.isError, "doing what the refusal says works").toBe(false);
+    expect(h.accessor.read(0, "cwd").state.working.release_plan).toBeUndefined();
+    expect(h.accessor.read(0, "global").state.working.memory_promotions).toEqual({ p1: proven });
+  });
 });
