@@ -34,7 +34,10 @@ export interface PublishReceipt {
   readonly changed: readonly string[];
   /** False when nothing changed (no commit, no write). */
   readonly committed: boolean;
-  /** Git: false when git held index.lock so the caller's index could not be synchronized. */
+  /**
+   * Git: whether the caller's index now tracks the commit with every entry the user staged kept.
+   * Always true: a publication that could not take git's index.lock is refused (`index-locked`).
+   */
   readonly indexSynced?: boolean;
 }
 

@@ -23,6 +23,8 @@ export type StoreErrorCode =
   | "git-failed" // any git failure other than the executable being absent
   | "git-identity-missing" // no user.name / user.email configured; we invent none
   | "git-not-exact-root" // the store root is not the top level of its own repository
+  | "index-locked" // git's index.lock is held by another process; nothing was committed
+  | "ref-moved" // a writer that ignores git's index.lock moved the branch while a commit was being installed
   | "push-failed" // a remote push attempt failed (publication stays pending)
   | "invalid-pending-record" // a session's pending-publication record is not one
   | "ambiguous-snapshot" // a scope holds both a legacy state.json and a current checkpoint

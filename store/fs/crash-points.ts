@@ -27,8 +27,8 @@ export const KILL_POINTS = [
   "reflog.appended", // the reflog lines are appended
   "ref.moved", // <ref>.lock was renamed over the ref: the commit is accepted
   "ref.unlocked", // HEAD.lock is removed
-  "index.locked", // index.lock exists (installing the isolated index)
-  "index.installed", // the isolated index is the caller's index
+  "index.locked", // index.lock (held since before the journal) holds the new index
+  "index.installed", // the new index is the caller's index
   // Pi adapter
   "branch.appending", // the store published; Pi's branch does not record it yet
   "branch.appended", // Pi's branch records it; the tool result is not returned yet
@@ -53,8 +53,17 @@ type Target = { point: string; hit: number } | null;
 let armed: { spec: string | undefined; target: Target } = { spec: undefined, target: null };
 let arrivals = 0;
 
+// Tests only: a real concurrent process (a user's git command) can be run at exactly one step.
+let observer: ((point: KillPoint) => void) | null = null;
+
+/** Calls `fn` synchronously at every arrival at any point of this process (null: stop). */
+export function observeKillPoints(fn: ((point: KillPoint) => void) | null): void {
+  observer = fn;
+}
+
 /** Marks that this process reached `point`; kills it there when the crash matrix asked for it. */
 export function killPoint(point: KillPoint): void {
+  observer?.(point);
   const spec = process.env.STATE_FLOW_KILL_AT;
   if (spec !== armed.spec) {
     armed = { spec, target: parseTarget(spec) };

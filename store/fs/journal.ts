@@ -36,6 +36,10 @@ export interface JournalGit {
   readonly revision: string;
   /** The isolated index that becomes the caller's index once the ref moved. */
   readonly index: string;
+  /** The content of git's index.lock while the publication holds it (taken before this journal). */
+  readonly indexLock?: string;
+  /** sha1 of the caller's index the isolated index was based on under that lock; null = there was none. */
+  readonly indexBasis?: string | null;
 }
 
 export interface Journal {

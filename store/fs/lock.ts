@@ -89,6 +89,11 @@ function describeOwner(owner: LockOwner | { unreadable: string } | null): string
   );
 }
 
+/** Whether no process with this pid runs on this host now (false when it runs or cannot be asked). */
+export function pidIsGone(pid: number): boolean {
+  return Number.isSafeInteger(pid) && pid > 0 && processAlive(pid) === false;
+}
+
 /** Whether the recorded owner is a process of this host that no longer runs (its publication was interrupted). */
 export function ownerIsGone(owner: LockOwner | { unreadable: string } | null): boolean {
   return owner !== null && !("unreadable" in owner) && owner.host === hostname() && processAlive(owner.pid) === false;

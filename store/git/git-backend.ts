@@ -6,25 +6,33 @@
 //      - per-file compare-and-swap reads of every cohort member against the caller's basis; the
 //        reconciled base is the current branch head read from the ref files (0 processes);
 //      - an ISOLATED index (GIT_INDEX_FILE = temp copy of the caller's index, which tracks HEAD):
-//        `git add -A` stages the complete non-ignored worktree delta            (1 process)
+//        `git add -A -v` stages the complete non-ignored worktree delta         (1 process)
 //      - the exact prepared bytes are written as loose blob objects in-process   (0 processes)
 //      - the live files' same-directory temp copies are written and fsynced (their names match
 //        STORE_TEMP_GLOB, which `git add -A` excludes)                           (0 processes)
-//   2. the staged index is parsed in-process, the prepared blobs overlaid exactly as
-//      `update-index --index-info` would, the tree objects written and the isolated index
-//      rewritten (git-index.ts, git-tree.ts)                                     (0 processes)
+//   2. store files `git add` restaged (attributes run them through filters and eol conversion,
+//      a chmod changes their mode) are staged again from their exact bytes; the staged index is
+//      parsed in-process, those and the prepared blobs overlaid exactly as `update-index
+//      --index-info` would, the tree objects written and the isolated index rewritten
+//      (git-index.ts, git-tree.ts)                                               (0 processes)
 //   3. the commit object is written in-process, byte-identical to `git commit-tree -p <base>`
 //      (identity from git's own `git var`, cached per backend; see git-objects.ts) (0 processes)
-//   4. once every temp copy is durable, the publication journal (journal.ts) records them, the
-//      base and the new commit; then the ref moves by compare-and-swap against the reconciled
-//      base through git's lockfile protocol (see git-refs.ts; a failure before this point
-//      publishes nothing)                                                        (0 processes)
+//   4. git's index.lock is taken (O_EXCL, stamped with pid, host and a token) and held until the
+//      new index is installed: no git command can stage or commit from the old index or the old
+//      live files while the ref already names the new commit. A user's entries staged since the
+//      copy are merged into the isolated index under that lock. Held by someone else, nothing is
+//      published (`index-locked`). Then the publication journal (journal.ts) records the temp
+//      copies, the base, the new commit and the lock; then the ref moves by compare-and-swap
+//      against the reconciled base through git's lockfile protocol (see git-refs.ts; a failure
+//      before this point publishes nothing)                                      (0 processes)
 //   5. the temp copies are renamed into place (then one fsync per directory), the isolated
-//      index is installed as the caller's index through index.lock, so no artificial
-//      staged/unstaged entries remain, and the journal is removed (0 processes).
+//      index is renamed over index.lock and into place, so no artificial staged/unstaged entries
+//      remain, and the journal is removed (0 processes).
 // A process killed after the ref moved leaves the journal: the next holder of the lock renames
 // the remaining temp copies and installs the index (the commit is accepted); killed before, the
-// journal's temp copies and git's ref locks it took are discarded (nothing was published).
+// journal's temp copies and git's ref and index locks it took are discarded (nothing was
+// published). What a killed publication left without a journal (isolated index copies, temp
+// copies, a stamped index.lock) is removed by the next publication once its owner is gone.
 // Step 2 reuses the index's cache tree for the trees of the commit this backend published last
 // (so only the touched paths are rehashed). Where it would not be exact (a split or sparse index,
 // intent-to-add or skip-worktree entries, sha256 objects, core.sharedRepository), or for a
@@ -40,18 +48,19 @@
 // files compared blob-by-blob; a past revision = `git ls-tree` (regular-file modes) + one
 // `git cat-file --batch` (no output limit, the worktree never moves).
 
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   constants as fsConstants,
-  copyFileSync,
   lstatSync,
   readFileSync,
   utimesSync,
   writeFileSync,
   type BigIntStats,
 } from "node:fs";
-import { access, lstat, mkdir, open, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
-import { isAbsolute, join, resolve } from "node:path";
+import { access, lstat, mkdir, open, readFile, readdir, realpath, rename, stat, unlink } from "node:fs/promises";
+import { hostname } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE } from "../../core/codec.ts";
 import { killPoint } from "../fs/crash-points.ts";
 import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
@@ -77,6 +86,7 @@ import {
 } from "../fs/fs-safe.ts";
 import {
   JOURNAL_FILE_NAME,
+  type JournalGit,
   discardTemps,
   finishBeforeReading,
   readJournal,
@@ -85,7 +95,15 @@ import {
   writeJournal,
 } from "../fs/journal.ts";
 import { comparePaths } from "../layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "../fs/lock.ts";
+import {
+  LOCK_FILE_NAME,
+  acquirePublicationLock,
+  lockExists,
+  lockHeldError,
+  ownerIsGone,
+  pidIsGone,
+  readLockOwner,
+} from "../fs/lock.ts";
 import {
   commitObjectBody,
   gitDateOf,
@@ -95,7 +113,14 @@ import {
   writeLooseObject,
   writeSmallLooseObjectSync,
 } from "./plumbing/git-objects.ts";
-import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
+import {
+  indexPathOf,
+  overlayEntries,
+  parseIndex,
+  serializeIndex,
+  type IndexEntry,
+  type IndexVersion,
+} from "./plumbing/git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
@@ -111,6 +136,15 @@ import type {
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
+/**
+ * How long a publication waits for someone else's index.lock: git commands hold it for
+ * milliseconds, except `git commit` while its editor is open (then the publication is refused).
+ */
+const INDEX_LOCK_WAIT_MS = 1000;
+const ISOLATED_INDEX = /^state-flow-index\.(\d+)\.[0-9a-f]+(\.lock)?$/;
+const STORE_TEMP = /^\..+\.sf-(\d+)-[0-9a-f]+\.tmp$/;
+const JOURNAL_TEMP = new RegExp(`^\\.${JOURNAL_FILE_NAME.replace(/\./g, "\\.")}\\.(\\d+)\\.tmp$`);
+const INDEX_LOCK_STAMP = /^state-flow index\.lock pid=(\d+) host=(\S+) token=[0-9a-f]+\n$/;
 /** Index size up to which a publication without known trees still builds them in-process. */
 const COLD_IN_PROCESS_ENTRIES = 256;
 
@@ -136,6 +170,8 @@ interface CommitStagedOptions {
   readonly base: string | null;
   readonly env: Record<string, string>;
   readonly blobs: ReadonlyMap<string, string | null>;
+  /** Store files `git add` restaged, with the blob of their exact bytes (their stat data is kept). */
+  readonly restaged: ReadonlyMap<string, string | null>;
   readonly message: string;
   /** Runs once the commit id is known, before git's ref locks are taken (the journal is written there). */
   readonly beforeRefUpdate?: (revision: string) => Promise<void>;
@@ -145,6 +181,10 @@ interface CommitStagedOptions {
 interface PublicationAttempt {
   /** The isolated index the worktree delta is staged into (GIT_INDEX_FILE). */
   readonly index: string;
+  /** The caller's index the isolated one was copied from (null: none, it started from the base tree). */
+  seed?: Buffer | null;
+  /** The content of git's index.lock while this publication holds it. */
+  indexLock?: string;
   /** The live files' temp copies, once their preparation started. */
   prepared?: Promise<PreparedWrites>;
   /** A journal may exist: a failure before the ref moved must remove it. */
@@ -454,7 +494,11 @@ export class GitBackend implements StoreBackend {
   async loadCurrent(paths: readonly string[], options: LoadCurrentOptions = {}): Promise<CohortSnapshot> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
-    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
+    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted()).catch(
+      async (error: unknown) => {
+        throw await this.explainLockHeld(error);
+      },
+    );
     // The live files are read while git resolves HEAD's blobs (one process).
     const [checked, files] = await Promise.allSettled([
       this.runner.execText(["cat-file", "--batch-check"], {
@@ -479,7 +523,8 @@ export class GitBackend implements StoreBackend {
       }
       // A publisher moves the ref before renaming the live files: mid-publication the two
       // disagree. While the lock is held that is a retryable lock-held, not a divergence.
-      if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+      if (await lockExists(this.lockPath))
+        throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
       throw error;
     }
   }
@@ -508,7 +553,10 @@ export class GitBackend implements StoreBackend {
             `${committed === null ? "does not contain it" : "records"}. ` +
             `A publisher was interrupted or the file was edited by hand. ` +
             `Inspect with git -C ${this.root} diff HEAD -- ${path}; ` +
-            `restore it with git -C ${this.root} checkout HEAD -- ${path} ` +
+            (committed === null
+              ? `remove it with git -C ${this.root} rm -q --cached --ignore-unmatch -- ${path} && ` +
+                `rm -f ${join(this.root, path)} `
+              : `restore it (file and index entry) with git -C ${this.root} checkout HEAD -- ${path} `) +
             `or commit the intended bytes, then retry. Nothing was read as current state.`,
           { file: path },
         );
@@ -623,6 +671,8 @@ export class GitBackend implements StoreBackend {
     const lock = await acquirePublicationLock(this.lockPath, {
       generation: this.generation,
       purpose: "git publication",
+    }).catch(async (error: unknown) => {
+      throw await this.explainLockHeld(error);
     });
     const attempt: PublicationAttempt = { index: this.isolatedIndexPath(), journaled: false, keepLock: false };
     try {
@@ -642,6 +692,7 @@ export class GitBackend implements StoreBackend {
     attempt: PublicationAttempt,
   ): Promise<PublishReceipt> {
     await this.finishInterrupted();
+    await this.removeLeftovers(members.map((path) => dirname(path)));
     const { ref, revision: head } = await this.head();
     // Independent work in parallel (all of it invisible until the ref moves): the per-file
     // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
@@ -653,7 +704,7 @@ export class GitBackend implements StoreBackend {
     attempt.prepared = prepared;
     prepared.catch(() => undefined); // awaited below; never an unhandled rejection
     const settled = await this.settlePreparation(request, members, settings, attempt, { ref, head });
-    const { current, currentHashes, blobs } = settled;
+    const { current, currentHashes, blobs, restaged } = settled;
     // The reconciled base: every member is unchanged, so a head that moved through other scopes' commits is adopted.
     const changed = changedMembers(members, request.writes, current, currentHashes);
     // (A `file:` basis is never shortcut: HEAD does not hold that cohort, the commit adopts it.)
@@ -670,31 +721,56 @@ export class GitBackend implements StoreBackend {
       base: head,
       env: { GIT_INDEX_FILE: attempt.index },
       blobs,
+      restaged,
       message: request.message ?? "state-flow: accepted cohort",
       beforeRefUpdate: async (revision) => {
         const temps = (await prepared).temps;
+        const indexBasis = await this.holdIndexLock(attempt);
         attempt.journaled = true; // from here on a journal may exist: a failure must remove it
         await writeJournal(this.journalPath, {
           version: 1,
           pid: process.pid,
           generation: this.generation,
           entries: journalEntries(puts, temps, deletions, currentHashes),
-          git: { ref, base: head, revision, index: attempt.index },
+          git: { ref, base: head, revision, index: attempt.index, indexLock: attempt.indexLock!, indexBasis },
         });
       },
     });
     attempt.keepLock = true; // from here on the ref moved: a failure leaves the lock (and the journal) for recovery
-    const indexSynced = await this.installPublication(prepared, deletions, attempt.index);
+    const headNow = await this.installPublication(prepared, deletions, attempt, ref);
     attempt.keepLock = false;
+    if (headNow !== revision) throw this.refMovedError(ref, revision, headNow);
     const hashes = new Map(currentHashes);
     for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
-    return { pointer: { revision }, hashes, changed, committed: true, indexSynced };
+    // The index.lock protocol above either merged the caller's index or refused: it is always in step.
+    return { pointer: { revision }, hashes, changed, committed: true, indexSynced: true };
+  }
+
+  /**
+   * A writer that ignores git's index.lock (plumbing such as `git update-ref`, or the lock removed
+   * by hand) moved the branch after this commit: the cohort is installed in the live files and
+   * the index but the branch no longer names it. Nothing is undone; the caller decides.
+   */
+  private refMovedError(ref: string, revision: string, head: string | null): StoreError {
+    const git = `git -C ${this.root}`;
+    return new StoreError(
+      "ref-moved",
+      `The cohort was committed as ${revision} and its live files and index were installed, but ${ref} of the ` +
+        `state repository now points to ${head ?? "nothing"}: a git command that ignores git's index.lock (which ` +
+        `State Flow held), such as git update-ref, moved it meanwhile. Nothing was lost: ${revision} stays in the ` +
+        `reflog (${git} log -g -3) and the index holds it. Compare with ${git} diff ${head ?? revision} ${revision} ` +
+        `--stat, then either keep the cohort on top of the moved branch by committing the index ` +
+        `(${git} commit -m "state-flow: accepted cohort") or drop it (${git} restore --source=${head ?? "HEAD"} ` +
+        `--staged --worktree -- .), and retry.`,
+      { file: ref },
+    );
   }
 
   /**
    * Runs the compare-and-swap reads, the staging and the blob writes alongside the temp copies
    * already being prepared, then checks the basis: a failed read or a stale basis takes
-   * precedence over a failed staging or blob write.
+   * precedence over a failed staging or blob write. Store files the staging restaged are then
+   * written again from their exact bytes.
    */
   private async settlePreparation(
     request: PublishRequest,
@@ -706,10 +782,11 @@ export class GitBackend implements StoreBackend {
     current: Map<string, Buffer | null>;
     currentHashes: Map<string, string | null>;
     blobs: Map<string, string | null>;
+    restaged: Map<string, string | null>;
   }> {
     const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
       readMembers(this.root, members),
-      this.stageWorktree(attempt.index, head),
+      this.stageWorktree(attempt, head),
       this.writeBlobs(request.writes, settings),
     ]);
     if (currentResult.status === "rejected") throw currentResult.reason;
@@ -727,27 +804,60 @@ export class GitBackend implements StoreBackend {
     }
     if (stagedResult.status === "rejected") throw stagedResult.reason;
     if (blobsResult.status === "rejected") throw blobsResult.reason;
+    const restaged = await this.restageStoreFiles(stagedResult.value, request.writes, settings);
     killPoint("blobs.written");
-    return { current, currentHashes, blobs: blobsResult.value };
+    return { current, currentHashes, blobs: blobsResult.value, restaged };
   }
 
-  /** Once the ref moved: the live files and the index follow the commit, then the journal goes. */
+  /**
+   * The exact blobs of store files `git add` restaged (null: gone meanwhile). A store file replaced
+   * by a symlink or a directory is left as git staged it: it is no longer State Flow's file.
+   */
+  private async restageStoreFiles(
+    paths: readonly string[],
+    writes: ReadonlyMap<string, Buffer | null>,
+    settings: CommitSettings,
+  ): Promise<Map<string, string | null>> {
+    const read = await Promise.all(
+      paths
+        .filter((path) => !writes.has(path))
+        .map((path) =>
+          readOwnedFile(this.root, path).then(
+            (bytes) => [path, bytes] as const,
+            (error: unknown) => {
+              if (isStoreError(error, "symlink-refused") || isStoreError(error, "not-regular-file")) return null;
+              throw error;
+            },
+          ),
+        ),
+    );
+    return this.writeBlobs(new Map(read.filter((entry) => entry !== null)), settings);
+  }
+
+  /**
+   * Once the ref moved: the live files and the index follow the commit, then the journal goes.
+   * Returns the branch head as it was just before the index was installed (the caller compares).
+   */
   private async installPublication(
     prepared: Promise<PreparedWrites>,
     deletions: readonly string[],
-    index: string,
-  ): Promise<boolean> {
+    attempt: PublicationAttempt,
+    ref: string,
+  ): Promise<string | null> {
     await (await prepared).commit();
     for (const path of deletions) await removeOwnedFile(this.root, path);
-    const indexSynced = await this.installIndex(index);
+    // index.lock is held: only a writer that ignores it could have moved the branch since.
+    const head = await this.refValue(ref);
+    await this.installIndex(attempt.index);
+    attempt.indexLock = undefined;
     await removeJournal(this.journalPath);
-    return indexSynced;
+    return head;
   }
 
   /**
    * What a failed publication throws. Before the ref moved nothing was published, so its isolated
-   * index, temp copies and journal go; after, the commit is accepted and the lock and the journal
-   * stay, so that the next publication can finish it.
+   * index, temp copies, index.lock and journal go; after, the commit is accepted and the lock and
+   * the journal stay, so that the next publication can finish it.
    */
   private async abandonPublication(error: unknown, attempt: PublicationAttempt): Promise<unknown> {
     if (attempt.keepLock && error instanceof Error) {
@@ -760,6 +870,8 @@ export class GitBackend implements StoreBackend {
       );
     }
     if (!attempt.keepLock) {
+      await this.releaseIndexLock(attempt.indexLock).catch(() => undefined);
+      attempt.indexLock = undefined;
       await unlink(attempt.index).catch(() => undefined);
       if (attempt.prepared)
         await attempt.prepared.then(
@@ -771,11 +883,117 @@ export class GitBackend implements StoreBackend {
     return error;
   }
 
+  /** Removes git's index.lock when it still holds `stamp` (this publication's own lock). */
+  private async releaseIndexLock(stamp: string | undefined): Promise<void> {
+    if (stamp === undefined) return;
+    const lockPath = join(this.info.gitDir, "index.lock");
+    if ((await readFile(lockPath, "latin1").catch(() => null)) === stamp) await unlink(lockPath);
+  }
+
+  /**
+   * Takes git's index.lock for the rest of the publication (see the file comment) and bases the
+   * isolated index on the caller's index as it is under that lock: entries someone staged since
+   * the copy stay staged. Returns the sha1 of that index (null: none), for recovery.
+   */
+  private async holdIndexLock(attempt: PublicationAttempt): Promise<string | null> {
+    const stamp = indexLockStamp();
+    await this.createIndexLock(stamp);
+    attempt.indexLock = stamp;
+    const indexPath = join(this.info.gitDir, "index");
+    let current: { bytes: Buffer; stat: BigIntStats } | null;
+    try {
+      current = { stat: lstatSync(indexPath, { bigint: true }), bytes: readFileSync(indexPath) };
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") throw gitFailed(`Reading ${indexPath}`, error, indexPath);
+      current = null;
+    }
+    if (!sameBytes(current?.bytes ?? null, attempt.seed ?? null)) this.rebaseIsolatedIndex(attempt, current);
+    return current === null ? null : createHash("sha1").update(current.bytes).digest("hex");
+  }
+
+  /**
+   * Creates index.lock (O_EXCL) holding `stamp`. A lock a State Flow process of this host left
+   * when it died is removed; any other is waited for briefly, then refused (`index-locked`):
+   * committing past it would leave that command's index behind the new commit.
+   */
+  private async createIndexLock(stamp: string): Promise<void> {
+    const lockPath = join(this.info.gitDir, "index.lock");
+    const deadline = performance.now() + INDEX_LOCK_WAIT_MS;
+    let delay = 1;
+    for (;;) {
+      let handle;
+      try {
+        handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
+      } catch (error) {
+        if (errnoOf(error) !== "EEXIST") throw gitFailed(`Creating ${lockPath}`, error, lockPath);
+      }
+      if (handle) {
+        try {
+          await handle.writeFile(stamp);
+        } catch (error) {
+          await handle.close().catch(() => undefined);
+          await unlink(lockPath).catch(() => undefined);
+          throw gitFailed(`Writing ${lockPath}`, error, lockPath);
+        }
+        await handle.close();
+        return;
+      }
+      const holder = await readIndexLockHolder(lockPath);
+      if (holder.stale) {
+        await unlink(lockPath).catch(() => undefined);
+        continue;
+      }
+      if (performance.now() >= deadline) throw indexLockedError(this.root, lockPath, holder.description);
+      await sleep(delay);
+      delay = Math.min(delay * 2, 50);
+    }
+  }
+
+  /**
+   * The caller's index changed between the copy and index.lock (someone staged): the isolated
+   * index becomes that index plus what this publication changed, so the user's entries survive.
+   * Where both changed a path, a store file keeps this publication's exact blob and any other
+   * file the user's entry. Only stat data refreshed: nothing to merge.
+   */
+  private rebaseIsolatedIndex(attempt: PublicationAttempt, current: { bytes: Buffer; stat: BigIntStats } | null): void {
+    const indexPath = join(this.info.gitDir, "index");
+    let staged: { bytes: Buffer; stat: BigIntStats } | null;
+    try {
+      staged = { stat: lstatSync(attempt.index, { bigint: true }), bytes: readFileSync(attempt.index) };
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") throw gitFailed("Reading the staged index", error);
+      staged = null;
+    }
+    const [seed, mine, theirs] = [attempt.seed ?? null, staged?.bytes ?? null, current?.bytes ?? null].map((bytes) =>
+      bytes === null ? EMPTY_INDEX : parseIndex(bytes),
+    );
+    if (!seed!.supported || !mine!.supported || !theirs!.supported) {
+      throw new StoreError(
+        "stale-basis",
+        `Stale basis: the index ${indexPath} changed while publishing (a git command staged something), and ` +
+          `State Flow merges only the index formats it reads in-process. Nothing was published; retry.`,
+        { file: indexPath },
+      );
+    }
+    if (sameEntries(seed!.entries, theirs!.entries)) return;
+    const merged = mergeIndexEntries(seed!.entries, mine!.entries, theirs!.entries);
+    try {
+      writeFileSync(attempt.index, serializeIndex(merged, theirs!.version, null));
+      // Its stat data is from both indexes: the earlier mtime keeps git's racy-clean check safe.
+      const stats = [current?.stat, staged?.stat].filter((s): s is BigIntStats => s !== undefined);
+      const earliest = stats.sort((a, b) => (a.mtimeNs < b.mtimeNs ? -1 : 1))[0];
+      if (earliest) backdateIndex(attempt.index, earliest);
+    } catch (error) {
+      throw gitFailed("Writing the merged index", error);
+    }
+  }
+
   /**
    * Finishes or discards the publication a killed process left behind (its journal), under the
    * caller's lock. The ref decides: at the journal's commit, the commit is accepted and the live
    * files and the index are brought to it; still at its base, nothing was published and the temp
-   * copies go. Git's own ref locks that publication took (created after its journal) are removed.
+   * copies go. Git's own ref and index locks that publication took are removed, and then what
+   * publications killed earlier left (see removeLeftovers).
    */
   private async finishInterrupted(): Promise<void> {
     const journal = await readJournal(this.journalPath);
@@ -784,27 +1002,37 @@ export class GitBackend implements StoreBackend {
       await rollForward(this.root, this.journalPath, journal);
     } else {
       const since = (await stat(this.journalPath)).mtimeMs;
-      const { ref, base, revision, index } = journal.git;
+      const git = journal.git;
+      const { ref, base, revision, index } = git;
       await this.removeInterruptedRefLocks(ref, revision, since);
       const head = await this.refValue(ref);
       if (head === revision) {
         await rollForward(this.root, this.journalPath, journal);
-        await this.installInterruptedIndex(index, since);
-      } else if (head === base) {
+        await this.installInterruptedIndex(git, since);
+      } else {
+        // Its own index.lock (the stamp the journal records) goes first, so that git can run.
+        await this.releaseIndexLock(git.indexLock);
+        if (head !== base) throw this.recoveryConflict(ref, base, revision, head);
         await discardTemps(journal);
         await unlink(index).catch(() => undefined);
-      } else {
-        throw new StoreError(
-          "recovery-conflict",
-          `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} ` +
-            `to ${revision}, but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. ` +
-            `Check git -C ${this.root} log and git status, bring the live files to the commit you want ` +
-            `(git checkout <commit> -- .), then delete ${this.journalPath} and retry.`,
-          { file: this.journalPath },
-        );
       }
     }
     await removeJournal(this.journalPath);
+    await this.removeLeftovers(journal.entries.map((entry) => dirname(entry.path)));
+  }
+
+  private recoveryConflict(ref: string, base: string | null, revision: string, head: string | null): StoreError {
+    const git = `git -C ${this.root}`;
+    return new StoreError(
+      "recovery-conflict",
+      `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} ` +
+        `to ${revision}, but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. ` +
+        `Check ${git} log and ${git} status, then bring the index and the live files to the commit you want ` +
+        `with ${git} restore --source=<commit> --staged --worktree -- . (it also removes the files, and their ` +
+        `index entries, that the commit does not have; if git says ${join(this.info.gitDir, "index.lock")} ` +
+        `exists and no git process is running, remove that file first), then delete ${this.journalPath} and retry.`,
+      { file: this.journalPath },
+    );
   }
 
   /** Removes `<ref>.lock` and HEAD.lock when the interrupted publication created them (after its journal). */
@@ -825,26 +1053,158 @@ export class GitBackend implements StoreBackend {
   }
 
   /**
-   * Makes the interrupted publication's isolated index the caller's index (git's index.lock
-   * protocol, as publish does).
+   * Makes the interrupted publication's isolated index the caller's index. Its index.lock, held
+   * since before the journal, still holds the stamp (the index was not installed yet) or the new
+   * index (killed between the two renames). Any other index.lock is someone else's: refused, the
+   * journal stays for a retry. Without one (removed by hand), the index may have changed since.
    */
-  private async installInterruptedIndex(index: string, since: number): Promise<void> {
+  private async installInterruptedIndex(git: JournalGit, since: number): Promise<void> {
     const lockPath = join(this.info.gitDir, "index.lock");
-    const lockStat = await stat(lockPath).catch((error: unknown) => {
+    const held = await readFile(lockPath).catch((error: unknown) => {
       if (errnoOf(error) === "ENOENT") return null;
       throw error;
     });
-    const isolated = await lstat(index).then(
+    const isolated = await lstat(git.index).then(
       () => true,
       () => false,
     );
-    if (lockStat !== null && lockStat.mtimeMs >= since) {
-      // Killed inside installIndex: the lock is either still empty (the isolated index waits)
-      // or already holds the isolated index (renamed into it).
-      if (isolated) await unlink(lockPath);
-      else return void (await rename(lockPath, join(this.info.gitDir, "index")));
+    if (git.indexLock === undefined) {
+      // A journal of a version that locked the index only to install it.
+      const lockStat = held === null ? null : await stat(lockPath);
+      if (lockStat !== null && lockStat.mtimeMs >= since) {
+        if (isolated) await unlink(lockPath);
+        else return void (await rename(lockPath, join(this.info.gitDir, "index")));
+      }
+      if (isolated) await this.installOverChangedIndex(git);
+      return;
     }
-    if (isolated) await this.installIndex(index);
+    if (held !== null && held.toString("latin1") === git.indexLock) {
+      if (isolated) return void (await this.installIndex(git.index));
+      return void (await unlink(lockPath));
+    }
+    if (held !== null && !isolated && isIndexFile(held)) {
+      return void (await rename(lockPath, join(this.info.gitDir, "index")));
+    }
+    if (held !== null) throw indexLockedError(this.root, lockPath, (await readIndexLockHolder(lockPath)).description);
+    if (isolated) await this.installOverChangedIndex(git);
+  }
+
+  /**
+   * Installs an interrupted publication's isolated index under a fresh index.lock. When the index
+   * changed since that publication based it (its lock was removed by hand), the commit's changes
+   * are laid over the index as it is instead (`git update-index --index-info`, any index format).
+   */
+  private async installOverChangedIndex(git: JournalGit): Promise<void> {
+    const stamp = indexLockStamp();
+    await this.createIndexLock(stamp);
+    try {
+      const indexPath = join(this.info.gitDir, "index");
+      const current = await readFile(indexPath).catch((error: unknown) => {
+        if (errnoOf(error) === "ENOENT") return null;
+        throw error;
+      });
+      const basis = current === null ? null : createHash("sha1").update(current).digest("hex");
+      if (git.indexBasis === undefined || git.indexBasis === basis) return await this.installIndex(git.index);
+      const merged = this.isolatedIndexPath();
+      if (current !== null) writeFileSync(merged, current, { flag: "wx" });
+      const changes = await this.commitChanges(git.base, git.revision);
+      if (changes !== "")
+        await this.git(
+          ["update-index", "-z", "--index-info"],
+          "Merging the index",
+          { GIT_INDEX_FILE: merged },
+          changes,
+        );
+      await unlink(git.index).catch(() => undefined);
+      await this.installIndex(merged);
+    } catch (error) {
+      await this.releaseIndexLock(stamp).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** What `revision` changed against `base`, as `update-index -z --index-info` input (one process). */
+  private async commitChanges(base: string | null, revision: string): Promise<string> {
+    const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
+    const args =
+      base === null ? ["diff-tree", "-r", "-z", "--root", revision] : ["diff-tree", "-r", "-z", base, revision];
+    const out = await this.git(
+      [...args.slice(0, 3), "--no-commit-id", ...args.slice(3)],
+      "Listing the commit's changes",
+    );
+    const fields = out.split("\0");
+    let info = "";
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const [, mode, , oid] = (fields[i] ?? "").split(" ");
+      const path = fields[i + 1] ?? "";
+      if (!mode || !oid || path === "") continue;
+      info += /^0+$/.test(mode) ? `0 ${zero}\t${path}\0` : `${mode} ${oid}\t${path}\0`;
+    }
+    return info;
+  }
+
+  /**
+   * Removes what killed publications left, where this process can prove the owner is gone: the
+   * file names carry the owner's pid, and this runs under the publication lock with no journal
+   * left, so no State Flow publication of any process is using them. Isolated index copies and
+   * journal temp copies under `.git`, temp copies of live files in `dirs` (and the store root),
+   * and an index.lock stamped by a State Flow process of this host that no longer runs.
+   */
+  private async removeLeftovers(dirs: readonly string[]): Promise<void> {
+    const gone = (pid: number) => pid === process.pid || pidIsGone(pid);
+    const sweep = async (dir: string, pattern: RegExp) => {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      await Promise.all(
+        names.map(async (name) => {
+          const match = pattern.exec(name);
+          if (match && gone(Number(match[1]))) await unlink(join(dir, name)).catch(() => undefined);
+        }),
+      );
+    };
+    const storeDirs = new Set(["", ...dirs.map((dir) => (dir === "." ? "" : dir))]);
+    const lockPath = join(this.info.gitDir, "index.lock");
+    await Promise.all([
+      sweep(this.info.gitDir, ISOLATED_INDEX),
+      sweep(this.info.commonDir, JOURNAL_TEMP),
+      ...[...storeDirs].map((dir) => sweep(join(this.root, dir), STORE_TEMP)),
+      readIndexLockHolder(lockPath)
+        .then((holder) => (holder.stale ? unlink(lockPath) : undefined))
+        .catch(() => undefined),
+    ]);
+  }
+
+  /**
+   * A lock-held error whose owner is gone also names git's own locks that publication left (they
+   * make the user's git commands fail until the named step is taken; that step removes them).
+   */
+  private async explainLockHeld(error: unknown): Promise<unknown> {
+    if (!isStoreError(error, "lock-held") || error.file !== this.lockPath) return error;
+    if (!ownerIsGone(await readLockOwner(this.lockPath).catch(() => null))) return error;
+    const since = await stat(this.journalPath).then(
+      (st) => st.mtimeMs,
+      () => null,
+    );
+    const ref = await this.headBranch().catch(() => null);
+    const left: string[] = [];
+    const indexLock = join(this.info.gitDir, "index.lock");
+    const held = await readFile(indexLock).catch(() => null);
+    if (held !== null && (INDEX_LOCK_STAMP.test(held.toString("latin1")) || (since !== null && isIndexFile(held))))
+      left.push(indexLock);
+    if (since !== null) {
+      for (const path of [
+        join(this.info.gitDir, "HEAD.lock"),
+        ...(ref ? [join(this.info.commonDir, `${ref}.lock`)] : []),
+      ])
+        if (((await stat(path).catch(() => null))?.mtimeMs ?? -1) >= since) left.push(path);
+    }
+    if (left.length === 0) return error;
+    return new StoreError(
+      "lock-held",
+      `${error.message} Until then git commands in ${this.root} fail on the git locks that publication left ` +
+        `(${left.join(", ")}); that retry removes them. Do not delete them by hand: a git commit in between ` +
+        `could revert the interrupted cohort.`,
+      { file: this.lockPath },
+    );
   }
 
   private isolatedIndexPath(): string {
@@ -852,32 +1212,34 @@ export class GitBackend implements StoreBackend {
   }
 
   /**
-   * Fills the isolated index `index` with the base commit plus the complete non-ignored worktree
-   * delta: a copy of the caller's index (it tracks HEAD and keeps the stat cache; `read-tree` of
-   * the base when there is none) and `git add -A`. One process (two without a caller's index).
+   * Fills the isolated index with the base commit plus the complete non-ignored worktree delta: a
+   * copy of the caller's index (it tracks HEAD and keeps the stat cache; `read-tree` of the base
+   * when there is none) and `git add -A -v`. Returns the store files it restaged (their bytes
+   * went through the repository's attributes; see restageStoreFiles). One process (two without a
+   * caller's index).
    */
-  private async stageWorktree(index: string, base: string | null): Promise<void> {
-    const env = { GIT_INDEX_FILE: index };
+  private async stageWorktree(attempt: PublicationAttempt, base: string | null): Promise<string[]> {
+    const env = { GIT_INDEX_FILE: attempt.index };
+    attempt.seed = null;
     if (base !== null) {
-      let seeded = false;
       try {
-        copyIndexSync(join(this.info.gitDir, "index"), index);
-        seeded = true;
+        attempt.seed = seedIndexSync(join(this.info.gitDir, "index"), attempt.index);
         killPoint("index.copied");
       } catch (error) {
         if (errnoOf(error) !== "ENOENT") throw gitFailed("Copying the index", error);
       }
-      if (!seeded) await this.git(["read-tree", base], "Reading the base tree", env);
+      if (attempt.seed === null) await this.git(["read-tree", base], "Reading the base tree", env);
     }
     const exclude = [FILE_LOCK_NAME, FILE_JOURNAL_NAME, `.${FILE_JOURNAL_NAME}.*.tmp`].map(
       (name) => `:(exclude,top,glob)${name}`,
     );
-    await this.git(
-      ["add", "-A", "--", ".", ...exclude, `:(exclude,top,glob)${STORE_TEMP_GLOB}`],
+    const out = await this.git(
+      ["add", "-A", "-v", "--", ".", ...exclude, `:(exclude,top,glob)${STORE_TEMP_GLOB}`],
       "Staging the worktree delta (git add -A)",
       env,
     );
     killPoint("index.staged");
+    return storeFilesAdded(out);
   }
 
   /**
@@ -896,7 +1258,9 @@ export class GitBackend implements StoreBackend {
         entries.map(([, bytes]) =>
           bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes, { fsync: settings.fsyncObjects }),
         ),
-      );
+      ).catch((error: unknown) => {
+        throw gitFailed(`Writing blob objects into ${objectsDir}`, error, objectsDir);
+      });
       entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
     } else {
       for (const [path, bytes] of entries) {
@@ -922,13 +1286,13 @@ export class GitBackend implements StoreBackend {
    * process on the hot path; two for each part that needs git's own.
    */
   private async commitStaged(options: CommitStagedOptions): Promise<string> {
-    const { ref, base, env, blobs, message } = options;
+    const { ref, base, env, blobs, restaged, message } = options;
     const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
     const settings = await this.commitSettings();
     const inProcessOverlay = settings.sharedRepository
       ? null
-      : this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, settings.fsyncObjects);
-    const built = inProcessOverlay ?? (await this.overlayByGit(env, blobs, zero));
+      : this.overlayInProcess(env.GIT_INDEX_FILE!, base, blobs, restaged, settings.fsyncObjects);
+    const built = inProcessOverlay ?? (await this.overlayByGit(env, blobs, restaged, zero));
     const inProcessCommit =
       settings.processPathReason === null &&
       isPlainBranchRef(ref) &&
@@ -1014,7 +1378,8 @@ export class GitBackend implements StoreBackend {
   /**
    * The overlay and the tree without git processes (see git-index.ts, git-tree.ts): parses the
    * staged isolated index, overlays the prepared blobs exactly as `update-index --index-info`
-   * would, writes the tree objects that do not exist yet and rewrites the isolated index. null =
+   * would (the restaged store files keep the stat data `git add` just recorded), writes the tree
+   * objects that do not exist yet and rewrites the isolated index. null =
    * something git-index.ts does not handle (the caller runs git's processes instead; nothing was
    * changed). The rewritten index keeps the mtime of the one `git add -A` wrote (minus 1 µs): git
    * judges "racily clean" entries against the index file's mtime, and the stat data inside is
@@ -1024,6 +1389,7 @@ export class GitBackend implements StoreBackend {
     indexPath: string,
     base: string | null,
     blobs: ReadonlyMap<string, string | null>,
+    restaged: ReadonlyMap<string, string | null>,
     fsync: boolean,
   ): { tree: string; treeIds: Set<string> | null } | null {
     if (this.info.objectFormat !== "sha1") return null;
@@ -1049,12 +1415,13 @@ export class GitBackend implements StoreBackend {
     // again as loose objects (seconds for a store with thousands of sessions): git's write-tree
     // checks its packs instead, and teaches this backend the tree ids for the next publication.
     if (base !== null && known.size === 0 && parsed.entries.length > COLD_IN_PROCESS_ENTRIES) return null;
-    const entries = overlayEntries(parsed.entries, blobs);
+    const { kept, added } = restageEntries(parsed.entries, restaged);
+    const entries = overlayEntries(kept, new Map([...added, ...blobs]));
     let build;
     try {
       build = buildTrees(entries, {
         cached: parsed.cacheTree,
-        changed: [...blobs.keys()].map(indexPathOf),
+        changed: [...restaged.keys(), ...blobs.keys()].map(indexPathOf),
         exists: (oid) => known.has(oid),
       });
     } catch (error) {
@@ -1087,10 +1454,12 @@ export class GitBackend implements StoreBackend {
   private async overlayByGit(
     env: Record<string, string>,
     blobs: ReadonlyMap<string, string | null>,
+    restaged: ReadonlyMap<string, string | null>,
     zero: string,
   ): Promise<{ tree: string; treeIds: Set<string> | null }> {
     let info = "";
-    for (const [path, id] of blobs) info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
+    for (const [path, id] of [...restaged, ...blobs])
+      info += id === null ? `0 ${zero}\t${path}\0` : `100644 ${id}\t${path}\0`;
     if (info) await this.git(["update-index", "-z", "--index-info"], "Overlaying the prepared files", env, info);
     const tree = (await this.git(["write-tree"], "Writing the tree", env)).trim();
     let treeIds: Set<string> | null = null;
@@ -1101,29 +1470,16 @@ export class GitBackend implements StoreBackend {
     return { tree, treeIds };
   }
 
-  /** Installs the isolated index as the caller's index via the index.lock protocol. False if git holds index.lock. */
-  private async installIndex(index: string): Promise<boolean> {
+  /**
+   * Installs `index` as the caller's index through the index.lock this publication holds: renamed
+   * over the lock, then the lock into place (git's commit_lock_file).
+   */
+  private async installIndex(index: string): Promise<void> {
     const lockPath = join(this.info.gitDir, "index.lock");
-    let handle;
-    try {
-      handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
-    } catch (error) {
-      await unlink(index).catch(() => undefined);
-      if (errnoOf(error) === "EEXIST") return false;
-      throw error;
-    }
-    await handle.close();
+    await rename(index, lockPath);
     killPoint("index.locked");
-    try {
-      await rename(index, lockPath);
-      await rename(lockPath, join(this.info.gitDir, "index"));
-      killPoint("index.installed");
-    } catch (error) {
-      await unlink(lockPath).catch(() => undefined);
-      await unlink(index).catch(() => undefined);
-      throw error;
-    }
-    return true;
+    await rename(lockPath, join(this.info.gitDir, "index"));
+    killPoint("index.installed");
   }
 
   private async git(
@@ -1268,16 +1624,143 @@ function assertGitPath(path: string): void {
 }
 
 /**
- * Copies the caller's index with its mtime (less 1 µs): git judges "racily clean" entries
- * against the index file's mtime, so a copy must not look newer than the stat data inside it
- * (when `git add -A` has nothing to write, the copy is what gets installed). Synchronous: the
- * index is small, and the live files' fsyncs occupy libuv's thread pool meanwhile, where an
- * async copy would wait before git can even start.
+ * Copies the caller's index with its mtime (less 1 µs) and returns its bytes: git judges "racily
+ * clean" entries against the index file's mtime, so a copy must not look newer than the stat
+ * data inside it (when `git add -A` has nothing to write, the copy is what gets installed).
+ * Synchronous: the index is small, and the live files' fsyncs occupy libuv's thread pool
+ * meanwhile, where an async copy would wait before git can even start.
  */
-function copyIndexSync(from: string, to: string): void {
+function seedIndexSync(from: string, to: string): Buffer {
   const stat = lstatSync(from, { bigint: true });
-  copyFileSync(from, to, fsConstants.COPYFILE_EXCL);
+  const bytes = readFileSync(from);
+  writeFileSync(to, bytes, { flag: "wx", mode: 0o644 });
   backdateIndex(to, stat);
+  return bytes;
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
+  return a === null || b === null ? a === b : a.equals(b);
+}
+
+const EMPTY_INDEX = { supported: true, version: 2 as IndexVersion, entries: [] as IndexEntry[], cacheTree: null };
+
+/** What index.lock holds while a State Flow publication holds it: who, and a token. */
+function indexLockStamp(): string {
+  return `state-flow index.lock pid=${process.pid} host=${hostname()} token=${randomBytes(8).toString("hex")}\n`;
+}
+
+/** Who holds index.lock: stale when a State Flow process of this host stamped it and no longer runs. */
+async function readIndexLockHolder(lockPath: string): Promise<{ stale: boolean; description: string }> {
+  const text = await readFile(lockPath, "latin1").catch(() => null);
+  const stamp = text === null ? null : INDEX_LOCK_STAMP.exec(text);
+  if (!stamp) return { stale: false, description: "another git process" };
+  const pid = Number(stamp[1]);
+  const here = stamp[2] === hostname();
+  const stale = here && (pid === process.pid || pidIsGone(pid));
+  return { stale, description: `State Flow pid ${pid} on ${stamp[2]}` };
+}
+
+function indexLockedError(root: string, lockPath: string, holder: string): StoreError {
+  return new StoreError(
+    "index-locked",
+    `Git's index lock ${lockPath} is held by ${holder} (for example a git commit waiting for its editor, or ` +
+      `a git command that was killed). State Flow waited ${INDEX_LOCK_WAIT_MS} ms and published nothing: ` +
+      `committing now would leave that command's index behind the new commit, so its next commit would ` +
+      `revert this cohort. Finish or abort that git command, then retry. If no git process is running in ` +
+      `${root}, remove ${lockPath} and retry.`,
+    { file: lockPath },
+  );
+}
+
+/** Whether `bytes` start like a git index file ("DIRC"). */
+function isIndexFile(bytes: Buffer): boolean {
+  return bytes.length >= 4 && bytes.readUInt32BE(0) === 0x44495243;
+}
+
+function sameEntry(a: IndexEntry | undefined, b: IndexEntry | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : a.mode === b.mode && a.oid === b.oid;
+}
+
+function sameEntries(a: readonly IndexEntry[], b: readonly IndexEntry[]): boolean {
+  return a.length === b.length && a.every((entry, i) => entry.path === b[i]!.path && sameEntry(entry, b[i]));
+}
+
+/**
+ * `theirs` (the index as it is now) with what this publication changed from `seed` to `mine`
+ * laid over it. A path both changed keeps this publication's entry when it is a store file (its
+ * exact bytes are live) and the user's entry otherwise.
+ */
+function mergeIndexEntries(
+  seed: readonly IndexEntry[],
+  mine: readonly IndexEntry[],
+  theirs: readonly IndexEntry[],
+): IndexEntry[] {
+  const before = new Map(seed.map((entry) => [entry.path, entry]));
+  const after = new Map(mine.map((entry) => [entry.path, entry]));
+  const result = new Map(theirs.map((entry) => [entry.path, entry]));
+  for (const path of new Set([...before.keys(), ...after.keys()])) {
+    const entry = after.get(path);
+    if (sameEntry(before.get(path), entry)) continue;
+    const restagedByUser = !sameEntry(result.get(path), before.get(path));
+    if (restagedByUser && !isStoreFilePath(Buffer.from(path, "latin1").toString("utf8"))) continue;
+    if (entry) result.set(path, entry);
+    else result.delete(path);
+  }
+  return [...result.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+const SCOPE_FILE_NAMES = new Set([CHECKPOINT_FILE, PATCHES_FILE, META_FILE]);
+
+/** Whether `path` is where the store layout keeps a scope file (global, cwd or session). */
+function isStoreFilePath(path: string): boolean {
+  const parts = path.split("/");
+  const name = parts[parts.length - 1]!;
+  if (parts.length === 1) return SCOPE_FILE_NAMES.has(name);
+  if (parts.length > 3 || !/^--.*--$/.test(parts[0]!)) return false;
+  return SCOPE_FILE_NAMES.has(name) || (parts.length === 3 && name === CONFIG_FILE);
+}
+
+/**
+ * The store files `git add -v` staged anew (its untranslated `add '<path>'` lines): their bytes
+ * went through the attributes' filters, or their mode changed. A misread line only restages a
+ * store file from its exact bytes again, which is harmless.
+ */
+function storeFilesAdded(out: string): string[] {
+  const paths: string[] = [];
+  for (const line of out.split("\n")) {
+    const match = /^add '(.*)'$/.exec(line);
+    if (match?.[1] !== undefined && isStoreFilePath(match[1]) && !/[\n\r]/.test(match[1])) paths.push(match[1]);
+  }
+  return paths;
+}
+
+/**
+ * Restaged store files laid onto the staged entries as regular files with their exact blob; an
+ * entry keeps the stat data `git add` recorded for the live file (so git does not re-filter it).
+ * `added`: restaged paths without an entry (staged fresh, with a zero stat block).
+ */
+function restageEntries(
+  entries: readonly IndexEntry[],
+  restaged: ReadonlyMap<string, string | null>,
+): { kept: IndexEntry[]; added: Map<string, string | null> } {
+  if (restaged.size === 0) return { kept: [...entries], added: new Map() };
+  const byIndexPath = new Map([...restaged].map(([path, oid]) => [indexPathOf(path), { path, oid }]));
+  const seen = new Set<string>();
+  const kept: IndexEntry[] = [];
+  for (const entry of entries) {
+    const item = byIndexPath.get(entry.path);
+    if (!item) {
+      kept.push(entry);
+      continue;
+    }
+    seen.add(entry.path);
+    if (item.oid !== null)
+      kept.push({ path: entry.path, stat: entry.stat, mode: 0o100644, oid: item.oid, assumeValid: entry.assumeValid });
+  }
+  const added = new Map([...byIndexPath].filter(([key]) => !seen.has(key)).map(([, item]) => [item.path, item.oid]));
+  return { kept, added };
 }
 
 /**

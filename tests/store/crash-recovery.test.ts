@@ -11,12 +11,15 @@ import { cwdKey } from "../../store/layout.ts";
 import { StateStore, type SessionIdentity } from "../../store/state-store.ts";
 import { openStore } from "../../store/open-store.ts";
 import { readTemporalState } from "../../core/temporal.ts";
+import { openGitBackend } from "../../store/git/git-backend.ts";
+import { findGitExecutable } from "../../store/git/git-runner.ts";
 import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
 
 const temp = new TempDirs();
 afterEach(() => temp.cleanup());
 
 const child = resolve(dirname(fileURLToPath(import.meta.url)), "../fixtures/publish-child.ts");
+const gitChild = resolve(dirname(fileURLToPath(import.meta.url)), "git/git-publish-child.ts");
 type Mode = "git" | "file";
 
 function environment(mode: Mode): NodeJS.ProcessEnv {
@@ -61,6 +64,20 @@ async function followLockRemedy(root: string, env: NodeJS.ProcessEnv): Promise<s
   const lock = /Remove (\S+) and retry/.exec(error!.message)![1]!;
   rmSync(lock);
   return lock;
+}
+
+const GIT = findGitExecutable()!;
+
+/** What a publication may leave: isolated indexes, temp copies, git's locks, journal temp copies. */
+function leftovers(root: string): string[] {
+  const gitDir = join(root, ".git");
+  const locks = ["index.lock", "HEAD.lock", "state-flow-publication.lock", "state-flow-publication.journal"];
+  return [
+    ...readdirSync(gitDir).filter((name) => name.startsWith("state-flow-index.") || name.endsWith(".tmp")),
+    ...locks.filter((name) => existsSync(join(gitDir, name))),
+    ...readdirSync(join(gitDir, "refs", "heads")).filter((name) => name.endsWith(".lock")),
+    ...tempFiles(root),
+  ];
 }
 
 function tempFiles(dir: string): string[] {
@@ -170,4 +187,113 @@ describe("a publisher killed mid-publication", () => {
       }
     },
   );
+
+  it.each(["index.staged#1", "temp.synced#2", "ref.locked#1", "ref.moved#1"])(
+    "git: after a kill at %s the lock message names git's locks left, and after its one step " +
+      "no leftover remains and the user's git works",
+    async (point) => {
+      const root = temp.make();
+      const env = environment("git");
+      publish(root, env, "git", 2);
+      expect(publish(root, env, "git", 1, point).signal).toBe("SIGKILL");
+      // Killed before its journal, the live files are the old cohort: reads go on, a publication meets the lock.
+      const backend = (await openGitBackend({ root, binary: GIT, env, generation: "probe" }))!;
+      const paths = new StateStore(await openStore({ root, env }), identity("s1")).paths;
+      const error = await backend
+        .loadCurrent(paths)
+        .then((basis) => backend.publish({ basis, writes: new Map([[paths[0]!, basis.files.get(paths[0]!)!]]) }))
+        .then(
+          () => null,
+          (e: Error) => e,
+        );
+      expect(error).toMatchObject({ code: "lock-held", message: expect.stringMatching(/no longer running/) });
+      if (point.startsWith("ref.")) {
+        // git's own locks, which make the user's git fail meanwhile, are named with the step that removes them
+        expect(error!.message).toMatch(
+          /git commands in \S+ fail on the git locks that publication left \(.*index\.lock/,
+        );
+        expect(error!.message).toContain(join(root, ".git", "HEAD.lock"));
+      }
+      rmSync(/Remove (\S+) and retry/.exec(error!.message)![1]!);
+      expect(publish(root, env, "git", 1).accepted).toHaveLength(1);
+      expect(leftovers(root)).toEqual([]);
+      git(root, env, "commit", "-q", "--allow-empty", "-m", "the user's own commit");
+      git(root, env, "fsck", "--no-dangling", "--no-progress");
+    },
+  );
+
+  it("git: the recovery-conflict advice resets the index: a file the killed cohort deleted has no entry", async () => {
+    const root = temp.make();
+    const env = environment("git");
+    const id = identity("s1");
+    const checkpoint = `${id.cwdKey}/${id.sessionKey}/checkpoint.json`;
+    const meta = `${id.cwdKey}/${id.sessionKey}/meta.json`;
+    const backend = (await openGitBackend({ root, binary: GIT, env, generation: "t", init: true }))!;
+    await backend.publish({
+      basis: await backend.loadCurrent([checkpoint, meta]),
+      writes: new Map([
+        [checkpoint, Buffer.from("one")],
+        [meta, Buffer.from("one")],
+      ]),
+    });
+    const killed = spawnSync(
+      process.execPath,
+      [
+        "--experimental-strip-types",
+        "--disable-warning=ExperimentalWarning",
+        gitChild,
+        root,
+        JSON.stringify({ [checkpoint]: null, [meta]: "two" }),
+      ],
+      { env: { ...env, STATE_FLOW_KILL_AT: "ref.moved#1" }, encoding: "utf8" },
+    );
+    expect(killed.signal).toBe("SIGKILL");
+    const cohort = git(root, env, "rev-parse", "HEAD").trim();
+    // Someone commits on top with plumbing after removing HEAD.lock, as git's own message suggests.
+    rmSync(join(root, ".git", "HEAD.lock"));
+    const theirs = git(root, env, "commit-tree", `${cohort}^{tree}`, "-p", cohort, "-m", "someone").trim();
+    git(root, env, "update-ref", git(root, env, "symbolic-ref", "HEAD").trim(), theirs);
+    const fresh = (await openGitBackend({ root, binary: GIT, env, generation: "fresh" }))!;
+    const held = await fresh.loadCurrent([checkpoint, meta]).catch((e: Error) => e);
+    rmSync(/Remove (\S+) and retry/.exec((held as Error).message)![1]!);
+    const conflict = await fresh.loadCurrent([checkpoint, meta]).catch((e: Error) => e);
+    expect(conflict).toMatchObject({ code: "recovery-conflict" });
+    const text = (conflict as Error).message;
+    const advice = /\b(git (?:-C \S+ )?(?:checkout|restore) [^()]*?-- \.)/.exec(text)![1]!.replace("<commit>", cohort);
+    expect(spawnSync("sh", ["-c", advice], { cwd: root, env, encoding: "utf8" }).status).toBe(0);
+    rmSync(/then delete (\S+) and retry/.exec(text)![1]!);
+    const current = await fresh.loadCurrent([checkpoint, meta]);
+    expect(current.files.get(checkpoint)).toBeNull();
+    expect(current.files.get(meta)).toEqual(Buffer.from("two"));
+    expect(git(root, env, "ls-files")).not.toContain("checkpoint.json");
+    expect(git(root, env, "status", "--porcelain", "--untracked-files=no")).toBe("");
+    await fresh.publish({ basis: current, writes: new Map([[meta, Buffer.from("three")]]) });
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+    expect(leftovers(root)).toEqual([]);
+  });
+
+  it("git: when the user removed a killed publication's index.lock and staged, recovery keeps that entry", async () => {
+    const root = temp.make();
+    const env = environment("git");
+    const id = identity("s1");
+    const meta = `${id.cwdKey}/${id.sessionKey}/meta.json`;
+    const backend = (await openGitBackend({ root, binary: GIT, env, generation: "t", init: true }))!;
+    writeFileSync(join(root, "notes.md"), "one\n");
+    await backend.publish({ basis: await backend.loadCurrent([meta]), writes: new Map([[meta, Buffer.from("one")]]) });
+    const args = ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", gitChild, root];
+    const killed = spawnSync(process.execPath, [...args, JSON.stringify({ [meta]: "two" })], {
+      env: { ...env, STATE_FLOW_KILL_AT: "rename#1" },
+    });
+    expect(killed.signal).toBe("SIGKILL");
+    writeFileSync(join(root, "notes.md"), "staged by the user\n");
+    expect(spawnSync("git", ["add", "notes.md"], { cwd: root, env, encoding: "utf8" }).stderr).toMatch(/index\.lock/);
+    rmSync(join(root, ".git", "index.lock")); // as git's own message says
+    git(root, env, "add", "notes.md");
+    const held = await backend.loadCurrent([meta]).catch((e: Error) => e);
+    rmSync(/Remove (\S+) and retry/.exec((held as Error).message)![1]!);
+    expect((await backend.loadCurrent([meta])).files.get(meta)).toEqual(Buffer.from("two"));
+    expect(git(root, env, "status", "--porcelain")).toBe("M  notes.md\n");
+    expect(git(root, env, "show", ":notes.md")).toBe("staged by the user\n");
+    expect(leftovers(root)).toEqual([]);
+  });
 });

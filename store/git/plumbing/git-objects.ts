@@ -15,14 +15,15 @@ import {
   closeSync,
   constants as fsConstants,
   fsyncSync,
-  lstatSync,
   mkdirSync,
   openSync,
   renameSync,
   unlinkSync,
+  utimesSync,
   writeSync,
+  type PathLike,
 } from "node:fs";
-import { lstat, mkdir, open, rename, unlink } from "node:fs/promises";
+import { mkdir, open, rename, unlink, utimes, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import { errnoOf } from "../../store-error.ts";
@@ -35,10 +36,64 @@ export function gitObjectId(type: GitObjectType, body: Uint8Array, objectFormat:
 }
 
 /**
+ * How often a temp object file is retried when its fan-out directory vanished between mkdir and
+ * open: `git prune` and `git prune-packed` (run by `gc --auto`) remove every empty fan-out
+ * directory, so a freshly created one can be gone again (git's odb retries the same way).
+ */
+const VANISHED_DIR_RETRIES = 16;
+
+const OBJECT_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL;
+
+async function openObjectTemp(dir: string, temp: string): Promise<FileHandle> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await mkdir(dir, { recursive: true }); // ENOENT too when the directory vanishes while it checks it
+      return await open(temp, OBJECT_FLAGS, 0o444);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT" || attempt >= VANISHED_DIR_RETRIES) throw error;
+    }
+  }
+}
+
+function openObjectTempSync(dir: string, temp: string): number {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      mkdirSync(dir, { recursive: true });
+      return openSync(temp, OBJECT_FLAGS, 0o444);
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT" || attempt >= VANISHED_DIR_RETRIES) throw error;
+    }
+  }
+}
+
+/**
+ * Whether the loose object exists, refreshing its mtime as git's freshen_loose_object does: a
+ * concurrent `git prune --expire=<date>` keeps recent unreachable objects only, and the commit
+ * that will reach this one is not written yet. Any failure means "write it" (as in git).
+ */
+async function freshen(path: PathLike): Promise<boolean> {
+  const now = new Date();
+  return utimes(path, now, now).then(
+    () => true,
+    () => false,
+  );
+}
+
+function freshenSync(path: PathLike): boolean {
+  const now = new Date();
+  try {
+    utimesSync(path, now, now);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Writes a loose sha1 object exactly as git would (zlib of "<type> <n>\0" + body, level 1 like
  * git's default core.looseCompression, mode 0444, temp file + rename in the fan-out directory)
- * unless it already exists. `fsync` follows the repository's core.fsync settings (git's default
- * does not fsync loose objects).
+ * unless it already exists (then its mtime is refreshed, as git does). `fsync` follows the
+ * repository's core.fsync settings (git's default does not fsync loose objects).
  */
 export async function writeLooseObject(
   objectsDir: string,
@@ -49,15 +104,9 @@ export async function writeLooseObject(
   const id = gitObjectId(type, body, "sha1");
   const dir = join(objectsDir, id.slice(0, 2));
   const target = join(dir, id.slice(2));
-  try {
-    await lstat(target);
-    return id; // content-addressed: an existing object has these bytes
-  } catch (error) {
-    if (errnoOf(error) !== "ENOENT") throw error;
-  }
-  await mkdir(dir, { recursive: true });
+  if (await freshen(target)) return id; // content-addressed: an existing object has these bytes
   const temp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-  const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o444);
+  const handle = await openObjectTemp(dir, temp);
   try {
     try {
       await handle.writeFile(deflateSync(Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body]), { level: 1 }));
@@ -88,15 +137,9 @@ export function writeSmallLooseObjectSync(
   const id = gitObjectId(type, body, "sha1");
   const dir = join(objectsDir, id.slice(0, 2));
   const target = join(dir, id.slice(2));
-  try {
-    lstatSync(target);
-    return id;
-  } catch (error) {
-    if (errnoOf(error) !== "ENOENT") throw error;
-  }
-  mkdirSync(dir, { recursive: true });
+  if (freshenSync(target)) return id;
   const temp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-  const fd = openSync(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o444);
+  const fd = openObjectTempSync(dir, temp);
   try {
     try {
       writeSync(fd, deflateSync(Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body]), { level: 1 }));

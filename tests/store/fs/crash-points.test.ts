@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { KILL_POINTS } from "../../../store/fs/crash-points.ts";
+import { KILL_POINTS, killPoint, observeKillPoints } from "../../../store/fs/crash-points.ts";
 
 const module = resolve(dirname(fileURLToPath(import.meta.url)), "../../../store/fs/crash-points.ts");
 
@@ -55,5 +55,15 @@ describe("crash points", () => {
 
   it("name every point once", () => {
     expect(new Set(KILL_POINTS).size).toBe(KILL_POINTS.length);
+  });
+
+  it("let a test observe every arrival in this process, before any kill, until it stops observing", () => {
+    const seen: string[] = [];
+    observeKillPoints((point) => seen.push(point));
+    killPoint("rename");
+    killPoint("ref.moved");
+    observeKillPoints(null);
+    killPoint("rename");
+    expect(seen).toEqual(["rename", "ref.moved"]);
   });
 });

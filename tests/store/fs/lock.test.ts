@@ -2,7 +2,14 @@ import { existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { acquirePublicationLock, lockExists, readLockOwner, withPublicationLock } from "../../../store/fs/lock.ts";
+import { spawnSync } from "node:child_process";
+import {
+  acquirePublicationLock,
+  lockExists,
+  pidIsGone,
+  readLockOwner,
+  withPublicationLock,
+} from "../../../store/fs/lock.ts";
 import { TempDirs } from "../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
@@ -74,5 +81,14 @@ describe("publication lock", () => {
       }),
     ).rejects.toThrow("boom");
     expect(existsSync(path)).toBe(false);
+  });
+
+  it("tells a pid no process has from a running one (and never claims an invalid pid is gone)", () => {
+    const exited = spawnSync(process.execPath, ["-e", ""]).pid;
+    expect(pidIsGone(exited)).toBe(true);
+    expect(pidIsGone(process.pid)).toBe(false);
+    expect(pidIsGone(1)).toBe(false);
+    expect(pidIsGone(0)).toBe(false);
+    expect(pidIsGone(Number.NaN)).toBe(false);
   });
 });

@@ -185,10 +185,8 @@ describe("git backend", () => {
     writeFileSync(join(root, "ignored.txt"), "private");
     writeFileSync(join(root, "notes.md"), "user note");
     writeFileSync(join(root, ".draft.tmp"), "a user's temp-named file is theirs to commit");
-    writeFileSync(
-      join(root, ".meta.json.sf-4242-0123456789ab.tmp"),
-      "left behind by a crashed publisher: never history",
-    );
+    // pid 1 runs: the temp copy cannot be proven a dead publisher's leftover, so it stays (never history)
+    writeFileSync(join(root, ".meta.json.sf-1-0123456789ab.tmp"), "a temp copy of a running owner: never history");
     const crlf = Buffer.from("line1\r\nline2\r\n");
     writeFileSync(join(root, ".gitattributes"), "*.json text eol=lf\n");
     const receipt = await backend.publish({
@@ -208,9 +206,11 @@ describe("git backend", () => {
       writes: new Map([[g.patches, Buffer.from("")]]),
     });
     expect(git(root, env, "show", `${second.pointer.revision}:notes.md`)).toBe("edited");
-    expect(git(root, env, "status", "--porcelain", "--ignored")).toBe(
-      "?? .meta.json.sf-4242-0123456789ab.tmp\n!! ignored.txt\n",
-    ); // the stray stays the user's to inspect
+    // the eol attribute did not re-stage the earlier cohort's meta.json either
+    expect((await backend.loadRevision(second.pointer, [g.meta])).files.get(g.meta)).toEqual(crlf);
+    // (git re-checks meta.json through the attribute only while its mtime is in the index's second)
+    const status = git(root, env, "status", "--porcelain", "--ignored").replace(/^ M meta\.json\n/m, "");
+    expect(status).toBe("?? .meta.json.sf-1-0123456789ab.tmp\n!! ignored.txt\n"); // the stray stays the user's
   });
 
   it(

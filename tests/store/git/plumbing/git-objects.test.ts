@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { readFileSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
@@ -136,5 +137,39 @@ describe("git objects", () => {
       message: "now",
     });
     expect(gitObjectId("commit", body)).toBe(expected);
+  });
+
+  it("refreshes the mtime of an object that already exists, as git's freshen does", async () => {
+    const { dir } = repo();
+    const objects = join(dir, ".git", "objects");
+    const ids = [
+      await writeLooseObject(objects, "blob", Buffer.from("a")),
+      writeSmallLooseObjectSync(objects, "tree", Buffer.alloc(0)),
+    ];
+    const old = Date.now() / 1000 - 30 * 24 * 3600;
+    const loose = ids.map((id) => join(objects, id.slice(0, 2), id.slice(2)));
+    for (const path of loose) utimesSync(path, old, old);
+    expect(await writeLooseObject(objects, "blob", Buffer.from("a"))).toBe(ids[0]);
+    expect(writeSmallLooseObjectSync(objects, "tree", Buffer.alloc(0))).toBe(ids[1]);
+    for (const path of loose) expect(Date.now() - statSync(path).mtimeMs, path).toBeLessThan(60_000);
+  });
+
+  it("writes every object while git prune-packed removes the empty fan-out directories meanwhile", async () => {
+    const { dir, env } = repo();
+    const objects = join(dir, ".git", "objects");
+    // git prune-packed (what gc and repack run) removes every empty fan-out directory it visits
+    const pruner = spawn("sh", ["-c", "while :; do git prune-packed; done"], { cwd: dir, env, stdio: "ignore" });
+    try {
+      for (let i = 0; i < 150; i++) {
+        const body = Buffer.from(`object ${i}`);
+        const id =
+          i % 2 ? await writeLooseObject(objects, "blob", body) : writeSmallLooseObjectSync(objects, "blob", body);
+        const path = join(objects, id.slice(0, 2), id.slice(2));
+        expect(inflateSync(readFileSync(path)).subarray(-body.length)).toEqual(body);
+        unlinkSync(path); // empty again, so that the next write races the pruner for its directory
+      }
+    } finally {
+      pruner.kill();
+    }
   });
 });
