@@ -62,6 +62,7 @@ import { hostname } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE } from "../../core/codec.ts";
 import { killPoint } from "../fs/crash-points.ts";
+import { ensureStoreAttributes } from "./store-attributes.ts";
 import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
   FILE_JOURNAL_NAME,
@@ -316,6 +317,8 @@ export class GitBackend implements StoreBackend {
   readonly journalPath: string;
   readonly runner: GitRunner;
   private readonly generation: string;
+  /** The store attributes in info/attributes were checked (once per backend, under the lock). */
+  private attributesChecked = false;
   private settings: Promise<CommitSettings> | undefined;
   /** The tree ids of the last commit this backend published (they exist while it is reachable). */
   private knownTrees: { readonly revision: string; readonly ids: ReadonlySet<string> } | undefined;
@@ -693,6 +696,12 @@ export class GitBackend implements StoreBackend {
   ): Promise<PublishReceipt> {
     await this.finishInterrupted();
     await this.removeLeftovers(members.map((path) => dirname(path)));
+    if (!this.attributesChecked) {
+      await ensureStoreAttributes(this.info.commonDir).catch((error: unknown) => {
+        throw gitFailed(`Writing ${join(this.info.commonDir, "info", "attributes")}`, error);
+      });
+      this.attributesChecked = true;
+    }
     const { ref, revision: head } = await this.head();
     // Independent work in parallel (all of it invisible until the ref moves): the per-file
     // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
