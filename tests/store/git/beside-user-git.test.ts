@@ -1,0 +1,143 @@
+// State Flow publishing while a user works in the store repository with their own git, all at
+// once: git add, git commit -a, a commit whose editor holds index.lock, git gc --auto, git prune
+// --expire=2.weeks.ago, and attributes that would filter and convert the store's files. Every
+// State Flow commit must hold exactly the bytes it wrote, nothing the user staged or committed
+// may be lost, and every refusal must be named. Real git processes, the real StateStore.
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { readTemporalState } from "../../../core/temporal.ts";
+import { cwdKey } from "../../../store/layout.ts";
+import { openStore } from "../../../store/open-store.ts";
+import { StateStore, type BranchRuntime } from "../../../store/state-store.ts";
+import { isStoreError } from "../../../store/store-error.ts";
+import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
+
+const temps = new TempDirs();
+afterEach(() => temps.cleanup());
+
+const COHORTS = 30;
+const USER_ROUNDS = 24;
+
+interface Outcome {
+  code: number | null;
+  stderr: string;
+}
+
+function run(root: string, env: NodeJS.ProcessEnv, args: string[], extra: NodeJS.ProcessEnv = {}): Promise<Outcome> {
+  return new Promise((done) => {
+    const child = spawn("git", args, { cwd: root, env: { ...env, ...extra } });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("close", (code) => done({ code, stderr }));
+  });
+}
+
+/** A user's command, retried the way a user would when git says another process holds index.lock. */
+async function userGit(root: string, env: NodeJS.ProcessEnv, args: string[], extra: NodeJS.ProcessEnv = {}) {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const outcome = await run(root, env, args, extra);
+    if (outcome.code === 0) return attempt;
+    if (!/index\.lock/.test(outcome.stderr)) throw new Error(`git ${args.join(" ")}: ${outcome.stderr}`);
+    await new Promise((done) => setTimeout(done, 5));
+  }
+  throw new Error(`git ${args.join(" ")} never got index.lock`);
+}
+
+describe("State Flow publishing beside a user's own git in the store repository", () => {
+  it("every cohort commits exactly State Flow's bytes; nothing the user staged or committed is lost", async () => {
+    const home = temps.make("sf-beside-");
+    const cfg = join(home, "gitconfig");
+    writeFileSync(
+      cfg,
+      '[filter "upper"]\n\tclean = tr a-z A-Z\n\tsmudge = cat\n[gc]\n\tauto = 1\n\tautoDetach = false\n',
+    );
+    const env = { ...gitTestEnv(cfg), HOME: home };
+    const root = join(home, "state-flow");
+    const identity = {
+      cwd: "/work/project",
+      cwdKey: cwdKey("/work/project"),
+      sessionId: "0b5e7a1c-0000-4000-8000-00000000beef",
+      sessionKey: "2026-12-01T10-00-00-000Z_0b5e7a1c-0000-4000-8000-00000000beef",
+    };
+    const store = new StateStore(await openStore({ root, env, initGit: true }), identity);
+    let runtime: BranchRuntime = await store.start(null, "off");
+    mkdirSync(join(root, "notes"));
+    writeFileSync(join(root, ".gitattributes"), "*.json filter=upper\n*.jsonl text eol=lf\n");
+    const editor = join(home, "slow-editor.sh");
+    writeFileSync(editor, '#!/bin/sh\nsleep "$HOLD"\necho "user: edited commit" > "$1"\n', { mode: 0o755 });
+
+    const accepted: { revision: string; files: Map<string, Buffer | null> }[] = [];
+    const refusals = new Map<string, number>();
+    let userDone = false;
+    // The publisher keeps going until the user is done too, so every user command overlaps publications.
+    const publisher = (async () => {
+      for (let j = 1; j <= COHORTS || !userDone;) {
+        const patch = { working: { n: j, text: `cohort ${j}` } };
+        try {
+          runtime = (await store.commit(runtime, { global: patch, cwd: patch, session: patch }, `t${j}`)).runtime;
+        } catch (error) {
+          if (!isStoreError(error, "index-locked")) throw error;
+          refusals.set(error.code, (refusals.get(error.code) ?? 0) + 1);
+          await new Promise((done) => setTimeout(done, 50));
+          continue;
+        }
+        accepted.push({ revision: runtime.pointer.revision, files: new Map(runtime.basis.files) });
+        j++;
+      }
+    })();
+
+    const staged = new Map<string, string>();
+    const userCommits: string[] = [];
+    const user = (async () => {
+      for (let i = 1; i <= USER_ROUNDS; i++) {
+        const path = `notes/u${i}.txt`;
+        writeFileSync(join(root, path), `user note ${i}\n`);
+        await userGit(root, env, ["add", path]);
+        staged.set(path, `user note ${i}\n`);
+        if (i % 3 === 0) {
+          await userGit(root, env, ["commit", "-q", "-a", "-m", `user ${i}`]);
+          userCommits.push(`user ${i}`);
+        }
+        if (i % 8 === 4) {
+          // An editor left open longer than a publication waits: State Flow must refuse, not commit past it.
+          writeFileSync(join(root, path), `user note ${i}, edited\n`);
+          staged.set(path, `user note ${i}, edited\n`);
+          await userGit(root, env, ["commit", "-q", "-a"], { GIT_EDITOR: editor, HOLD: i === 4 ? "1.5" : "0.2" });
+          userCommits.push("user: edited commit");
+        }
+        if (i % 4 === 2) {
+          await userGit(root, env, ["gc", "--auto", "--quiet"]);
+          await userGit(root, env, ["repack", "-d", "-q"]);
+          await userGit(root, env, ["prune", "--expire=2.weeks.ago"]);
+        }
+      }
+      userDone = true;
+    })();
+    await Promise.all([publisher, user]);
+
+    // Every State Flow commit holds exactly the bytes it wrote, unfiltered.
+    expect(accepted.length).toBeGreaterThanOrEqual(COHORTS);
+    for (const { revision, files } of accepted) {
+      for (const [path, bytes] of files) {
+        if (bytes === null) continue;
+        expect(git(root, env, "cat-file", "blob", `${revision}:${path}`), `${revision}:${path}`).toBe(bytes.toString());
+      }
+    }
+    // Every refusal was the named index-locked one, and the editor held open for 1.5 s caused at least one.
+    expect([...refusals.keys()]).toEqual(["index-locked"]);
+    // Nothing the user staged or committed is lost.
+    for (const [path, text] of staged) expect(git(root, env, "show", `:${path}`), path).toBe(text);
+    const log = git(root, env, "log", "--format=%s").split("\n");
+    for (const subject of userCommits) expect(log, subject).toContain(subject);
+    expect(log.filter((s) => /^t\d+$/.test(s))).toHaveLength(accepted.length);
+    // The store reads back as current, at the last cohort, and the repository is sound.
+    const current = (await store.loadCurrent())!;
+    for (const scope of ["global", "cwd", "session"] as const) {
+      expect(readTemporalState(current.view, 0, scope).state.working.n).toBe(accepted.length);
+    }
+    expect(git(root, env, "fsck", "--full", "--strict", "--no-dangling")).toBe("");
+    console.log(`beside-user-git: ${accepted.length} cohorts, refusals ${JSON.stringify([...refusals])}`);
+  }, 120_000);
+});
