@@ -131,6 +131,17 @@ export function comparePaths(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
+const SCOPE_FILE_NAMES = new Set([CHECKPOINT_FILE, PATCHES_FILE, META_FILE]);
+
+/** Whether `path` is where the store layout keeps a scope file (global, cwd or session). */
+export function isScopeFilePath(path: string): boolean {
+  const parts = path.split("/");
+  const name = parts[parts.length - 1]!;
+  if (parts.length === 1) return SCOPE_FILE_NAMES.has(name);
+  if (parts.length > 3 || !/^--.*--$/.test(parts[0]!)) return false;
+  return SCOPE_FILE_NAMES.has(name) || (parts.length === 3 && name === CONFIG_FILE);
+}
+
 /** Which scope a store path belongs to, for error messages ("global", "cwd", "session", or undefined). */
 export function scopeOfPath(path: string): ScopeName | undefined {
   const depth = path.split("/").length;

@@ -57,12 +57,21 @@ import {
   writeFileSync,
   type BigIntStats,
 } from "node:fs";
-import { access, lstat, mkdir, open, readFile, readdir, realpath, rename, stat, unlink } from "node:fs/promises";
-import { hostname } from "node:os";
+import { access, lstat, mkdir, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE } from "../../core/codec.ts";
 import { killPoint } from "../fs/crash-points.ts";
 import { ensureStoreAttributes } from "./store-attributes.ts";
+import {
+  INDEX_LOCK_STAMP,
+  createIndexLock,
+  indexLockStamp,
+  indexLockedError,
+  isIndexFile,
+  readIndexLockHolder,
+  releaseIndexLock,
+} from "./index-lock.ts";
+import { EMPTY_INDEX, mergeIndexEntries, restageEntries, sameEntries, storeFilesAdded } from "./index-merge.ts";
+import { removeLeftovers } from "./leftovers.ts";
 import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
   FILE_JOURNAL_NAME,
@@ -102,7 +111,6 @@ import {
   lockExists,
   lockHeldError,
   ownerIsGone,
-  pidIsGone,
   readLockOwner,
 } from "../fs/lock.ts";
 import {
@@ -114,14 +122,7 @@ import {
   writeLooseObject,
   writeSmallLooseObjectSync,
 } from "./plumbing/git-objects.ts";
-import {
-  indexPathOf,
-  overlayEntries,
-  parseIndex,
-  serializeIndex,
-  type IndexEntry,
-  type IndexVersion,
-} from "./plumbing/git-index.ts";
+import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
@@ -137,15 +138,6 @@ import type {
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
-/**
- * How long a publication waits for someone else's index.lock: git commands hold it for
- * milliseconds, except `git commit` while its editor is open (then the publication is refused).
- */
-const INDEX_LOCK_WAIT_MS = 1000;
-const ISOLATED_INDEX = /^state-flow-index\.(\d+)\.[0-9a-f]+(\.lock)?$/;
-const STORE_TEMP = /^\..+\.sf-(\d+)-[0-9a-f]+\.tmp$/;
-const JOURNAL_TEMP = new RegExp(`^\\.${JOURNAL_FILE_NAME.replace(/\./g, "\\.")}\\.(\\d+)\\.tmp$`);
-const INDEX_LOCK_STAMP = /^state-flow index\.lock pid=(\d+) host=(\S+) token=[0-9a-f]+\n$/;
 /** Index size up to which a publication without known trees still builds them in-process. */
 const COLD_IN_PROCESS_ENTRIES = 256;
 
@@ -695,7 +687,10 @@ export class GitBackend implements StoreBackend {
     attempt: PublicationAttempt,
   ): Promise<PublishReceipt> {
     await this.finishInterrupted();
-    await this.removeLeftovers(members.map((path) => dirname(path)));
+    await removeLeftovers(
+      { root: this.root, gitDir: this.info.gitDir, commonDir: this.info.commonDir },
+      members.map((path) => dirname(path)),
+    );
     if (!this.attributesChecked) {
       await ensureStoreAttributes(this.info.commonDir).catch((error: unknown) => {
         throw gitFailed(`Writing ${join(this.info.commonDir, "info", "attributes")}`, error);
@@ -879,7 +874,7 @@ export class GitBackend implements StoreBackend {
       );
     }
     if (!attempt.keepLock) {
-      await this.releaseIndexLock(attempt.indexLock).catch(() => undefined);
+      await releaseIndexLock(join(this.info.gitDir, "index.lock"), attempt.indexLock).catch(() => undefined);
       attempt.indexLock = undefined;
       await unlink(attempt.index).catch(() => undefined);
       if (attempt.prepared)
@@ -892,13 +887,6 @@ export class GitBackend implements StoreBackend {
     return error;
   }
 
-  /** Removes git's index.lock when it still holds `stamp` (this publication's own lock). */
-  private async releaseIndexLock(stamp: string | undefined): Promise<void> {
-    if (stamp === undefined) return;
-    const lockPath = join(this.info.gitDir, "index.lock");
-    if ((await readFile(lockPath, "latin1").catch(() => null)) === stamp) await unlink(lockPath);
-  }
-
   /**
    * Takes git's index.lock for the rest of the publication (see the file comment) and bases the
    * isolated index on the caller's index as it is under that lock: entries someone staged since
@@ -906,7 +894,7 @@ export class GitBackend implements StoreBackend {
    */
   private async holdIndexLock(attempt: PublicationAttempt): Promise<string | null> {
     const stamp = indexLockStamp();
-    await this.createIndexLock(stamp);
+    await createIndexLock(this.root, join(this.info.gitDir, "index.lock"), stamp);
     attempt.indexLock = stamp;
     const indexPath = join(this.info.gitDir, "index");
     let current: { bytes: Buffer; stat: BigIntStats } | null;
@@ -918,44 +906,6 @@ export class GitBackend implements StoreBackend {
     }
     if (!sameBytes(current?.bytes ?? null, attempt.seed ?? null)) this.rebaseIsolatedIndex(attempt, current);
     return current === null ? null : createHash("sha1").update(current.bytes).digest("hex");
-  }
-
-  /**
-   * Creates index.lock (O_EXCL) holding `stamp`. A lock a State Flow process of this host left
-   * when it died is removed; any other is waited for briefly, then refused (`index-locked`):
-   * committing past it would leave that command's index behind the new commit.
-   */
-  private async createIndexLock(stamp: string): Promise<void> {
-    const lockPath = join(this.info.gitDir, "index.lock");
-    const deadline = performance.now() + INDEX_LOCK_WAIT_MS;
-    let delay = 1;
-    for (;;) {
-      let handle;
-      try {
-        handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
-      } catch (error) {
-        if (errnoOf(error) !== "EEXIST") throw gitFailed(`Creating ${lockPath}`, error, lockPath);
-      }
-      if (handle) {
-        try {
-          await handle.writeFile(stamp);
-        } catch (error) {
-          await handle.close().catch(() => undefined);
-          await unlink(lockPath).catch(() => undefined);
-          throw gitFailed(`Writing ${lockPath}`, error, lockPath);
-        }
-        await handle.close();
-        return;
-      }
-      const holder = await readIndexLockHolder(lockPath);
-      if (holder.stale) {
-        await unlink(lockPath).catch(() => undefined);
-        continue;
-      }
-      if (performance.now() >= deadline) throw indexLockedError(this.root, lockPath, holder.description);
-      await sleep(delay);
-      delay = Math.min(delay * 2, 50);
-    }
   }
 
   /**
@@ -1020,14 +970,17 @@ export class GitBackend implements StoreBackend {
         await this.installInterruptedIndex(git, since);
       } else {
         // Its own index.lock (the stamp the journal records) goes first, so that git can run.
-        await this.releaseIndexLock(git.indexLock);
+        await releaseIndexLock(join(this.info.gitDir, "index.lock"), git.indexLock);
         if (head !== base) throw this.recoveryConflict(ref, base, revision, head);
         await discardTemps(journal);
         await unlink(index).catch(() => undefined);
       }
     }
     await removeJournal(this.journalPath);
-    await this.removeLeftovers(journal.entries.map((entry) => dirname(entry.path)));
+    await removeLeftovers(
+      { root: this.root, gitDir: this.info.gitDir, commonDir: this.info.commonDir },
+      journal.entries.map((entry) => dirname(entry.path)),
+    );
   }
 
   private recoveryConflict(ref: string, base: string | null, revision: string, head: string | null): StoreError {
@@ -1105,7 +1058,7 @@ export class GitBackend implements StoreBackend {
    */
   private async installOverChangedIndex(git: JournalGit): Promise<void> {
     const stamp = indexLockStamp();
-    await this.createIndexLock(stamp);
+    await createIndexLock(this.root, join(this.info.gitDir, "index.lock"), stamp);
     try {
       const indexPath = join(this.info.gitDir, "index");
       const current = await readFile(indexPath).catch((error: unknown) => {
@@ -1127,7 +1080,7 @@ export class GitBackend implements StoreBackend {
       await unlink(git.index).catch(() => undefined);
       await this.installIndex(merged);
     } catch (error) {
-      await this.releaseIndexLock(stamp).catch(() => undefined);
+      await releaseIndexLock(join(this.info.gitDir, "index.lock"), stamp).catch(() => undefined);
       throw error;
     }
   }
@@ -1150,36 +1103,6 @@ export class GitBackend implements StoreBackend {
       info += /^0+$/.test(mode) ? `0 ${zero}\t${path}\0` : `${mode} ${oid}\t${path}\0`;
     }
     return info;
-  }
-
-  /**
-   * Removes what killed publications left, where this process can prove the owner is gone: the
-   * file names carry the owner's pid, and this runs under the publication lock with no journal
-   * left, so no State Flow publication of any process is using them. Isolated index copies and
-   * journal temp copies under `.git`, temp copies of live files in `dirs` (and the store root),
-   * and an index.lock stamped by a State Flow process of this host that no longer runs.
-   */
-  private async removeLeftovers(dirs: readonly string[]): Promise<void> {
-    const gone = (pid: number) => pid === process.pid || pidIsGone(pid);
-    const sweep = async (dir: string, pattern: RegExp) => {
-      const names = await readdir(dir).catch(() => [] as string[]);
-      await Promise.all(
-        names.map(async (name) => {
-          const match = pattern.exec(name);
-          if (match && gone(Number(match[1]))) await unlink(join(dir, name)).catch(() => undefined);
-        }),
-      );
-    };
-    const storeDirs = new Set(["", ...dirs.map((dir) => (dir === "." ? "" : dir))]);
-    const lockPath = join(this.info.gitDir, "index.lock");
-    await Promise.all([
-      sweep(this.info.gitDir, ISOLATED_INDEX),
-      sweep(this.info.commonDir, JOURNAL_TEMP),
-      ...[...storeDirs].map((dir) => sweep(join(this.root, dir), STORE_TEMP)),
-      readIndexLockHolder(lockPath)
-        .then((holder) => (holder.stale ? unlink(lockPath) : undefined))
-        .catch(() => undefined),
-    ]);
   }
 
   /**
@@ -1647,129 +1570,8 @@ function seedIndexSync(from: string, to: string): Buffer {
   return bytes;
 }
 
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
 function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   return a === null || b === null ? a === b : a.equals(b);
-}
-
-const EMPTY_INDEX = { supported: true, version: 2 as IndexVersion, entries: [] as IndexEntry[], cacheTree: null };
-
-/** What index.lock holds while a State Flow publication holds it: who, and a token. */
-function indexLockStamp(): string {
-  return `state-flow index.lock pid=${process.pid} host=${hostname()} token=${randomBytes(8).toString("hex")}\n`;
-}
-
-/** Who holds index.lock: stale when a State Flow process of this host stamped it and no longer runs. */
-async function readIndexLockHolder(lockPath: string): Promise<{ stale: boolean; description: string }> {
-  const text = await readFile(lockPath, "latin1").catch(() => null);
-  const stamp = text === null ? null : INDEX_LOCK_STAMP.exec(text);
-  if (!stamp) return { stale: false, description: "another git process" };
-  const pid = Number(stamp[1]);
-  const here = stamp[2] === hostname();
-  const stale = here && (pid === process.pid || pidIsGone(pid));
-  return { stale, description: `State Flow pid ${pid} on ${stamp[2]}` };
-}
-
-function indexLockedError(root: string, lockPath: string, holder: string): StoreError {
-  return new StoreError(
-    "index-locked",
-    `Git's index lock ${lockPath} is held by ${holder} (for example a git commit waiting for its editor, or ` +
-      `a git command that was killed). State Flow waited ${INDEX_LOCK_WAIT_MS} ms and published nothing: ` +
-      `committing now would leave that command's index behind the new commit, so its next commit would ` +
-      `revert this cohort. Finish or abort that git command, then retry. If no git process is running in ` +
-      `${root}, remove ${lockPath} and retry.`,
-    { file: lockPath },
-  );
-}
-
-/** Whether `bytes` start like a git index file ("DIRC"). */
-function isIndexFile(bytes: Buffer): boolean {
-  return bytes.length >= 4 && bytes.readUInt32BE(0) === 0x44495243;
-}
-
-function sameEntry(a: IndexEntry | undefined, b: IndexEntry | undefined): boolean {
-  return a === undefined || b === undefined ? a === b : a.mode === b.mode && a.oid === b.oid;
-}
-
-function sameEntries(a: readonly IndexEntry[], b: readonly IndexEntry[]): boolean {
-  return a.length === b.length && a.every((entry, i) => entry.path === b[i]!.path && sameEntry(entry, b[i]));
-}
-
-/**
- * `theirs` (the index as it is now) with what this publication changed from `seed` to `mine`
- * laid over it. A path both changed keeps this publication's entry when it is a store file (its
- * exact bytes are live) and the user's entry otherwise.
- */
-function mergeIndexEntries(
-  seed: readonly IndexEntry[],
-  mine: readonly IndexEntry[],
-  theirs: readonly IndexEntry[],
-): IndexEntry[] {
-  const before = new Map(seed.map((entry) => [entry.path, entry]));
-  const after = new Map(mine.map((entry) => [entry.path, entry]));
-  const result = new Map(theirs.map((entry) => [entry.path, entry]));
-  for (const path of new Set([...before.keys(), ...after.keys()])) {
-    const entry = after.get(path);
-    if (sameEntry(before.get(path), entry)) continue;
-    const restagedByUser = !sameEntry(result.get(path), before.get(path));
-    if (restagedByUser && !isStoreFilePath(Buffer.from(path, "latin1").toString("utf8"))) continue;
-    if (entry) result.set(path, entry);
-    else result.delete(path);
-  }
-  return [...result.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-}
-
-const SCOPE_FILE_NAMES = new Set([CHECKPOINT_FILE, PATCHES_FILE, META_FILE]);
-
-/** Whether `path` is where the store layout keeps a scope file (global, cwd or session). */
-function isStoreFilePath(path: string): boolean {
-  const parts = path.split("/");
-  const name = parts[parts.length - 1]!;
-  if (parts.length === 1) return SCOPE_FILE_NAMES.has(name);
-  if (parts.length > 3 || !/^--.*--$/.test(parts[0]!)) return false;
-  return SCOPE_FILE_NAMES.has(name) || (parts.length === 3 && name === CONFIG_FILE);
-}
-
-/**
- * The store files `git add -v` staged anew (its untranslated `add '<path>'` lines): their bytes
- * went through the attributes' filters, or their mode changed. A misread line only restages a
- * store file from its exact bytes again, which is harmless.
- */
-function storeFilesAdded(out: string): string[] {
-  const paths: string[] = [];
-  for (const line of out.split("\n")) {
-    const match = /^add '(.*)'$/.exec(line);
-    if (match?.[1] !== undefined && isStoreFilePath(match[1]) && !/[\n\r]/.test(match[1])) paths.push(match[1]);
-  }
-  return paths;
-}
-
-/**
- * Restaged store files laid onto the staged entries as regular files with their exact blob; an
- * entry keeps the stat data `git add` recorded for the live file (so git does not re-filter it).
- * `added`: restaged paths without an entry (staged fresh, with a zero stat block).
- */
-function restageEntries(
-  entries: readonly IndexEntry[],
-  restaged: ReadonlyMap<string, string | null>,
-): { kept: IndexEntry[]; added: Map<string, string | null> } {
-  if (restaged.size === 0) return { kept: [...entries], added: new Map() };
-  const byIndexPath = new Map([...restaged].map(([path, oid]) => [indexPathOf(path), { path, oid }]));
-  const seen = new Set<string>();
-  const kept: IndexEntry[] = [];
-  for (const entry of entries) {
-    const item = byIndexPath.get(entry.path);
-    if (!item) {
-      kept.push(entry);
-      continue;
-    }
-    seen.add(entry.path);
-    if (item.oid !== null)
-      kept.push({ path: entry.path, stat: entry.stat, mode: 0o100644, oid: item.oid, assumeValid: entry.assumeValid });
-  }
-  const added = new Map([...byIndexPath].filter(([key]) => !seen.has(key)).map(([, item]) => [item.path, item.oid]));
-  return { kept, added };
 }
 
 /**

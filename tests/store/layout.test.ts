@@ -113,3 +113,15 @@ describe("layout", () => {
     ).toThrow(expect.objectContaining({ code: "foreign-identity" }));
   });
 });
+
+describe("isScopeFilePath", () => {
+  it("names exactly the files the layout keeps for the three scopes", async () => {
+    const { isScopeFilePath } = await import("../../store/layout.ts");
+    for (const path of ["checkpoint.json", "meta.json", "--a--/patches.jsonl", "--a--/s1/config.json"]) {
+      expect(isScopeFilePath(path), path).toBe(true);
+    }
+    for (const path of ["config.json", "--a--/config.json", "notes/checkpoint.json", "--a--/s/x/meta.json", "a.md"]) {
+      expect(isScopeFilePath(path), path).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,98 @@
+// git's index.lock as a publication holds it (see git-backend.ts): from just before its journal
+// until its new index is installed, so no git command stages or commits from the old index while
+// the ref already names the new commit. The lock holds a stamp (pid, host, token) that proves it
+// is State Flow's, so a lock a dead State Flow process left can be removed and anyone else's is
+// waited for briefly and then refused by name.
+
+import { constants as fsConstants } from "node:fs";
+import { open, readFile, unlink } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { pidIsGone } from "../fs/lock.ts";
+import { StoreError, errnoOf } from "../store-error.ts";
+import { gitFailed } from "./git-runner.ts";
+
+/**
+ * How long a publication waits for someone else's index.lock: git commands hold it for
+ * milliseconds, except `git commit` while its editor is open (then the publication is refused).
+ */
+export const INDEX_LOCK_WAIT_MS = 1000;
+export const INDEX_LOCK_STAMP = /^state-flow index\.lock pid=(\d+) host=(\S+) token=[0-9a-f]+\n$/;
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** What index.lock holds while a State Flow publication holds it: who, and a token. */
+export function indexLockStamp(): string {
+  return `state-flow index.lock pid=${process.pid} host=${hostname()} token=${randomBytes(8).toString("hex")}\n`;
+}
+
+/** Who holds index.lock: stale when a State Flow process of this host stamped it and no longer runs. */
+export async function readIndexLockHolder(lockPath: string): Promise<{ stale: boolean; description: string }> {
+  const text = await readFile(lockPath, "latin1").catch(() => null);
+  const stamp = text === null ? null : INDEX_LOCK_STAMP.exec(text);
+  if (!stamp) return { stale: false, description: "another git process" };
+  const pid = Number(stamp[1]);
+  const here = stamp[2] === hostname();
+  const stale = here && (pid === process.pid || pidIsGone(pid));
+  return { stale, description: `State Flow pid ${pid} on ${stamp[2]}` };
+}
+
+export function indexLockedError(root: string, lockPath: string, holder: string): StoreError {
+  return new StoreError(
+    "index-locked",
+    `Git's index lock ${lockPath} is held by ${holder} (for example a git commit waiting for its editor, or ` +
+      `a git command that was killed). State Flow waited ${INDEX_LOCK_WAIT_MS} ms and published nothing: ` +
+      `committing now would leave that command's index behind the new commit, so its next commit would ` +
+      `revert this cohort. Finish or abort that git command, then retry. If no git process is running in ` +
+      `${root}, remove ${lockPath} and retry.`,
+    { file: lockPath },
+  );
+}
+
+/** Whether `bytes` start like a git index file ("DIRC"). */
+export function isIndexFile(bytes: Buffer): boolean {
+  return bytes.length >= 4 && bytes.readUInt32BE(0) === 0x44495243;
+}
+
+/**
+ * Creates index.lock (O_EXCL) holding `stamp`. A lock a State Flow process of this host left
+ * when it died is removed; any other is waited for briefly, then refused (`index-locked`):
+ * committing past it would leave that command's index behind the new commit.
+ */
+export async function createIndexLock(root: string, lockPath: string, stamp: string): Promise<void> {
+  const deadline = performance.now() + INDEX_LOCK_WAIT_MS;
+  let delay = 1;
+  for (;;) {
+    let handle;
+    try {
+      handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
+    } catch (error) {
+      if (errnoOf(error) !== "EEXIST") throw gitFailed(`Creating ${lockPath}`, error, lockPath);
+    }
+    if (handle) {
+      try {
+        await handle.writeFile(stamp);
+      } catch (error) {
+        await handle.close().catch(() => undefined);
+        await unlink(lockPath).catch(() => undefined);
+        throw gitFailed(`Writing ${lockPath}`, error, lockPath);
+      }
+      await handle.close();
+      return;
+    }
+    const holder = await readIndexLockHolder(lockPath);
+    if (holder.stale) {
+      await unlink(lockPath).catch(() => undefined);
+      continue;
+    }
+    if (performance.now() >= deadline) throw indexLockedError(root, lockPath, holder.description);
+    await sleep(delay);
+    delay = Math.min(delay * 2, 50);
+  }
+}
+
+/** Removes git's index.lock when it still holds `stamp` (this publication's own lock). */
+export async function releaseIndexLock(lockPath: string, stamp: string | undefined): Promise<void> {
+  if (stamp === undefined) return;
+  if ((await readFile(lockPath, "latin1").catch(() => null)) === stamp) await unlink(lockPath);
+}
