@@ -314,6 +314,12 @@ export class GitBackend implements StoreBackend {
   private settings: Promise<CommitSettings> | undefined;
   /** The tree ids of the last commit this backend published (they exist while it is reachable). */
   private knownTrees: { readonly revision: string; readonly ids: ReadonlySet<string> } | undefined;
+  /**
+   * The blob of every member of the last cohort this backend committed (null: absent), by revision:
+   * while the branch still names that commit, a read verifies the live files against these
+   * without asking git for HEAD's blobs.
+   */
+  private knownBlobs: { readonly revision: string; readonly blobs: ReadonlyMap<string, string | null> } | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
     this.info = info;
@@ -494,11 +500,10 @@ export class GitBackend implements StoreBackend {
         throw await this.explainLockHeld(error);
       },
     );
-    // The live files are read while git resolves HEAD's blobs (one process).
+    // The live files are read while HEAD's blobs are resolved: from the cohort this backend
+    // committed last when the branch still names it (no process), else by git (one process).
     const [checked, files] = await Promise.allSettled([
-      this.runner.execText(["cat-file", "--batch-check"], {
-        input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}`,
-      }),
+      this.headBlobsListing(members),
       readMembers(this.root, members),
     ]);
     if (files.status === "rejected") throw files.reason;
@@ -522,6 +527,26 @@ export class GitBackend implements StoreBackend {
         throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
       throw error;
     }
+  }
+
+  /** HEAD and the blob of each member at HEAD, in `git cat-file --batch-check`'s output format. */
+  private async headBlobsListing(members: readonly string[]): Promise<string> {
+    const known = this.knownBlobs;
+    if (known && members.every((path) => known.blobs.has(path))) {
+      const head = await this.headBranch()
+        .then((ref) => this.refValue(ref))
+        .catch(() => null);
+      if (head === known.revision) {
+        const lines = members.map((path) => {
+          const blob = known.blobs.get(path)!;
+          return blob === null ? `HEAD:${path} missing` : `${blob} blob`;
+        });
+        return `${head} commit\n${lines.join("\n")}\n`;
+      }
+    }
+    return this.runner.execText(["cat-file", "--batch-check"], {
+      input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}`,
+    });
   }
 
   private verifyCurrent(members: readonly string[], out: string, files: Map<string, Buffer | null>): CohortSnapshot {
@@ -746,6 +771,13 @@ export class GitBackend implements StoreBackend {
     if (headNow !== revision) throw this.refMovedError(ref, revision, headNow);
     const hashes = new Map(currentHashes);
     for (const [path, bytes] of request.writes) hashes.set(path, bytes === null ? null : sha256Hex(bytes));
+    // Every member is committed with its exact live bytes (restaged when git add filtered them).
+    const committedBlobs = new Map<string, string | null>();
+    for (const path of members) {
+      const bytes = request.writes.has(path) ? request.writes.get(path)! : (current.get(path) ?? null);
+      committedBlobs.set(path, bytes === null ? null : gitBlobId(bytes, this.info.objectFormat));
+    }
+    this.knownBlobs = { revision, blobs: committedBlobs };
     // The index.lock protocol above either merged the caller's index or refused: it is always in step.
     return { pointer: { revision }, hashes, changed, committed: true, indexSynced: true };
   }

@@ -253,7 +253,8 @@ describe("git backend", () => {
         basis: await backend.loadCurrent(paths),
         writes: new Map([[s.meta, Buffer.from("three")]]),
       });
-      expect(counter.count - before).toBe(1 + 1); // loadCurrent + add
+      // the read verifies against the blobs of the cohort just committed (HEAD still names it): no process
+      expect(counter.count - before).toBe(1); // add
       check(third.pointer.revision);
       expect(readFileSync(join(root, ".git", "index")).readUInt32BE(4)).toBe(4);
       // an index git-index.ts does not handle (a skip-worktree entry): git's update-index + write-tree, same result
@@ -263,7 +264,7 @@ describe("git backend", () => {
         basis: await backend.loadCurrent(paths),
         writes: new Map([[s.meta, Buffer.from("four")]]),
       });
-      expect(counter.count - before).toBe(1 + 3); // loadCurrent + add, update-index, write-tree
+      expect(counter.count - before).toBe(3); // add, update-index, write-tree
       check(fourth.pointer.revision);
       expect(git(root, env, "show", `${fourth.pointer.revision}:${s.meta}`)).toBe("four");
       expect(git(root, env, "ls-files", "-t", "docs/run.sh")).toBe("S docs/run.sh\n"); // git's own path kept the flag
@@ -553,5 +554,28 @@ describe("remoteHas: the remote's real history, asked without pushing", () => {
     expect(await backend.remoteHas(first), "an ancestor of what the remote has").toBe(true);
     const third = await commit(3);
     expect(await backend.remoteHas(third), "newer than the remote").toBe(false);
+  });
+});
+
+describe("reads of the cohort this backend committed last", () => {
+  it("need no git process while HEAD names it; a user commit sends the read back to git", async () => {
+    const { backend, root, env, counter } = await repo();
+    const first = await backend.publish({
+      basis: await backend.loadCurrent(paths),
+      writes: new Map(paths.map((p) => [p, Buffer.from(`one ${p}`)] as const)),
+    });
+    let before = counter.count;
+    const read = await backend.loadCurrent(paths);
+    expect(counter.count - before, "no cat-file").toBe(0);
+    expect(read.pointer).toEqual(first.pointer);
+    // A hand edit is still caught without git: the live bytes are checked against the known blobs.
+    writeFileSync(join(root, s.meta), "edited by hand");
+    await expect(backend.loadCurrent(paths)).rejects.toMatchObject({ code: "worktree-diverged", file: s.meta });
+    writeFileSync(join(root, s.meta), `one ${s.meta}`);
+    git(root, env, "commit", "-q", "--allow-empty", "-m", "user");
+    before = counter.count;
+    const after = await backend.loadCurrent(paths);
+    expect(counter.count - before, "HEAD moved: git resolves it").toBe(1);
+    expect(after.pointer!.revision).toBe(git(root, env, "rev-parse", "HEAD").trim());
   });
 });
