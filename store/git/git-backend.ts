@@ -319,6 +319,7 @@ export class GitBackend implements StoreBackend {
    * while the branch still names that commit, a read verifies the live files against these
    * without asking git for HEAD's blobs.
    */
+  private remoteCache: { readonly stamp: string; readonly ref: string; readonly remote: string | null } | undefined;
   private knownBlobs: { readonly revision: string; readonly blobs: ReadonlyMap<string, string | null> } | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
@@ -529,6 +530,33 @@ export class GitBackend implements StoreBackend {
     }
   }
 
+  /** Live files just verified equal to `revision`'s blobs: later reads of that revision need no git. */
+  private rememberBlobs(revision: string, members: readonly string[], files: ReadonlyMap<string, Buffer | null>): void {
+    const blobs = new Map(this.knownBlobs?.revision === revision ? this.knownBlobs.blobs : []);
+    for (const path of members) {
+      const bytes = files.get(path) ?? null;
+      blobs.set(path, bytes === null ? null : gitBlobId(bytes, this.info.objectFormat));
+    }
+    this.knownBlobs = { revision, blobs };
+  }
+
+  /**
+   * A past revision's members when it is the one whose blobs are known (committed or verified by
+   * this backend) and the live files still have exactly those blobs: no git process. Else null.
+   */
+  private async knownRevision(revision: string, members: readonly string[]): Promise<CohortSnapshot | null> {
+    const known = this.knownBlobs;
+    if (known?.revision !== revision || !members.every((path) => known.blobs.has(path))) return null;
+    const files = await readMembers(this.root, members).catch(() => null);
+    if (files === null) return null;
+    for (const path of members) {
+      const bytes = files.get(path) ?? null;
+      const blob = bytes === null ? null : gitBlobId(bytes, this.info.objectFormat);
+      if (blob !== known.blobs.get(path)) return null;
+    }
+    return { pointer: { revision }, files, hashes: hashFiles(files) };
+  }
+
   /** HEAD and the blob of each member at HEAD, in `git cat-file --batch-check`'s output format. */
   private async headBlobsListing(members: readonly string[]): Promise<string> {
     const known = this.knownBlobs;
@@ -582,6 +610,7 @@ export class GitBackend implements StoreBackend {
         );
       }
     });
+    this.rememberBlobs(revision!, members, files);
     return { pointer: { revision }, files, hashes };
   }
 
@@ -610,6 +639,8 @@ export class GitBackend implements StoreBackend {
     }
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
+    const known = await this.knownRevision(pointer.revision, members);
+    if (known) return known;
     let listing: string;
     try {
       listing = await this.runner.execText([
@@ -1473,6 +1504,16 @@ export class GitBackend implements StoreBackend {
 
   async publicationRemote(): Promise<string | null> {
     const ref = await this.headBranch();
+    // Remotes live in the repository's config: unchanged file, same branch, same answer (no process).
+    const stamp = await this.configStamp();
+    const cached = this.remoteCache;
+    if (cached && stamp !== null && cached.stamp === stamp && cached.ref === ref) return cached.remote;
+    const remote = await this.readPublicationRemote(ref);
+    this.remoteCache = stamp === null ? undefined : { stamp, ref, remote };
+    return remote;
+  }
+
+  private async readPublicationRemote(ref: string): Promise<string | null> {
     const branch = ref.slice("refs/heads/".length);
     let out = "";
     try {

@@ -578,4 +578,32 @@ describe("reads of the cohort this backend committed last", () => {
     expect(counter.count - before, "HEAD moved: git resolves it").toBe(1);
     expect(after.pointer!.revision).toBe(git(root, env, "rev-parse", "HEAD").trim());
   });
+
+  it("loadRevision of a known revision reads the live files only while they still have its blobs", async () => {
+    const { backend, root, counter } = await repo();
+    const bytes = new Map(paths.map((p) => [p, Buffer.from(`one ${p}`)] as const));
+    const first = await backend.publish({ basis: await backend.loadCurrent(paths), writes: bytes });
+    let before = counter.count;
+    const read = await backend.loadRevision(first.pointer, paths);
+    expect(counter.count - before, "no ls-tree, no cat-file").toBe(0);
+    expect(read.files).toEqual(bytes);
+    writeFileSync(join(root, s.meta), "edited by hand");
+    before = counter.count;
+    const past = await backend.loadRevision(first.pointer, paths);
+    expect(counter.count - before, "the live files differ: git reads the revision").toBe(2);
+    expect(past.files.get(s.meta)).toEqual(bytes.get(s.meta));
+  });
+
+  it("the publication remote is read once per config file state", async () => {
+    const { backend, root, env, counter } = await repo();
+    await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
+    let before = counter.count;
+    expect(await backend.publicationRemote()).toBeNull();
+    expect(await backend.publicationRemote()).toBeNull();
+    expect(counter.count - before).toBe(1);
+    git(root, env, "remote", "add", "origin", join(root, "nowhere.git"));
+    before = counter.count;
+    expect(await backend.publicationRemote()).toBe("origin");
+    expect(counter.count - before).toBe(1);
+  });
 });
