@@ -50,7 +50,14 @@ import {
   verifyBasis,
 } from "../cohort-basis.ts";
 import { comparePaths } from "../layout.ts";
-import { LOCK_FILE_NAME, acquirePublicationLock, lockExists, lockHeldError, readLockOwner } from "../fs/lock.ts";
+import {
+  LOCK_FILE_NAME,
+  acquirePublicationLock,
+  lockExists,
+  lockHeldError,
+  publicationsOverlapError,
+  readLockOwner,
+} from "../fs/lock.ts";
 import { StoreError } from "../store-error.ts";
 import type {
   CohortBasis,
@@ -61,10 +68,22 @@ import type {
   StorePointer,
 } from "../backend.ts";
 
+/** The members' bytes, read at once: the shorter the read, the less often a publication overlaps it. */
 async function readCohort(root: string, paths: readonly string[]): Promise<Map<string, Buffer | null>> {
-  const files = new Map<string, Buffer | null>();
-  for (const path of [...paths].sort(comparePaths)) files.set(path, await readOwnedFile(root, path));
-  return files;
+  const sorted = [...paths].sort(comparePaths);
+  const bytes = await Promise.all(sorted.map((path) => readOwnedFile(root, path)));
+  return new Map(sorted.map((path, i) => [path, bytes[i]!]));
+}
+
+/** Re-reads of the live cohort before a writer that keeps publishing between them counts as lock-held. */
+const STABLE_READ_ATTEMPTS = 8;
+
+function sameCohort(a: ReadonlyMap<string, Buffer | null>, b: ReadonlyMap<string, Buffer | null>): boolean {
+  for (const [path, bytes] of a) {
+    const other = b.get(path) ?? null;
+    if (bytes === null ? other !== null : other === null || !bytes.equals(other)) return false;
+  }
+  return a.size === b.size;
 }
 
 /** Fault-injection hooks for tests: faults a real filesystem cannot be made to produce on demand. */
@@ -98,11 +117,28 @@ export class FileBackend implements StoreBackend {
   /**
    * The live cohort. While another writer holds the publication lock its renames may be half
    * done, so the read is refused as lock-held (retryable) rather than returning a mixed cohort.
+   * A lock-free moment before the read is not enough: a writer can take the lock, rename part of
+   * the cohort while the members are being read and release it again, leaving e.g. a new
+   * checkpoint beside an old tail. So the members are read again after a moment without the lock:
+   * identical bytes both times are the cohort that moment held (stream files never repeat bytes,
+   * each record has a fresh id), and a writer mid-rename then holds the lock.
    */
   async loadCurrent(paths: readonly string[]): Promise<CohortSnapshot> {
-    if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+    const held = async () => {
+      if (await lockExists(this.lockPath)) throw lockHeldError(this.lockPath, await readLockOwner(this.lockPath));
+    };
+    await held();
     await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
-    const files = await readCohort(this.root, paths);
+    let files = await readCohort(this.root, paths);
+    for (let attempt = 1; ; attempt++) {
+      await held();
+      const again = await readCohort(this.root, paths);
+      if (sameCohort(files, again)) break;
+      // Each mismatch is a publication that completed between two reads; a writer that keeps
+      // publishing is the lock-held case the caller already retries.
+      if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(this.lockPath, attempt);
+      files = again;
+    }
     const hashes = hashFiles(files);
     return { pointer: filePointerOf(hashes), files, hashes };
   }

@@ -114,6 +114,19 @@ export function lockHeldError(path: string, owner: LockOwner | { unreadable: str
   );
 }
 
+/**
+ * Reads that kept overlapping other writers' publications (each finished between two reads, so the
+ * lock was free whenever it was checked). Retryable like lock-held, and said as what it is.
+ */
+export function publicationsOverlapError(path: string, reads: number): StoreError {
+  return new StoreError(
+    "lock-held",
+    `Other State Flow writers kept publishing while this read ran: ${reads} reads in a row each overlapped ` +
+      `a publication (lock ${path}). Nothing was read as current and nothing was written; retry in a moment.`,
+    { file: path },
+  );
+}
+
 /** Takes the lock by exclusive create; throws `lock-held` when it exists. */
 export async function acquirePublicationLock(
   path: string,

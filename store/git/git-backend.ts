@@ -111,6 +111,7 @@ import {
   lockExists,
   lockHeldError,
   ownerIsGone,
+  publicationsOverlapError,
   readLockOwner,
 } from "../fs/lock.ts";
 import {
@@ -138,6 +139,8 @@ import type {
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
+/** Reads of a diverging cohort before publications that keep overlapping them count as lock-held. */
+const STABLE_READ_ATTEMPTS = 8;
 /** Index size up to which a publication without known trees still builds them in-process. */
 const COLD_IN_PROCESS_ENTRIES = 256;
 
@@ -501,8 +504,44 @@ export class GitBackend implements StoreBackend {
         throw await this.explainLockHeld(error);
       },
     );
-    // The live files are read while HEAD's blobs are resolved: from the cohort this backend
-    // committed last when the branch still names it (no process), else by git (one process).
+    // A publisher moves the ref before it renames the live files and releases its lock: a read
+    // that overlaps it can see the new HEAD beside old files (or the reverse) and the lock already
+    // gone. So a divergence is read again after a moment; only the same HEAD beside the same bytes
+    // twice is a real one (HEAD only moves forward, and stream files never repeat their bytes).
+    let previous: { head: string; files: Map<string, Buffer | null> } | null = null;
+    for (let attempt = 1; ; attempt++) {
+      const { listing, files } = await this.readHeadAndFiles(members);
+      try {
+        return this.verifyCurrent(members, listing, files);
+      } catch (error) {
+        if (!isStoreError(error, "worktree-diverged")) throw error;
+        // Live files written file-only (Git was absent meanwhile) whose session files are the ones
+        // the caller's branch selected are that branch's accepted state: current, under its pointer.
+        // Its shared files are read as they are, as any file-only restore reads them.
+        const proven = options.provenCohort;
+        const hashes = hashFiles(files);
+        if (proven && provesFileCohort(proven, hashes))
+          return { pointer: { revision: proven.revision }, files, hashes };
+        // While the lock is held that is a retryable lock-held, not a divergence.
+        if (await lockExists(this.lockPath))
+          throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
+        const head = listing.split("\n")[0] ?? "";
+        if (previous && previous.head === head && sameMembers(previous.files, files)) throw error;
+        // Publications that keep overlapping the reads are the other writer's lock, for the caller to retry.
+        if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(this.lockPath, attempt);
+        previous = { head, files };
+        await new Promise((done) => setTimeout(done, 2 * attempt));
+      }
+    }
+  }
+
+  /**
+   * The live files, read while HEAD's blobs are resolved: from the cohort this backend committed
+   * last when the branch still names it (no process), else by git (one process).
+   */
+  private async readHeadAndFiles(
+    members: readonly string[],
+  ): Promise<{ listing: string; files: Map<string, Buffer | null> }> {
     const [checked, files] = await Promise.allSettled([
       this.headBlobsListing(members),
       readMembers(this.root, members),
@@ -510,24 +549,7 @@ export class GitBackend implements StoreBackend {
     if (files.status === "rejected") throw files.reason;
     if (checked.status === "rejected")
       throw gitFailed("Reading HEAD of the state repository (git cat-file --batch-check)", checked.reason);
-    try {
-      return this.verifyCurrent(members, checked.value, files.value);
-    } catch (error) {
-      if (!isStoreError(error, "worktree-diverged")) throw error;
-      // Live files written file-only (Git was absent meanwhile) whose session files are the ones
-      // the caller's branch selected are that branch's accepted state: current, under its pointer.
-      // Its shared files are read as they are, as any file-only restore reads them.
-      const proven = options.provenCohort;
-      const hashes = hashFiles(files.value);
-      if (proven && provesFileCohort(proven, hashes)) {
-        return { pointer: { revision: proven.revision }, files: files.value, hashes };
-      }
-      // A publisher moves the ref before renaming the live files: mid-publication the two
-      // disagree. While the lock is held that is a retryable lock-held, not a divergence.
-      if (await lockExists(this.lockPath))
-        throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
-      throw error;
-    }
+    return { listing: checked.value, files: files.value };
   }
 
   /** Live files just verified equal to `revision`'s blobs: later reads of that revision need no git. */
@@ -1645,6 +1667,10 @@ function seedIndexSync(from: string, to: string): Buffer {
 
 function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   return a === null || b === null ? a === b : a.equals(b);
+}
+
+function sameMembers(a: ReadonlyMap<string, Buffer | null>, b: ReadonlyMap<string, Buffer | null>): boolean {
+  return a.size === b.size && [...a].every(([path, bytes]) => sameBytes(bytes, b.get(path) ?? null));
 }
 
 /**

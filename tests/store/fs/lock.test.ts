@@ -92,3 +92,13 @@ describe("publication lock", () => {
     expect(pidIsGone(Number.NaN)).toBe(false);
   });
 });
+
+describe("publicationsOverlapError", () => {
+  it("is a retryable lock-held that says what happened, not that someone holds the lock", async () => {
+    const { publicationsOverlapError } = await import("../../../store/fs/lock.ts");
+    const error = publicationsOverlapError("/s/.git/state-flow-publication.lock", 8);
+    expect(error.code).toBe("lock-held");
+    expect(error.message).toContain("8 reads in a row each overlapped a publication");
+    expect(error.message).not.toContain("is held by");
+  });
+});
