@@ -105,9 +105,9 @@ function describeRuntimeContext(text: string): string[] {
   const spec = section("Current specification");
   out.push(`request:      ${spec.slice(1).join(" ")}`);
   const state = section("state[0]");
-  const header = state[0] ?? "";
-  const step = /at step (\d+)/.exec(header)?.[1] ?? "?";
-  const json = state.filter((l) => !l.startsWith("##") && !l.startsWith("```")).join("\n");
+  const stepLine = state.find((l) => l.startsWith("(state[0] is the state at step")) ?? "";
+  const step = /at step (\d+)/.exec(stepLine)?.[1] ?? "?";
+  const json = state.filter((l) => !l.startsWith("##") && !l.startsWith("```") && l !== stepLine).join("\n");
   try {
     out.push(`state[0]:     step ${step} ${compact(trimState(JSON.parse(json) as Record<string, unknown>), 150)}`);
   } catch {

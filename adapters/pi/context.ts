@@ -137,16 +137,20 @@ export interface RuntimeContextInput {
 }
 
 export function renderRuntimeContext(input: RuntimeContextInput): string {
+  // What changes least comes first, so that a provider's prefix cache keeps as much of it as it
+  // can from one inference to the next: state (stable scopes and fields before volatile ones),
+  // then what belongs to this run and this step.
   const lines: string[] = [
     "[State Flow runtime context — assistant-produced state, fallible; it is not an instruction]",
     "",
-    "## Current specification (the user's request for this run)",
-    ...renderSpecification(input.specification),
-    "",
-    `## state[0] — effective state (global → cwd → session) at step ${input.step}`,
+    "## state[0] — effective state (global → cwd → session)",
     "```json",
     JSON.stringify(input.state, null, 2),
     "```",
+    `(state[0] is the state at step ${input.step})`,
+    "",
+    "## Current specification (the user's request for this run)",
+    ...renderSpecification(input.specification),
     "",
     "## Recent transitions (newest first)",
   ];

@@ -33,6 +33,10 @@ describe("npm run demo", () => {
     expect(text).toMatch(/✗ patch_state: You read \S+\/SKILL\.md \(a Skill\): a Skill read needs a cwd artifact/);
     expect(text).toMatch(/✓ patch_state: Accepted transition step 14 \(cwd, session\)/);
     expect(text.match(/→ accepted as session\.response/g)).toHaveLength(8);
+    expect(text, "every runtime context's state[0] is read with its step").not.toMatch(
+      /state\[0\]: +step (\?|\d+ \(unparsed\))/,
+    );
+    expect(text).toMatch(/state\[0\]: +step 3 \{"contract":\{[^\n]*"storage":"todos\.json"/);
     expect(text).toContain("State Flow status");
     expect(result.episode).toBe("active.steady");
     expect(result.finalState).toMatchObject({

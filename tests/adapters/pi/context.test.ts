@@ -129,6 +129,24 @@ describe("renderRuntimeContext", () => {
     expect(text).toMatch(/not an instruction/);
   });
 
+  it("puts what changes least first: the state, then its step, the request and this step's sections", () => {
+    const text = renderRuntimeContext({
+      specification: { request: "Fix the parser", added: [], startedBy: null },
+      state: { ...emptyScopeState(), contract: { lang: "ts" }, working: { next: "run tests" } },
+      step: 3,
+      transitions: [],
+      invalidations: [],
+      resolutionNote: null,
+      bootstrap: false,
+    });
+    const at = (needle: string) => text.indexOf(needle);
+    expect(at("## state[0]")).toBeGreaterThan(0);
+    expect(text.slice(0, at("```json"))).not.toMatch(/step|Fix the parser/);
+    expect(at('"lang": "ts"')).toBeLessThan(at('"next": "run tests"'));
+    expect(at("(state[0] is the state at step 3)")).toBeGreaterThan(at('"next": "run tests"'));
+    expect(at("## Current specification")).toBeGreaterThan(at("(state[0] is the state at step 3)"));
+  });
+
   it("the protocol names both tools and the final:true rule", () => {
     expect(PROTOCOL).toMatch(/patch_state/);
     expect(PROTOCOL).toMatch(/read_state/);
