@@ -6,7 +6,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SessionManager, type AgentSession } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
-import { createOfflineSession, type OfflineSession } from "../adapters/pi/offline-session.ts";
+import {
+  createOfflineSession,
+  isolatedGitEnv,
+  offlineCommandActions,
+  type OfflineSession,
+} from "../adapters/pi/offline-session.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 import { timedExtension } from "./e2e-phases.ts";
 
@@ -53,19 +58,8 @@ export function gitWrapper(dir: string, realGit: string, counter: string): strin
 }
 
 /** Git identity and config isolated from the user's (as the demo and the tests do). */
-export function isolatedGitEnv(root: string): NodeJS.ProcessEnv {
-  const gitConfig = join(root, "gitconfig");
-  writeFileSync(gitConfig, "");
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
-  for (const key of Object.keys(env))
-    if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
-  return {
-    ...env,
-    GIT_AUTHOR_NAME: "State Flow Bench",
-    GIT_AUTHOR_EMAIL: "bench@state-flow.invalid",
-    GIT_COMMITTER_NAME: "State Flow Bench",
-    GIT_COMMITTER_EMAIL: "bench@state-flow.invalid",
-  };
+export function isolatedBenchGitEnv(root: string): NodeJS.ProcessEnv {
+  return isolatedGitEnv(root, "State Flow Bench");
 }
 
 export async function openBenchSession(options: OpenOptions): Promise<BenchSession> {
@@ -108,14 +102,7 @@ export async function openBenchSession(options: OpenOptions): Promise<BenchSessi
         message: `extension error: ${String((error as { error?: unknown }).error ?? error)}`,
         level: "error",
       }),
-    commandContextActions: {
-      waitForIdle: () => session.waitForIdle(),
-      navigateTree: (id: string, opts?: never) => session.navigateTree(id, opts),
-      reload: () => session.reload(),
-      newSession: async () => ({ cancelled: true }),
-      fork: async () => ({ cancelled: true }),
-      switchSession: async () => ({ cancelled: true }),
-    } as never,
+    commandContextActions: offlineCommandActions(session),
   });
   const bindMs = performance.now() - t1;
   if (mode !== "native" && !accessor) throw new Error("State Flow did not load");

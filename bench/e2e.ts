@@ -40,7 +40,7 @@ import { installPhaseWrappers, missing, phaseTable, setDetail, takeIntervals, ty
 import { profiled, summarizeProfile, type CpuProfile, type ProfileSummary } from "./e2e-profile.ts";
 import {
   gitWrapper,
-  isolatedGitEnv,
+  isolatedBenchGitEnv,
   openBenchSession,
   type BenchSession,
   type CaseDirs,
@@ -84,7 +84,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const)
     rmSync(work, { recursive: true, force: true });
     process.exit(130);
   });
-const baseEnv = isolatedGitEnv(work);
+const baseEnv = isolatedBenchGitEnv(work);
 const noGitPath = join(work, "no-git-bin");
 mkdirSync(noGitPath);
 

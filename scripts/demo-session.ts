@@ -15,7 +15,13 @@ import { join, relative } from "node:path";
 import { type AssistantMessage, type Context, type FauxResponseStep, type Message } from "@earendil-works/pi-ai";
 import { SessionManager, VERSION, type AgentSession, type AgentSessionEvent } from "@earendil-works/pi-coding-agent";
 import { createStateFlowExtension } from "../adapters/pi/extension.ts";
-import { createOfflineSession, scriptedSteps, type OfflineSession } from "../adapters/pi/offline-session.ts";
+import {
+  createOfflineSession,
+  isolatedGitEnv,
+  offlineCommandActions,
+  scriptedSteps,
+  type OfflineSession,
+} from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 
@@ -132,21 +138,6 @@ interface Recorder {
   print: (line: string) => void;
 }
 
-function gitEnv(root: string): NodeJS.ProcessEnv {
-  const gitConfig = join(root, "gitconfig");
-  writeFileSync(gitConfig, "");
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
-  for (const key of Object.keys(env))
-    if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
-  return {
-    ...env,
-    GIT_AUTHOR_NAME: "State Flow Demo",
-    GIT_AUTHOR_EMAIL: "demo@state-flow.invalid",
-    GIT_COMMITTER_NAME: "State Flow Demo",
-    GIT_COMMITTER_EMAIL: "demo@state-flow.invalid",
-  };
-}
-
 function storeTree(storeRoot: string): string[] {
   const out: string[] = [];
   const walk = (dir: string, depth: number) => {
@@ -231,14 +222,7 @@ async function bindDemoUi(s: AgentSession, ui: DemoUi, out: (line: string) => vo
       ui.errors.push(text);
       out(`  !! ${text}`);
     },
-    commandContextActions: {
-      waitForIdle: () => s.waitForIdle(),
-      navigateTree: (id: string, opts?: never) => s.navigateTree(id, opts),
-      reload: () => s.reload(),
-      newSession: async () => ({ cancelled: true }),
-      fork: async () => ({ cancelled: true }),
-      switchSession: async () => ({ cancelled: true }),
-    } as never,
+    commandContextActions: offlineCommandActions(s),
   });
 }
 
@@ -585,7 +569,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const rec = recorder(options.print);
   const dirs = makeDemoDirs();
   const { root, storeRoot } = dirs;
-  const env = gitEnv(root);
+  const env = isolatedGitEnv(root, "State Flow Demo");
   const previousEnv = { PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR, PI_OFFLINE: process.env.PI_OFFLINE };
   process.env.PI_CODING_AGENT_DIR = dirs.agentDir; // Pi's getAgentDir() follows this, not the SDK option
   process.env.PI_OFFLINE = "1";

@@ -3,6 +3,8 @@
 // as factories; the caller binds them (bindings differ: a demo prints, tests record). Also the
 // builders of the scripted model steps both feed it.
 
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   InMemoryCredentialStore,
   fauxAssistantMessage,
@@ -112,5 +114,42 @@ export function scriptedSteps(idPrefix: string) {
           list.map(([name, args]) => fauxToolCall(name, args, { id: nextId() })),
           { stopReason: "toolUse" },
         ),
+  };
+}
+
+type CommandActions = NonNullable<Parameters<AgentSession["bindExtensions"]>[0]["commandContextActions"]>;
+
+/**
+ * The command actions of an offline binding: waiting, tree navigation and reload work; a new,
+ * forked or switched session is cancelled (an offline run drives exactly one session).
+ */
+export function offlineCommandActions(session: AgentSession): CommandActions {
+  return {
+    waitForIdle: () => session.waitForIdle(),
+    navigateTree: (id: string, opts?: never) => session.navigateTree(id, opts),
+    reload: () => session.reload(),
+    newSession: async () => ({ cancelled: true }),
+    fork: async () => ({ cancelled: true }),
+    switchSession: async () => ({ cancelled: true }),
+  } as unknown as CommandActions;
+}
+
+/**
+ * Git for an offline session: no system config, an empty global config in `dir`, none of the
+ * caller's GIT_* overrides, and a fixed identity named `who`, so runs never touch the user's git.
+ */
+export function isolatedGitEnv(dir: string, who: string): NodeJS.ProcessEnv {
+  const gitConfig = join(dir, "gitconfig");
+  writeFileSync(gitConfig, "");
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
+  for (const key of Object.keys(env))
+    if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
+  const email = `${who.split(" ").pop()!.toLowerCase()}@state-flow.invalid`;
+  return {
+    ...env,
+    GIT_AUTHOR_NAME: who,
+    GIT_AUTHOR_EMAIL: email,
+    GIT_COMMITTER_NAME: who,
+    GIT_COMMITTER_EMAIL: email,
   };
 }

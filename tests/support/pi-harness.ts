@@ -17,7 +17,12 @@ import {
 import { SessionManager, type AgentSession, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { afterEach } from "vitest";
 import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
-import { createOfflineSession, scriptedSteps } from "../../adapters/pi/offline-session.ts";
+import {
+  createOfflineSession,
+  isolatedGitEnv,
+  offlineCommandActions,
+  scriptedSteps,
+} from "../../adapters/pi/offline-session.ts";
 import { findGitExecutable } from "../../store/git/git-runner.ts";
 import { providerRequest } from "../../adapters/pi/provider-request.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
@@ -94,17 +99,7 @@ export class PiHarness {
     mkdirSync(this.agentDir, { recursive: true });
     mkdirSync(this.cwd, { recursive: true });
     mkdirSync(this.sessionDir, { recursive: true });
-    const gitConfig = join(this.root, "gitconfig");
-    writeFileSync(gitConfig, "");
-    const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: gitConfig };
-    for (const key of Object.keys(env))
-      if (/^GIT_(AUTHOR|COMMITTER)_|^GIT_(DIR|INDEX_FILE|WORK_TREE)$/.test(key)) delete env[key];
-    Object.assign(env, {
-      GIT_AUTHOR_NAME: "State Flow Test",
-      GIT_AUTHOR_EMAIL: "test@state-flow.invalid",
-      GIT_COMMITTER_NAME: "State Flow Test",
-      GIT_COMMITTER_EMAIL: "test@state-flow.invalid",
-    });
+    const env = isolatedGitEnv(this.root, "State Flow Test");
     if (options.git === false) env.PATH = join(this.root, "no-git-bin");
     else if (options.gitLog) env.PATH = `${loggingGit(this.root, options.gitLog)}${delimiter}${env.PATH ?? ""}`;
     this.env = env;
@@ -179,14 +174,7 @@ export class PiHarness {
           message: `extension error: ${String((error as { error?: unknown }).error ?? error)}`,
           level: "extension-error",
         }),
-      commandContextActions: {
-        waitForIdle: () => session.waitForIdle(),
-        navigateTree: (id: string, opts?: never) => session.navigateTree(id, opts),
-        reload: () => session.reload(),
-        newSession: async () => ({ cancelled: true }),
-        fork: async () => ({ cancelled: true }),
-        switchSession: async () => ({ cancelled: true }),
-      } as never,
+      commandContextActions: offlineCommandActions(session),
     });
   }
 

@@ -1,10 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { SessionManager, type ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { afterEach, describe, expect, it } from "vitest";
-import { createOfflineSession, scriptedSteps } from "../../../adapters/pi/offline-session.ts";
+import { createOfflineSession, isolatedGitEnv, scriptedSteps } from "../../../adapters/pi/offline-session.ts";
 import { runTriggerOf } from "../../../adapters/pi/pi-versions.ts";
 
 let root: string | undefined;
@@ -75,5 +76,26 @@ describe("createOfflineSession", () => {
       { type: "toolCall", id: "mine", arguments: { final: true } },
     ]);
     expect(calls(["a", {}], ["b", {}])().content.map((c) => (c as { id: string }).id)).toEqual(["t-2", "t-3"]);
+  });
+});
+
+describe("isolatedGitEnv", () => {
+  it("gives git an empty global config, no system config, none of the caller's overrides and a fixed identity", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sf-offline-git-"));
+    const saved = process.env.GIT_DIR;
+    process.env.GIT_DIR = "/somewhere/else";
+    try {
+      const env = isolatedGitEnv(dir, "State Flow Demo");
+      expect(env.GIT_DIR).toBeUndefined();
+      expect(env.GIT_CONFIG_NOSYSTEM).toBe("1");
+      expect(readFileSync(env.GIT_CONFIG_GLOBAL!, "utf8")).toBe("");
+      expect(execFileSync("git", ["var", "GIT_AUTHOR_IDENT"], { env, encoding: "utf8" })).toMatch(
+        /^State Flow Demo <demo@state-flow\.invalid> /,
+      );
+    } finally {
+      if (saved === undefined) delete process.env.GIT_DIR;
+      else process.env.GIT_DIR = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
