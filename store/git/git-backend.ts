@@ -515,6 +515,9 @@ export class GitBackend implements StoreBackend {
         return this.verifyCurrent(members, listing, files);
       } catch (error) {
         if (!isStoreError(error, "worktree-diverged")) throw error;
+        // Known blobs can be stale only if a file changed while its cohort was being committed
+        // (git add then staged other bytes than the ones read): git itself decides from here on.
+        this.knownBlobs = undefined;
         // Live files written file-only (Git was absent meanwhile) whose session files are the ones
         // the caller's branch selected are that branch's accepted state: current, under its pointer.
         // Its shared files are read as they are, as any file-only restore reads them.
