@@ -20,7 +20,7 @@ import { hashJson, type JsonObject } from "../core/json.ts";
 import { SCOPES, parseScopeState, type ScopeName, type ScopeState } from "../core/scope-state.ts";
 import type { CohortSnapshot, StoreBackend } from "./backend.ts";
 import { scopeFiles, type ScopeKeys } from "./layout.ts";
-import { StoreError, errnoOf } from "./store-error.ts";
+import { StoreError, errnoOf, isStoreError } from "./store-error.ts";
 
 /** The one legacy snapshot file this migration accepts, per scope directory. */
 export const LEGACY_STATE_FILE = "state.json";
@@ -209,7 +209,9 @@ export async function migrateLegacyState(
   keys: ScopeKeys,
   options: MigrateOptions = {},
 ): Promise<LegacyMigrationResult | null> {
-  const snapshot = await store.loadCurrent(legacyPaths(keys));
+  const snapshot = await store.loadCurrent(legacyPaths(keys)).catch((error: unknown) => {
+    throw untrackedLegacyState(store, error);
+  });
   const plan = planLegacyMigration(snapshot, keys);
   if (plan === null) return null;
   const names = plan.scopes.map((s) => s.scope);
@@ -225,6 +227,22 @@ export async function migrateLegacyState(
     await restoreLegacy(store, plan, receipt.pointer.revision, error);
   }
   return { scopes: names, revision: receipt.pointer.revision };
+}
+
+/**
+ * A Git store whose history lacks a live state.json reads it as diverged, and the generic advice
+ * (remove the file) would delete the very state to migrate: it gets its own advice.
+ */
+function untrackedLegacyState(store: StoreBackend, error: unknown): unknown {
+  if (!isStoreError(error, "worktree-diverged") || !error.file?.endsWith(LEGACY_STATE_FILE)) return error;
+  const git = `git -C ${store.root}`;
+  return new StoreError(
+    "worktree-diverged",
+    `${error.file} is a legacy state.json that the store's Git history does not contain (or holds other bytes ` +
+      `of). Do not remove it: it is the state to migrate. Commit it as it is (${git} add -- ${error.file} && ` +
+      `${git} commit -m "predecessor state"), then start State Flow again; nothing was written.`,
+    { file: error.file, cause: error },
+  );
 }
 
 /** Puts every state.json back and removes the converted pair, only if the published bytes are still there. */

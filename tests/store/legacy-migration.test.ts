@@ -1,6 +1,7 @@
 // The in-store migration of legacy state.json snapshots, on real file-only and Git stores whose
 // legacy files the test writes (and, for Git, commits the way a predecessor would have).
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../core/temporal.ts";
@@ -235,5 +236,21 @@ describe.each(["file", "git"] as const)("legacy state.json migration (%s)", (kin
     const kept = `${legacyPath("cwd")}.pre-migration`;
     expect(error.message).toContain(`The old bytes are kept in ${kept}`);
     expect(readFileSync(join(f.root, kept), "utf8")).toBe(legacyFiles({ cwd: STATES.cwd })[legacyPath("cwd")]);
+  });
+});
+
+describe("legacy state.json migration (git, the legacy file not in the history)", () => {
+  it("is refused with advice that keeps the file, and following it migrates", async () => {
+    const f = fixture("git");
+    writeLegacy(f, { "notes.md": "the user's\n" });
+    writeFileSync(join(f.root, LEGACY_STATE_FILE), `${JSON.stringify(STATES.global)}\n`);
+    const store = await open(f);
+    const error = await refusal(store.migrateLegacy());
+    expect(error.code).toBe("worktree-diverged");
+    expect(error.message).toContain("Do not remove it: it is the state to migrate");
+    const advice = /\((git -C \S+ add -- \S+ && git -C \S+ commit -m "predecessor state")\)/.exec(error.message)![1]!;
+    execSync(advice, { env: f.env });
+    expect((await store.migrateLegacy())!.scopes).toEqual(["global"]);
+    expect(JSON.parse(readFileSync(join(f.root, "checkpoint.json"), "utf8")).state).toEqual(STATES.global);
   });
 });
