@@ -72,6 +72,7 @@ import {
 } from "./index-lock.ts";
 import { EMPTY_INDEX, mergeIndexEntries, restageEntries, sameEntries, storeFilesAdded } from "./index-merge.ts";
 import { removeLeftovers } from "./leftovers.ts";
+import { readKnownBlobs, writeKnownBlobs } from "./known-blobs.ts";
 import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
   FILE_JOURNAL_NAME,
@@ -322,6 +323,8 @@ export class GitBackend implements StoreBackend {
    * while the branch still names that commit, a read verifies the live files against these
    * without asking git for HEAD's blobs.
    */
+  /** Whether the cache another process may have left (known-blobs.ts) was read yet. */
+  private knownBlobsLoaded = false;
   private remoteCache: { readonly stamp: string; readonly ref: string; readonly remote: string | null } | undefined;
   private knownBlobs: { readonly revision: string; readonly blobs: ReadonlyMap<string, string | null> } | undefined;
 
@@ -584,6 +587,10 @@ export class GitBackend implements StoreBackend {
 
   /** HEAD and the blob of each member at HEAD, in `git cat-file --batch-check`'s output format. */
   private async headBlobsListing(members: readonly string[]): Promise<string> {
+    if (!this.knownBlobsLoaded) {
+      this.knownBlobsLoaded = true;
+      this.knownBlobs ??= (await readKnownBlobs(this.info.commonDir)) ?? undefined;
+    }
     const known = this.knownBlobs;
     if (known && members.every((path) => known.blobs.has(path))) {
       const head = await this.headBranch()
@@ -834,6 +841,7 @@ export class GitBackend implements StoreBackend {
       committedBlobs.set(path, bytes === null ? null : gitBlobId(bytes, this.info.objectFormat));
     }
     this.knownBlobs = { revision, blobs: committedBlobs };
+    await writeKnownBlobs(this.info.commonDir, this.knownBlobs);
     // The index.lock protocol above either merged the caller's index or refused: it is always in step.
     return { pointer: { revision }, hashes, changed, committed: true, indexSynced: true };
   }

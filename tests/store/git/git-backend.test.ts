@@ -594,6 +594,16 @@ describe("reads of the cohort this backend committed last", () => {
     expect(past.files.get(s.meta)).toEqual(bytes.get(s.meta));
   });
 
+  it("a new backend (a resume) reads the cohort another process committed without a git process", async () => {
+    const { backend, root, env, counter } = await repo();
+    await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
+    const resumed = (await openGitBackend({ root, binary: GIT, env, counter, generation: "resume" }))!;
+    const before = counter.count;
+    const read = await resumed.loadCurrent(paths);
+    expect(counter.count - before).toBe(0);
+    expect(read.pointer!.revision).toBe(git(root, env, "rev-parse", "HEAD").trim());
+  });
+
   it("the publication remote is read once per config file state", async () => {
     const { backend, root, env, counter } = await repo();
     await backend.publish({ basis: await backend.loadCurrent(paths), writes: cohort(1) });
