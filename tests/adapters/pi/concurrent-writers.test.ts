@@ -218,7 +218,10 @@ for (const mode of ["file", "git"] as const) {
       for (const r of refused) reasons[refusalReason(r.text!)] = (reasons[refusalReason(r.text!)] ?? 0) + 1;
       const accepted = of(run, "accepted").length;
       const timing = `${run.ms} ms (${run.readyMs} ms until every session had started)`;
-      console.log(`${mode}: ${WRITERS}×${PATCHES} in ${timing}; accepted ${accepted}; refused`, reasons);
+      const startRetries = of(run, "ready").reduce((n, l) => n + Number(l["startRetries"] ?? 0), 0);
+      console.log(`${mode}: ${WRITERS}×${PATCHES} in ${timing}; accepted ${accepted}; refused`, reasons, {
+        startsRetriedAfterLockHeld: startRetries,
+      });
     }, WRITERS_TIMEOUT_MS);
     afterAll(() => {
       if (run) rmSync(run.root, { recursive: true, force: true });
