@@ -24,6 +24,13 @@ export interface PublishRequest {
   readonly writes: ReadonlyMap<string, Buffer | null>;
   /** Git commit message (Git backend only). */
   readonly message?: string;
+  /**
+   * The basis was not read from the live store for this publication: it is the cohort the caller
+   * published or loaded last. The per-file compare-and-swap checks it as always; Git also refuses
+   * it as stale-basis unless HEAD is still the basis revision (only a live read verifies the files
+   * against a HEAD that moved).
+   */
+  readonly basisUnread?: boolean;
 }
 
 export interface PublishReceipt {

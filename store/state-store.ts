@@ -215,23 +215,49 @@ const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 /**
  * Another publisher mid-flight is transient: its lock is held (reads of a half-renamed cohort
  * are refused as lock-held) or a member moved between our read and our lock (stale-basis, after
- * which the work is restaged on the fresh cohort). Retried for about a second; a lock left by a
- * dead writer then surfaces as the named lock-held error.
+ * which the work is restaged on the fresh cohort). Retried for about two seconds, at random
+ * intervals so that sessions waiting on one another do not keep colliding in step; a lock left by
+ * a dead writer then surfaces as the named lock-held error.
  */
-async function retryTransient<T>(work: () => Promise<T>, attempts = 40, delayMs = 25): Promise<T> {
+async function retryTransient<T>(work: () => Promise<T>, attempts = 70): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (error) {
       const transient = isStoreError(error, "lock-held") || isStoreError(error, "stale-basis");
       if (!transient || attempt >= attempts) throw error;
-      await sleep(delayMs);
+      await sleep(10 + Math.random() * 40);
     }
   }
 }
 
 function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
   return a === b || (a !== null && b !== null && a.equals(b));
+}
+
+function sameHashes(a: ReadonlyMap<string, string | null>, b: ReadonlyMap<string, string | null>): boolean {
+  return a.size === b.size && [...a].every(([path, hash]) => b.get(path) === hash);
+}
+
+/** A refusal judged on the runtime's own basis, which may be stale: decided again on a fresh read. */
+class JudgedOnOwnBasis extends Error {
+  constructor(refusal: unknown) {
+    super("refused on the runtime's own basis", { cause: refusal });
+  }
+}
+
+/** Runs the staging of a publication on the runtime's own basis; its refusals are re-decided on a fresh read. */
+function onOwnBasis<T>(stage: () => T): T {
+  try {
+    return stage();
+  } catch (error) {
+    throw new JudgedOnOwnBasis(error);
+  }
+}
+
+/** What a publication on the runtime's own basis builds on: that basis and the runtime's view, nothing adopted. */
+function ownBasisOf(runtime: BranchRuntime): { live: CohortSnapshot; view: TemporalView; moved: SharedScope[] } {
+  return { live: runtime.basis, view: runtime.view, moved: [] };
 }
 
 export interface CommitResult {
@@ -243,6 +269,8 @@ export class StateStore {
   readonly store: Store;
   readonly identity: SessionIdentity;
   readonly paths: string[];
+  /** Whether the live cohort was, at this session's last fresh read, the one its runtime last published or read. */
+  private ownBasisHolds = true;
 
   constructor(store: Store, identity: SessionIdentity) {
     this.store = store;
@@ -398,19 +426,20 @@ export class StateStore {
 
   /** Stop (or any config-only change): no semantic history step. */
   async publishConfig(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
-    return retryTransient(() => this.publishConfigOnce(runtime, config, message));
+    return this.publishOnOwnBasis((ownBasis) => this.publishConfigOnce(runtime, config, message, ownBasis));
   }
 
   private async publishConfigOnce(
     runtime: BranchRuntime,
     config: SessionConfig,
     message: string,
+    ownBasis: boolean,
   ): Promise<BranchRuntime> {
-    const { live, view } = await this.prepare(runtime);
+    const { live, view } = ownBasis ? ownBasisOf(runtime) : await this.prepare(runtime);
     const meta = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
     const writes = this.sessionWrites(view, meta, live);
     writes.set(scopeFiles("session", this.identity).config!, utf8(serializeSessionConfig(config)));
-    const receipt = await this.store.publish({ basis: live, writes, message });
+    const receipt = await this.store.publish({ basis: live, writes, message, basisUnread: ownBasis });
     return this.afterPublish({ ...runtime, view, meta, config }, live, writes, receipt.pointer, receipt.hashes);
   }
 
@@ -424,7 +453,7 @@ export class StateStore {
     message: string,
     options: CommitOptions = {},
   ): Promise<CommitResult> {
-    return retryTransient(() => this.commitOnce(runtime, patches, message, options));
+    return this.publishOnOwnBasis((ownBasis) => this.commitOnce(runtime, patches, message, options, ownBasis));
   }
 
   private async commitOnce(
@@ -432,8 +461,9 @@ export class StateStore {
     patches: Partial<Record<ScopeName, ScopePatch>>,
     message: string,
     options: CommitOptions,
+    ownBasis: boolean,
   ): Promise<CommitResult> {
-    const { live, view, moved } = await this.prepare(runtime);
+    const { live, view, moved } = ownBasis ? ownBasisOf(runtime) : await this.prepare(runtime);
     const conflict = moved.find((scope) => patches[scope]);
     if (conflict) {
       throw new StateFlowError(
@@ -443,8 +473,12 @@ export class StateStore {
         conflict,
       );
     }
-    const staged = stageCohort(view, patches);
-    options.check?.(view.current, staged.view.current);
+    const stage = () => {
+      const staged = stageCohort(view, patches);
+      options.check?.(view.current, staged.view.current);
+      return staged;
+    };
+    const staged = ownBasis ? onOwnBasis(stage) : stage();
     const meta: RuntimeMeta = {
       ...runtime.meta,
       predecessor: runtime.pointer.revision,
@@ -469,7 +503,7 @@ export class StateStore {
       const path = scopeFiles(scope, this.identity).meta;
       writes.set(path, utf8(withProvenance(file(live, path), scope, this.identity, records ?? {}, path, prune)));
     }
-    const receipt = await this.store.publish({ basis: live, writes, message });
+    const receipt = await this.store.publish({ basis: live, writes, message, basisUnread: ownBasis });
     const next = this.afterPublish(
       { ...runtime, view: staged.view, meta },
       live,
@@ -478,6 +512,29 @@ export class StateStore {
       receipt.hashes,
     );
     return { runtime: next, staged };
+  }
+
+  /**
+   * A session usually publishes on the cohort it published or read last. While that has held, the
+   * work is tried on that basis first, without reading the live cohort: the publication's per-file
+   * compare-and-swap reads every member once, under the lock (Git also requires HEAD to still be
+   * the basis revision). When the basis is stale, another writer holds the lock, or the staging
+   * refused the patch on a view that may be stale, the work runs again on a fresh read of the live
+   * cohort, and that outcome stands. A publication that failed in any other way is not repeated:
+   * it may have been committed. Sessions that keep advancing a shared store read it fresh, until a
+   * fresh read finds that nobody else published in between.
+   */
+  private async publishOnOwnBasis<T>(work: (ownBasis: boolean) => Promise<T>): Promise<T> {
+    if (this.ownBasisHolds) {
+      try {
+        return await work(true);
+      } catch (error) {
+        const stale = isStoreError(error, "stale-basis") || isStoreError(error, "lock-held");
+        if (!stale && !(error instanceof JudgedOnOwnBasis)) throw error;
+        if (stale) this.ownBasisHolds = false;
+      }
+    }
+    return retryTransient(() => work(false));
   }
 
   /**
@@ -501,6 +558,7 @@ export class StateStore {
     // A branch restored from a file cohort that Git's HEAD does not hold yet proves those live
     // files by its pointer; its next publication commits them (adoption into Git).
     const live = await this.store.loadCurrent(this.paths, { provenCohort: runtime.basis.pointer });
+    this.ownBasisHolds = sameHashes(live.hashes, runtime.basis.hashes);
     checkCwdOwner(live, this.identity);
     const metaPath = scopeFiles("session", this.identity).meta;
     const liveMeta = file(live, metaPath);

@@ -162,6 +162,14 @@ export class FileBackend implements StoreBackend {
     const members = validateRequest(request);
     // Shared members are guarded by the per-file compare-and-swap below, not by the pointer.
     if (request.basis.pointer !== null && !provesFileCohort(request.basis.pointer, request.basis.hashes)) {
+      // A basis the caller did not read from this store (e.g. a Git revision while git is absent) is reread.
+      if (request.basisUnread) {
+        throw new StoreError(
+          "stale-basis",
+          `Stale basis: ${request.basis.pointer.revision} is not a file cohort of this file-only store. ` +
+            `Nothing was written; reload the current view, restage the cohort on it and retry.`,
+        );
+      }
       throw new StoreError(
         "invalid-pointer",
         `The basis pointer ${request.basis.pointer.revision} does not name the basis hashes' file cohort; ` +

@@ -751,6 +751,8 @@ export class GitBackend implements StoreBackend {
     for (const path of members) assertGitPath(path);
     assertPublishableBasis(request.basis);
     const settings = await this.commitSettings(); // identity first: nothing is written without one
+    // A basis HEAD has already left is refused before the lock (and checked again under it).
+    if (request.basisUnread) this.assertBasisIsHead(request, await this.head());
     const lock = await acquirePublicationLock(this.lockPath, {
       generation: this.generation,
       purpose: "git publication",
@@ -765,6 +767,21 @@ export class GitBackend implements StoreBackend {
     } finally {
       if (!attempt.keepLock) await lock.release();
     }
+  }
+
+  /** A basis not read live holds only while HEAD is its revision: only a live read verifies files against a moved HEAD. */
+  private assertBasisIsHead(
+    request: PublishRequest,
+    { ref, revision }: { ref: string; revision: string | null },
+  ): void {
+    if (revision !== null && request.basis.pointer?.revision === revision) return;
+    throw new StoreError(
+      "stale-basis",
+      `Stale basis: ${ref} of the state repository is ${revision ?? "unborn"}, not the basis revision ` +
+        `${request.basis.pointer?.revision ?? "(none)"} the cohort was staged on. Nothing was written; ` +
+        `reload the current view, restage the cohort on it and retry.`,
+      { file: ref },
+    );
   }
 
   /** The publication under the lock; `attempt` records what a failure has to undo. */
@@ -786,6 +803,7 @@ export class GitBackend implements StoreBackend {
       this.attributesChecked = true;
     }
     const { ref, revision: head } = await this.head();
+    if (request.basisUnread) this.assertBasisIsHead(request, { ref, revision: head });
     // Independent work in parallel (all of it invisible until the ref moves): the per-file
     // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
     // prepared blobs into the object database, and writing + fsyncing the live files'

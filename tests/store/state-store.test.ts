@@ -395,3 +395,64 @@ describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)
     },
   );
 });
+
+describe.each(["git", "file"] as const)("publishing on the runtime's own basis (%s)", (kind) => {
+  /** Counts the live-cohort reads a StateStore makes (the backend itself stays real). */
+  function countLiveReads(store: StateStore): { count: number } {
+    const reads = { count: 0 };
+    const backend = store.store;
+    const loadCurrent = backend.loadCurrent.bind(backend);
+    backend.loadCurrent = (...args) => {
+      reads.count++;
+      return loadCurrent(...args);
+    };
+    return reads;
+  }
+
+  it("a session's next cohort reads no live cohort first; one another session made stale is read again", async () => {
+    const root = temp.make();
+    const a = await open(kind, root, identity("a"));
+    const b = await open(kind, root, identity("b"));
+    let ra = await a.start(null, "off");
+    const rb = await b.start(null, "off");
+    // (In Git, B's start moved HEAD past A's basis: A's first cohort reads the live one.)
+    ra = (await a.commit(ra, { session: { working: { n: 1 } } }, "a1")).runtime;
+    const reads = countLiveReads(a);
+    ra = (await a.commit(ra, { session: { working: { n: 2 } } }, "a2")).runtime;
+    ra = await a.publishConfig(ra, { ...ra.config, remotePublication: "turn-end" }, "config");
+    expect(reads.count).toBe(0);
+    await b.commit(rb, { global: { working: { by: "B" } } }, "b1");
+    ra = (await a.commit(ra, { session: { working: { n: 3 } } }, "a3")).runtime;
+    expect(reads.count).toBe(1);
+    expect(readTemporalState(ra.view).state.working).toEqual({ by: "B", n: 3 });
+    expect((await a.loadCurrent())!.view).toEqual(ra.view);
+  });
+
+  it("a patch refused on a stale view is decided again on the live one (a conflict, not a no-op)", async () => {
+    const root = temp.make();
+    const a = await open(kind, root, identity("a"));
+    const b = await open(kind, root, identity("b"));
+    let ra = await a.start(null, "off");
+    let rb = await b.start(null, "off");
+    ra = (await a.commit(ra, { global: { working: { x: 1 } } }, "a1")).runtime;
+    rb = (await b.commit(rb, { session: { working: { seen: true } } }, "b1")).runtime;
+    await b.commit(rb, { global: { working: { x: 2 } } }, "b2");
+    // On A's own (stale) view x is already 1: a no-op there, a conflict on the live cohort.
+    const refusal = await a.commit(ra, { global: { working: { x: 1 } } }, "a2").catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(StateFlowError);
+    expect((refusal as StateFlowError).code).toBe("shared-scope-advanced");
+  });
+
+  if (kind === "git") {
+    it("a HEAD moved back under unchanged live files is read live, so the divergence is named", async () => {
+      const root = temp.make();
+      const a = await open(kind, root, identity("a"));
+      let ra = await a.start(null, "off");
+      ra = (await a.commit(ra, { session: { working: { n: 1 } } }, "a1")).runtime;
+      git(root, process.env, "reset", "-q", "--soft", "HEAD~1");
+      const refusal = await a.commit(ra, { session: { working: { n: 2 } } }, "a2").catch((e: unknown) => e);
+      expect(refusal).toMatchObject({ code: "worktree-diverged" });
+      expect(git(root, process.env, "log", "--format=%s").trim().split("\n")[0]).not.toBe("a2");
+    });
+  }
+});
