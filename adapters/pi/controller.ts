@@ -118,9 +118,10 @@ function userText(message: AgentMessage): string {
 }
 
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
-function newestBatch(entries: readonly SessionEntry[]): { id: string; name: string }[] | null {
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const entry = entries[i]!;
+function newestBatch(manager: ExtensionContext["sessionManager"]): { id: string; name: string }[] | null {
+  // From the leaf up, not getBranch(): that copies the whole root-to-leaf path on every tool call.
+  const parent = (entry: SessionEntry) => (entry.parentId === null ? undefined : manager.getEntry(entry.parentId));
+  for (let entry = manager.getLeafEntry(); entry !== undefined; entry = parent(entry)) {
     if (entry.type !== "message") continue;
     const message = entry.message as AgentMessage;
     if (isAssistant(message)) return toolCalls(message);
@@ -309,9 +310,10 @@ export class StateFlowController {
   /** context: the projection the next inference receives (undefined = Pi's own context). */
   context(messages: AgentMessage[]): AgentMessage[] | undefined {
     const projection: Projection = this.runtime.projection();
-    const recorded = this.ctx ? discardedDrafts(this.ctx.sessionManager.getBranch()) : new Set<number>();
-    if (projection.mode === "ordinary") return withoutOwnMessages(messages, recorded) ?? undefined;
-    if (projection.mode === "closed") return closedRunOnly(messages, recorded);
+    // Where State Flow is not projecting, the drafts discarded on this branch are read from its entries.
+    const recorded = () => (this.ctx ? discardedDrafts(this.ctx.sessionManager.getBranch()) : new Set<number>());
+    if (projection.mode === "ordinary") return withoutOwnMessages(messages, recorded()) ?? undefined;
+    if (projection.mode === "closed") return closedRunOnly(messages, recorded());
     const { sessionId, discarded } = projection;
     if (projection.mode === "passive") {
       return projectContext({ messages, mode: "passive", sessionId, runtimeContext: "", discardedDrafts: discarded });
@@ -344,7 +346,7 @@ export class StateFlowController {
   toolCall(toolCallId: string, ctx: ExtensionContext, input?: unknown): { block: true; reason: string } | undefined {
     // Kept by reference: extensions after State Flow may still mutate it, and what runs is the final object.
     if (input !== undefined) this.callInput.set(toolCallId, input);
-    const decision = this.runtime.toolCall(toolCallId, () => newestBatch(ctx.sessionManager.getBranch()));
+    const decision = this.runtime.toolCall(toolCallId, () => newestBatch(ctx.sessionManager));
     return decision.block ? { block: true, reason: decision.reason } : undefined;
   }
 
