@@ -72,6 +72,24 @@ export function hashFiles(files: ReadonlyMap<string, Uint8Array | null>): Map<st
   return hashes;
 }
 
+/** Whether two members hold the same bytes (null = absent). */
+export function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
+  return a === b || (a !== null && b !== null && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b));
+}
+
+/** Whether two reads of a cohort hold the same members with the same bytes. */
+export function sameFiles(
+  a: ReadonlyMap<string, Uint8Array | null>,
+  b: ReadonlyMap<string, Uint8Array | null>,
+): boolean {
+  return a.size === b.size && [...a].every(([path, bytes]) => b.has(path) && sameBytes(bytes, b.get(path) ?? null));
+}
+
+/** Whether two bases name the same members with the same hashes. */
+export function sameHashes(a: ReadonlyMap<string, string | null>, b: ReadonlyMap<string, string | null>): boolean {
+  return a.size === b.size && [...a].every(([path, hash]) => b.has(path) && b.get(path) === hash);
+}
+
 function short(hash: string | null | undefined): string {
   return hash ? `sha256 ${hash.slice(0, 12)}…` : "absent";
 }

@@ -19,6 +19,7 @@ import { StateFlowError, errorMessage } from "../core/errors.ts";
 import { hashJson, type JsonObject } from "../core/json.ts";
 import { SCOPES, parseScopeState, type ScopeName, type ScopeState } from "../core/scope-state.ts";
 import type { CohortSnapshot, StoreBackend } from "./backend.ts";
+import { sameBytes } from "./cohort-basis.ts";
 import { scopeFiles, type ScopeKeys } from "./layout.ts";
 import { StoreError, errnoOf, isStoreError } from "./store-error.ts";
 
@@ -193,10 +194,6 @@ async function keepOldBytes(root: string, plan: LegacyMigrationPlan): Promise<st
     }
   }
   return kept.join(", ");
-}
-
-function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
-  return a === b || (a !== null && b !== null && a.equals(b));
 }
 
 /**

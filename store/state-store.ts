@@ -36,7 +36,7 @@ import {
 import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
-import { isFilePointer } from "./cohort-basis.ts";
+import { isFilePointer, sameBytes, sameHashes } from "./cohort-basis.ts";
 import { migrateLegacyState, type LegacyMigrationResult, type MigrateOptions } from "./legacy-migration.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./open-store.ts";
 import {
@@ -229,14 +229,6 @@ async function retryTransient<T>(work: () => Promise<T>, attempts = 70): Promise
       await sleep(10 + Math.random() * 40);
     }
   }
-}
-
-function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
-  return a === b || (a !== null && b !== null && a.equals(b));
-}
-
-function sameHashes(a: ReadonlyMap<string, string | null>, b: ReadonlyMap<string, string | null>): boolean {
-  return a.size === b.size && [...a].every(([path, hash]) => b.get(path) === hash);
 }
 
 /** A refusal judged on the runtime's own basis, which may be stale: decided again on a fresh read. */

@@ -45,6 +45,8 @@ import {
   journalEntries,
   loadIfCurrent,
   provesFileCohort,
+  sameBytes,
+  sameFiles,
   splitWrites,
   validateRequest,
   verifyBasis,
@@ -77,14 +79,6 @@ async function readCohort(root: string, paths: readonly string[]): Promise<Map<s
 
 /** Re-reads of the live cohort before a writer that keeps publishing between them counts as lock-held. */
 const STABLE_READ_ATTEMPTS = 8;
-
-function sameCohort(a: ReadonlyMap<string, Buffer | null>, b: ReadonlyMap<string, Buffer | null>): boolean {
-  for (const [path, bytes] of a) {
-    const other = b.get(path) ?? null;
-    if (bytes === null ? other !== null : other === null || !bytes.equals(other)) return false;
-  }
-  return a.size === b.size;
-}
 
 /** Fault-injection hooks for tests: faults a real filesystem cannot be made to produce on demand. */
 export interface FileBackendFaults {
@@ -133,7 +127,7 @@ export class FileBackend implements StoreBackend {
     for (let attempt = 1; ; attempt++) {
       await held();
       const again = await readCohort(this.root, paths);
-      if (sameCohort(files, again)) break;
+      if (sameFiles(files, again)) break;
       // Each mismatch is a publication that completed between two reads; a writer that keeps
       // publishing is the lock-held case the caller already retries.
       if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(this.lockPath, attempt);
@@ -283,12 +277,11 @@ export class FileBackend implements StoreBackend {
     receipt: ReadonlyMap<string, Buffer | null>,
   ): Promise<string[]> {
     const preserved: string[] = [];
-    const same = (a: Buffer | null, b: Buffer | null) => (a === null || b === null ? a === b : a.equals(b));
     for (const path of [...written].reverse()) {
       const before = basis.get(path) ?? null;
       const now = await readOwnedFile(this.root, path);
-      if (same(now, before)) continue;
-      if (!same(now, receipt.get(path) ?? null)) {
+      if (sameBytes(now, before)) continue;
+      if (!sameBytes(now, receipt.get(path) ?? null)) {
         preserved.push(path);
         continue;
       }

@@ -82,6 +82,8 @@ import {
   journalEntries,
   loadIfCurrent,
   provesFileCohort,
+  sameBytes,
+  sameFiles,
   splitWrites,
   validateRequest,
   verifyBasis,
@@ -532,7 +534,7 @@ export class GitBackend implements StoreBackend {
         if (await lockExists(this.lockPath))
           throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
         const head = listing.split("\n")[0] ?? "";
-        if (previous && previous.head === head && sameMembers(previous.files, files)) throw error;
+        if (previous && previous.head === head && sameFiles(previous.files, files)) throw error;
         // Publications that keep overlapping the reads are the other writer's lock, for the caller to retry.
         if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(this.lockPath, attempt);
         previous = { head, files };
@@ -1692,14 +1694,6 @@ function seedIndexSync(from: string, to: string): Buffer {
   writeFileSync(to, bytes, { flag: "wx", mode: 0o644 });
   backdateIndex(to, stat);
   return bytes;
-}
-
-function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
-  return a === null || b === null ? a === b : a.equals(b);
-}
-
-function sameMembers(a: ReadonlyMap<string, Buffer | null>, b: ReadonlyMap<string, Buffer | null>): boolean {
-  return a.size === b.size && [...a].every(([path, bytes]) => sameBytes(bytes, b.get(path) ?? null));
 }
 
 /**

@@ -5,6 +5,9 @@ import {
   legacyFilePointerOf,
   loadIfCurrent,
   provesFileCohort,
+  sameBytes,
+  sameFiles,
+  sameHashes,
   splitWrites,
 } from "../../store/cohort-basis.ts";
 import { sha256Hex } from "../../store/fs/fs-safe.ts";
@@ -107,5 +110,80 @@ describe("cohort basis", () => {
     const writes = new Map([s.meta, g.meta, s.config!, c.patches, g.checkpoint].map((p) => [p, Buffer.from("x")]));
     const order = splitWrites(writes).puts.map(([path]) => path);
     expect(order).toEqual([g.checkpoint, c.patches, s.config, g.meta, s.meta]);
+  });
+});
+
+describe("comparing cohort reads", () => {
+  const b = (text: string) => Buffer.from(text);
+
+  it("bytes are the same only with equal content or both absent", () => {
+    expect(sameBytes(b("a"), b("a"))).toBe(true);
+    expect(sameBytes(null, null)).toBe(true);
+    expect(sameBytes(b(""), null)).toBe(false);
+    expect(sameBytes(null, b("a"))).toBe(false);
+    expect(sameBytes(b("a"), b("b"))).toBe(false);
+    expect(sameBytes(new Uint8Array([97]), b("a"))).toBe(true);
+  });
+
+  it("two reads are the same only with the same members, each with the same bytes or absent in both", () => {
+    const read = new Map([
+      ["x", b("1")],
+      ["y", null],
+    ]);
+    expect(sameFiles(read, new Map(read))).toBe(true);
+    expect(sameFiles(read, new Map([["x", b("1")]]))).toBe(false);
+    expect(
+      sameFiles(
+        read,
+        new Map([
+          ["x", b("1")],
+          ["z", null],
+        ]),
+      ),
+    ).toBe(false);
+    expect(
+      sameFiles(
+        read,
+        new Map([
+          ["x", b("2")],
+          ["y", null],
+        ]),
+      ),
+    ).toBe(false);
+    expect(
+      sameFiles(
+        read,
+        new Map([
+          ["x", b("1")],
+          ["y", b("")],
+        ]),
+      ),
+    ).toBe(false);
+  });
+
+  it("two bases are the same only with the same members and hashes (absent is not missing)", () => {
+    const basis = new Map<string, string | null>([
+      ["x", "h1"],
+      ["y", null],
+    ]);
+    expect(sameHashes(basis, new Map(basis))).toBe(true);
+    expect(
+      sameHashes(
+        basis,
+        new Map([
+          ["x", "h1"],
+          ["z", null],
+        ]),
+      ),
+    ).toBe(false);
+    expect(
+      sameHashes(
+        basis,
+        new Map([
+          ["x", "h2"],
+          ["y", null],
+        ]),
+      ),
+    ).toBe(false);
   });
 });
