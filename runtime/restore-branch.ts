@@ -13,6 +13,7 @@ import {
   type PointerCheck,
   type RestoreResult,
 } from "../machines/restore.ts";
+import type { CohortSnapshot } from "../store/backend.ts";
 import type { BranchRuntime, StateStore } from "../store/state-store.ts";
 import { isStoreError } from "../store/store-error.ts";
 import type { BranchHost } from "./host.ts";
@@ -35,15 +36,15 @@ export interface RestoreOutcome {
 
 export async function restoreBranch(context: RestoreContext): Promise<RestoreOutcome> {
   const { store, host } = context;
-  const interrupted = await interruptedPublication(context);
-  if (interrupted) return { result: interrupted, runtime: null };
+  const settled = await interruptedPublication(context);
+  if ("kind" in settled) return { result: settled, runtime: null };
   const markers = host.markers();
   const runtimes = new Map<string, BranchRuntime>();
   const failures: string[] = [];
   const unavailable = new Map<string, string>();
   const result = await selectRestore(
     markers,
-    (revision) => check(context, revision, runtimes, failures, unavailable),
+    (revision) => check(context, revision, runtimes, failures, unavailable, settled.live),
     context.sessionId,
   );
   if (result.kind === "revision") {
@@ -75,33 +76,42 @@ export async function frozenRuntime(
 /**
  * Before a restore: a publisher that died holding the lock is reported with its remedy (the
  * restore retries on /state-flow-start); then a cohort it published but never recorded on this
- * branch is recorded. null = go on restoring.
+ * branch is recorded. Otherwise the restore goes on, with the live cohort read here (the
+ * pointer checks decode a pointer it holds from it rather than read it again).
  */
-async function interruptedPublication(context: RestoreContext): Promise<RestoreResult | null> {
+async function interruptedPublication(
+  context: RestoreContext,
+): Promise<RestoreResult | { live: CohortSnapshot | null }> {
   const markers = context.host.markers();
   const newest = [...markers].reverse().find((m) => m.kind === "revision");
-  if (newest?.kind !== "revision") return null; // nothing to restore: no cohort to tell apart
+  if (newest?.kind !== "revision") return { live: null }; // nothing to restore: no cohort to tell apart
   try {
     await context.store.assertNoInterruptedPublication();
-    await recordUnrecordedSuccessor(context, markers);
+    const live = await context.store.readLive();
+    if (await recordUnrecordedSuccessor(context, markers, live)) return { live: null };
+    return { live };
   } catch (error) {
-    if (!isStoreError(error, "lock-held")) return null; // the branch's own pointer still decides
+    if (!isStoreError(error, "lock-held")) return { live: null }; // the branch's own pointer still decides
     context.host.notify(errorMessage(error), "warning");
     return { kind: "lockBusy", revision: newest.revision };
   }
-  return null;
 }
 
 /**
  * A process killed after the store accepted a cohort but before the branch recorded it: the
  * commit accepted that transition, so the branch records it now (and restores it) instead of
- * restoring the cohort before it next to shared scopes that already hold its changes.
+ * restoring the cohort before it next to shared scopes that already hold its changes. Returns
+ * whether it recorded one.
  */
-async function recordUnrecordedSuccessor(context: RestoreContext, markers: readonly BranchMarker[]): Promise<void> {
+async function recordUnrecordedSuccessor(
+  context: RestoreContext,
+  markers: readonly BranchMarker[],
+  live: CohortSnapshot | null,
+): Promise<boolean> {
   const newest = markers[markers.length - 1];
-  if (newest?.kind !== "revision") return;
-  const successor = await context.store.unrecordedSuccessor(newest.revision, context.host.recordedRevisions());
-  if (!successor) return;
+  if (newest?.kind !== "revision") return false;
+  const successor = await context.store.unrecordedSuccessor(newest.revision, context.host.recordedRevisions(), live);
+  if (!successor) return false;
   const where = `step ${headBoundary(successor.view.lineage).step} (${successor.pointer.revision.slice(0, 17)})`;
   if (!successor.config.enabled) {
     context.freeze(successor);
@@ -110,7 +120,7 @@ async function recordUnrecordedSuccessor(context: RestoreContext, markers: reado
         "it is recorded now.",
       "info",
     );
-    return;
+    return true;
   }
   context.host.appendCheckpoint({ revision: successor.pointer.revision });
   context.host.notify(
@@ -118,6 +128,7 @@ async function recordUnrecordedSuccessor(context: RestoreContext, markers: reado
       "recorded it. The branch records it now.",
     "info",
   );
+  return true;
 }
 
 /** A runtime revision this session stopped restores the frozen boundary (passive), never plain off. */
@@ -127,9 +138,10 @@ async function check(
   runtimes: Map<string, BranchRuntime>,
   failures: string[],
   unavailable: Map<string, string>,
+  live: CohortSnapshot | null,
 ): Promise<PointerCheck> {
   try {
-    const runtime = await context.store.loadPointer({ revision });
+    const runtime = await context.store.loadPointer({ revision }, live);
     runtimes.set(revision, runtime);
     return runtime.config.enabled ? "valid" : "stopped";
   } catch (error) {

@@ -36,7 +36,7 @@ import {
 import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
-import { isFilePointer, sameBytes, sameHashes } from "./cohort-basis.ts";
+import { isFilePointer, loadIfCurrent, provesFileCohort, sameBytes, sameHashes } from "./cohort-basis.ts";
 import { migrateLegacyState, type LegacyMigrationResult, type MigrateOptions } from "./legacy-migration.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./open-store.ts";
 import {
@@ -231,6 +231,12 @@ async function retryTransient<T>(work: () => Promise<T>, attempts = 70): Promise
   }
 }
 
+/** Whether a live read holds the cohort a pointer names: its Git revision is HEAD, or its file cohort is live. */
+function holdsPointer(live: CohortSnapshot, pointer: StorePointer): boolean {
+  if (isFilePointer(pointer)) return provesFileCohort(pointer, live.hashes);
+  return live.pointer?.revision === pointer.revision;
+}
+
 /** A refusal judged on the runtime's own basis, which may be stale: decided again on a fresh read. */
 class JudgedOnOwnBasis extends Error {
   constructor(refusal: unknown) {
@@ -279,11 +285,19 @@ export class StateStore {
     return decodeRuntime(await this.loadCurrentSnapshot(), this.identity);
   }
 
-  /** The runtime a Pi checkpoint names, read without moving the worktree. */
-  async loadPointer(pointer: StorePointer): Promise<BranchRuntime> {
+  /**
+   * The runtime a Pi checkpoint names, read without moving the worktree. `live`: the live cohort
+   * the caller has just read (readLive); a pointer it holds is decoded from it instead of read again.
+   */
+  async loadPointer(pointer: StorePointer, live: CohortSnapshot | null = null): Promise<BranchRuntime> {
     // A restore waits only briefly for another writer (one publication takes tens of ms); a lock
     // held longer is reported so the branch retains its pointer for an explicit retry.
-    const snapshot = await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
+    const snapshot =
+      live !== null && holdsPointer(live, pointer)
+        ? isFilePointer(pointer)
+          ? loadIfCurrent(pointer, live)
+          : live
+        : await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
     const runtime = decodeRuntime(snapshot, this.identity, { liveShared: isFilePointer(pointer) });
     if (!runtime) {
       throw new StoreError(
@@ -305,19 +319,31 @@ export class StateStore {
   }
 
   /**
+   * The live cohort for a restore, waiting briefly for another writer; null when it cannot be read
+   * (the branch's own pointer then decides). Reading it finishes a publication a kill interrupted
+   * (its journal).
+   */
+  async readLive(): Promise<CohortSnapshot | null> {
+    return retryTransient(() => this.loadCurrentSnapshot(), 8).catch((error: unknown) => {
+      if (isStoreError(error, "lock-held")) throw error;
+      return null;
+    });
+  }
+
+  /**
    * The cohort the store accepted on top of `revision` that the branch never recorded: the
    * process was killed after the publication and before Pi's branch entry. It is this session's
    * next cohort (its meta names `revision` as predecessor: a transition, or a stop when its
    * config is disabled) and no entry in `recorded` names it. null when there is none (the usual
-   * case: one read of the live session meta).
+   * case: one read of the live session meta). `read`: the live cohort the caller just read (readLive).
    */
-  async unrecordedSuccessor(revision: string, recorded: ReadonlySet<string>): Promise<BranchRuntime | null> {
+  async unrecordedSuccessor(
+    revision: string,
+    recorded: ReadonlySet<string>,
+    read: CohortSnapshot | null | undefined = undefined,
+  ): Promise<BranchRuntime | null> {
     const metaPath = scopeFiles("session", this.identity).meta;
-    // Loading the live cohort first finishes a publication the kill interrupted (its journal).
-    const live = await retryTransient(() => this.loadCurrentSnapshot(), 8).catch((error: unknown) => {
-      if (isStoreError(error, "lock-held")) throw error;
-      return null;
-    });
+    const live = read === undefined ? await this.readLive() : read;
     const bytes = live?.files.get(metaPath) ?? null;
     if (live === null || bytes === null) return null;
     let predecessor: string | null | undefined;

@@ -67,6 +67,25 @@ describe("restoreBranch", () => {
     ]);
   });
 
+  it("reads the live cohort once when it holds the branch's newest checkpoint; an older one is read by revision", async () => {
+    const { store, first, second, sessionId } = await storeWithTwoCohorts();
+    const reads: string[] = [];
+    const backend = store.store;
+    const loadCurrent = backend.loadCurrent.bind(backend);
+    const loadRevision = backend.loadRevision.bind(backend);
+    backend.loadCurrent = (...args) => (reads.push("current"), loadCurrent(...args));
+    backend.loadRevision = (...args) => (reads.push("revision"), loadRevision(...args));
+    const newest = await restoreBranch(context(store, host(sessionId, [second.pointer.revision]).h, sessionId));
+    expect(newest.runtime?.view).toEqual(second.view);
+    expect(reads.splice(0)).toEqual(["current"]);
+    // A branch selected at an older cohort (/tree) is read at its revision, never passed off as the live one.
+    const older = host(sessionId, [first.pointer.revision]);
+    older.h.recordedRevisions = () => new Set([first.pointer.revision, second.pointer.revision]);
+    const restored = await restoreBranch(context(store, older.h, sessionId));
+    expect(restored.runtime?.view).toEqual(first.view);
+    expect(reads).toEqual(["current", "revision"]);
+  });
+
   it("records a cohort the store accepted on top of the branch's newest checkpoint, and restores it", async () => {
     const { store, first, second, sessionId } = await storeWithTwoCohorts();
     const { h, appended, notices } = host(sessionId, [first.pointer.revision]);
