@@ -214,6 +214,11 @@ interface RunRecord {
   storeReads: number;
   phases: Record<string, number>;
   requests: BilledRequest[];
+  /**
+   * State Flow: the same requests billed as if the runtime context had stayed what the run's first
+   * request sent (an accepted patch changing nothing before the trajectory); see `whatIf`.
+   */
+  frozenRequests: BilledRequest[];
   /** Input tokens of the run's first request by part (tools, system prompt, first message, the rest). */
   anatomy?: { tools: number; system: number; firstMessage: number; rest: number };
   bareMs?: number;
@@ -232,6 +237,8 @@ interface Case {
   notes: string[];
   counter: GitCounter;
   cache: PrefixCache;
+  /** The prefix cache of the frozen-context billing (State Flow cases). */
+  frozenCache: PrefixCache;
   runs: RunRecord[];
   bare?: { repo: string; env: NodeJS.ProcessEnv; git: string; counter: GitCounter };
   stateBytes?: number;
@@ -275,6 +282,7 @@ async function openCase(mode: Mode, sizeKiB: number, label: string): Promise<Cas
     notes: Object.values(seed.notes),
     counter: new GitCounter(dirs.gitCounter),
     cache: new PrefixCache(),
+    frozenCache: new PrefixCache(),
     runs: [],
   };
   if (mode === "native") {
@@ -395,6 +403,8 @@ async function runOnce(c: Case, run: number, options: RunOptions): Promise<RunRe
     ...storeReads(intervals),
     phases: phaseTable(intervals, ms),
     requests: options.account ? captured.map((r) => c.cache.bill(r)) : [],
+    frozenRequests:
+      options.account && c.mode !== "native" ? frozenContext(captured).map((r) => c.frozenCache.bill(r)) : [],
   };
   if (options.account && captured[0]) {
     const [tools, system, first, ...rest] = c.cache.elements(captured[0]).map((e) => e.tokens);
@@ -406,6 +416,17 @@ async function runOnce(c: Case, run: number, options: RunOptions): Promise<RunRe
     record.bareGit = bare.git;
   }
   return record;
+}
+
+/**
+ * A run's requests with the runtime context (each request's first message) of its first request:
+ * what billing would be if the accepted patch left everything before the trajectory as it was.
+ * The next run's first request then carries the new state, so its difference is billed once, there.
+ */
+function frozenContext(requests: readonly CapturedRequest[]): CapturedRequest[] {
+  const context = requests[0]?.messages[0];
+  if (!context) return [...requests];
+  return requests.map((r) => ({ ...r, messages: [context, ...r.messages.slice(1)] }));
 }
 
 /** Store reads on the hot path and the git processes that ran inside them. */
@@ -579,8 +600,8 @@ try {
 
 const atRuns = (c: Case, n: number) => c.runs.slice(0, n);
 
-function tokenTotals(c: Case, n: number): { uncached: number; cached: number } {
-  const requests = atRuns(c, n).flatMap((r) => r.requests);
+function tokenTotals(c: Case, n: number, of: "requests" | "frozenRequests" = "requests") {
+  const requests = atRuns(c, n).flatMap((r) => r[of]);
   return {
     uncached: sum(requests.map((r) => cost(r).uncached)),
     cached: round(sum(requests.map((r) => cost(r).cached)), 1),
@@ -588,8 +609,8 @@ function tokenTotals(c: Case, n: number): { uncached: number; cached: number } {
 }
 
 /** Fraction of one run's input tokens that were prefix-cache hits. */
-const runHit = (r: RunRecord) =>
-  sum(r.requests.map((q) => q.cached)) / Math.max(1, sum(r.requests.map((q) => q.tokens)));
+const runHit = (r: RunRecord, of: "requests" | "frozenRequests" = "requests") =>
+  sum(r[of].map((q) => q.cached)) / Math.max(1, sum(r[of].map((q) => q.tokens)));
 
 function phaseGrowth(all: readonly RunRecord[], phase: string): number {
   const of = (records: readonly RunRecord[]) => p50(records.map((r) => r.phases[phase] ?? 0));
@@ -599,6 +620,7 @@ function phaseGrowth(all: readonly RunRecord[], phase: string): number {
 function summarize(c: Case) {
   const all = c.runs;
   const perRun = all.map((r) => r.git.length);
+  const reads = sum(all.map((r) => r.storeReads));
   const cohorts = sum(all.map((r) => r.cohorts));
   const commands: Record<string, number> = {};
   for (const r of all) for (const line of r.git) commands[gitCommand(line)] = (commands[gitCommand(line)] ?? 0) + 1;
@@ -628,7 +650,9 @@ function summarize(c: Case) {
     gitPerRun: { mean: round(mean(perRun)), max: Math.max(...perRun) },
     cohortsPerRun: round(cohorts / all.length),
     gitPerCohort: cohorts > 0 ? round(sum(perRun) / cohorts) : null,
-    gitPerStoreRead: c.mode === "git" ? round(sum(all.map((r) => r.readGit)) / sum(all.map((r) => r.storeReads))) : 0,
+    // Per store read; a run that reads the store no more (its own basis suffices) has none to count.
+    gitPerStoreRead: reads > 0 ? round(sum(all.map((r) => r.readGit)) / reads) : 0,
+    gitInStoreReadsPerRun: round(mean(all.map((r) => r.readGit))),
     storeReadsPerRun: round(mean(all.map((r) => r.storeReads))),
     gitCommandsPerRun: Object.fromEntries(Object.entries(commands).map(([k, v]) => [k, round(v / all.length)])),
     ...(c.bare
@@ -653,13 +677,26 @@ function summarize(c: Case) {
     tokens: {
       ...tokens,
       withinRunCacheHit: {
-        p50: round(p50(all.map(runHit)), 3),
-        [`runs${FIRST}`]: round(p50(atRuns(c, FIRST).map(runHit)), 3),
+        p50: round(p50(all.map((r) => runHit(r))), 3),
+        [`runs${FIRST}`]: round(p50(atRuns(c, FIRST).map((r) => runHit(r))), 3),
       },
       /** p50 over runs of each inference's prefix-cache hit fraction (1: read, 2: state write, 3: answer). */
       hitByInference: [0, 1, 2].map((i) =>
         round(p50(all.map((r) => (r.requests[i] ? r.requests[i]!.cached / r.requests[i]!.tokens : 0))), 3),
       ),
+      // The bound this layout leaves: the patch re-bills state[0] from its first changed character on
+      // and the whole trajectory behind it. Billed as if it did not (see frozenContext), State Flow
+      // would pay only for new content and each state change once.
+      ...(c.mode === "native"
+        ? {}
+        : {
+            ifContextFrozen: {
+              ...Object.fromEntries(
+                TOKEN_RUNS.map((n) => [`runs${n}`, { cached: tokenTotals(c, n, "frozenRequests").cached }]),
+              ),
+              withinRunCacheHit: round(p50(all.map((r) => runHit(r, "frozenRequests"))), 3),
+            },
+          }),
       inputTokensPerRun: {
         run1: sum(all[0]!.requests.map((q) => q.tokens)),
         last: sum(all.at(-1)!.requests.map((q) => q.tokens)),
@@ -697,6 +734,8 @@ interface Target {
   pass: boolean;
 }
 const targets: Target[] = [];
+/** The token figures again, billed as if an accepted patch left the runtime context as it was (frozenContext). */
+const bounds: [string, number][] = [];
 const check = (target: string, value: number, limit: number, le = true) =>
   targets.push({
     target,
@@ -719,7 +758,7 @@ for (const size of SIZES) {
       1.3,
     );
     check(`${s}: git processes per accepted cohort`, git.gitPerCohort ?? NaN, 1);
-    check(`${s}: git processes per store read on the hot path`, git.gitPerStoreRead, 0);
+    check(`${s}: git processes in store reads on the hot path, per run`, git.gitInStoreReadsPerRun, 0);
     if (RESUME_SAMPLES > 0) check(`${s}: Git resume git processes`, git.resume.gitProcesses, 2);
   }
   const stateFlow = [
@@ -748,6 +787,15 @@ for (const size of SIZES) {
       );
     }
     check(`${s}: ${name} within-run cache hit (p50 over runs)`, sf.tokens.withinRunCacheHit.p50, 0.9, false);
+    const frozen = sf.tokens.ifContextFrozen as Record<string, { cached: number }> & { withinRunCacheHit: number };
+    for (const n of TOKEN_RUNS) {
+      const nativeTokens = (native.tokens as unknown as Record<string, { cached: number }>)[`runs${n}`]!;
+      bounds.push([
+        `${s}: ${name} token cost with prefix cache / native over ${n} runs`,
+        frozen[`runs${n}`]!.cached / nativeTokens.cached,
+      ]);
+    }
+    bounds.push([`${s}: ${name} within-run cache hit (p50 over runs)`, frozen.withinRunCacheHit]);
   }
 }
 
@@ -860,6 +908,10 @@ table([
   ["target", "value", "limit", "result"],
   ...targets.map((t) => [t.target, `${t.value}`, t.limit, t.pass ? "PASS" : "FAIL"]),
 ]);
+if (bounds.length > 0) {
+  console.log("The token figures if an accepted patch had left the runtime context as it was for the rest of its run:");
+  table([["figure", "value"], ...bounds.map(([figure, value]) => [figure, `${round(value, 3)}`])]);
+}
 /** A phase table: the wall-time rows (sorted), then the call counts on one line. */
 function printPhases(title: string, rows: Record<string, number>, limit: number): void {
   console.log(title);
@@ -946,6 +998,7 @@ const result = {
   },
   cases: Object.fromEntries(summaries),
   targets: targets.map((t) => [t.target, t.value, t.limit, t.pass ? "PASS" : "FAIL"]),
+  tokensIfContextFrozen: bounds.map(([figure, value]) => [figure, round(value, 3)]),
   phases: trimmed(phases),
   profile: Object.fromEntries(Object.entries(profiles).map(([id, p]) => [id, compactProfile(p, 6)])),
   resumeProfile: Object.fromEntries(Object.entries(resumeProfiles).map(([id, p]) => [id, compactProfile(p, 5)])),
