@@ -23,6 +23,7 @@ import {
   assertStorePath,
   prepareOwnedFilesAtomic,
   readOwnedFile,
+  readOwnedFilesSync,
   removeOwnedFile,
   sha256Hex,
   writeOwnedFileAtomic,
@@ -72,9 +73,7 @@ import type {
 
 /** The members' bytes, read at once: the shorter the read, the less often a publication overlaps it. */
 async function readCohort(root: string, paths: readonly string[]): Promise<Map<string, Buffer | null>> {
-  const sorted = [...paths].sort(comparePaths);
-  const bytes = await Promise.all(sorted.map((path) => readOwnedFile(root, path)));
-  return new Map(sorted.map((path, i) => [path, bytes[i]!]));
+  return readOwnedFilesSync(root, [...paths].sort(comparePaths));
 }
 
 /** Re-reads of the live cohort before a writer that keeps publishing between them counts as lock-held. */

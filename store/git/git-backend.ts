@@ -93,6 +93,7 @@ import {
   STORE_TEMP_GLOB,
   prepareOwnedFilesAtomic,
   readOwnedFile,
+  readOwnedFilesSync,
   removeOwnedFile,
   sha256Hex,
   type PreparedWrites,
@@ -904,10 +905,13 @@ export class GitBackend implements StoreBackend {
     blobs: Map<string, string | null>;
     restaged: Map<string, string | null>;
   }> {
-    const [currentResult, stagedResult, blobsResult] = await Promise.allSettled([
+    // The staging's git process starts first; the members are read while it runs.
+    const staging = this.stageWorktree(attempt, head);
+    const blobs = this.writeBlobs(request.writes, settings);
+    const [stagedResult, blobsResult, currentResult] = await Promise.allSettled([
+      staging,
+      blobs,
       readMembers(this.root, members),
-      this.stageWorktree(attempt, head),
-      this.writeBlobs(request.writes, settings),
     ]);
     if (currentResult.status === "rejected") throw currentResult.reason;
     const current = currentResult.value;
@@ -1734,9 +1738,9 @@ function changedMembers(
 }
 
 /** Reads every member file in parallel (raw bytes; null = absent; symlinks and non-regular files refused). */
+/** The members' live bytes (read synchronously when called: start any process before). */
 async function readMembers(root: string, members: readonly string[]): Promise<Map<string, Buffer | null>> {
-  const read = await Promise.all(members.map((path) => readOwnedFile(root, path)));
-  return new Map(members.map((path, i) => [path, read[i] ?? null]));
+  return readOwnedFilesSync(root, members);
 }
 
 /** git's boolean config values (a key without a value is true). */

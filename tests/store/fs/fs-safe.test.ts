@@ -6,6 +6,7 @@ import {
   assertStorePath,
   prepareOwnedFilesAtomic,
   readOwnedFile,
+  readOwnedFilesSync,
   removeOwnedFile,
   sha256Hex,
   writeOwnedFileAtomic,
@@ -142,5 +143,35 @@ describe("fs-safe", () => {
     expect(await removeOwnedFile(root, "d/a.json")).toBe(true);
     expect(await removeOwnedFile(root, "d/a.json")).toBe(false);
     expect(await removeOwnedFile(root, "zz/a.json")).toBe(false);
+  });
+
+  it("reads several files synchronously with readOwnedFile's results and refusals", async () => {
+    const root = temps.make();
+    mkdirSync(join(root, "a", "b"), { recursive: true });
+    writeFileSync(join(root, "a", "b", "x.json"), Buffer.from([0xff, 0x00, 0x0a]));
+    writeFileSync(join(root, "top.json"), "");
+    writeFileSync(join(root, "a", "file"), "not a directory");
+    const rels = ["a/b/x.json", "top.json", "a/b/absent.json", "gone/dir/y.json"];
+    const read = readOwnedFilesSync(root, rels);
+    expect([...read.keys()]).toEqual(rels);
+    for (const rel of rels) expect(read.get(rel), rel).toEqual(await readOwnedFile(root, rel));
+    expect(read.get("a/b/x.json")).toEqual(Buffer.from([0xff, 0x00, 0x0a]));
+    expect(read.get("a/b/absent.json")).toBeNull();
+    expect(readOwnedFilesSync(join(root, "missing-root"), ["a.json"]).get("a.json")).toBeNull();
+    // The same refusals, named the same way.
+    for (const [rel, code] of [
+      ["a/file/z.json", "not-regular-file"],
+      ["a/b", "not-regular-file"],
+    ] as const) {
+      await expect(readOwnedFile(root, rel)).rejects.toMatchObject({ code });
+      expect(() => readOwnedFilesSync(root, [rel]), rel).toThrow(expect.objectContaining({ code }));
+    }
+    symlinkSync(join(root, "a", "b"), join(root, "linked"));
+    symlinkSync(join(root, "top.json"), join(root, "link.json"));
+    for (const rel of ["linked/x.json", "link.json"]) {
+      await expect(readOwnedFile(root, rel)).rejects.toMatchObject({ code: "symlink-refused" });
+      expect(() => readOwnedFilesSync(root, [rel]), rel).toThrow(expect.objectContaining({ code: "symlink-refused" }));
+    }
+    expect(() => readOwnedFilesSync(root, ["../escape"])).toThrow(expect.objectContaining({ code: "invalid-key" }));
   });
 });
