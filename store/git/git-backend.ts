@@ -147,6 +147,8 @@ const REFLOG_MESSAGE = "state-flow: accepted cohort";
 const STABLE_READ_ATTEMPTS = 8;
 /** Index size up to which a publication without known trees still builds them in-process. */
 const COLD_IN_PROCESS_ENTRIES = 256;
+/** Blobs up to this size are deflated and written with synchronous calls (a 128 KiB state's checkpoint is one). */
+const SYNC_BLOB_BYTES = 256 * 1024;
 
 interface CommitSettings {
   /** Why the commit and ref update must run as git processes; null = in-process is exact. */
@@ -442,7 +444,8 @@ export class GitBackend implements StoreBackend {
   private async headBranch(): Promise<string> {
     let head: string;
     try {
-      head = (await readFile(join(this.info.gitDir, "HEAD"), "utf8")).trim();
+      // Small files read synchronously: cheaper than a thread-pool round trip, several per publication.
+      head = readFileSync(join(this.info.gitDir, "HEAD"), "utf8").trim();
     } catch (error) {
       throw gitFailed(`Reading ${join(this.info.gitDir, "HEAD")}`, error);
     }
@@ -461,14 +464,14 @@ export class GitBackend implements StoreBackend {
   private async refValue(ref: string): Promise<string | null> {
     const shaPattern = this.info.objectFormat === "sha256" ? /^[0-9a-f]{64}$/ : /^[0-9a-f]{40}$/;
     try {
-      const loose = (await readFile(join(this.info.commonDir, ref), "utf8")).trim();
+      const loose = readFileSync(join(this.info.commonDir, ref), "utf8").trim();
       if (shaPattern.test(loose)) return loose;
       throw new Error(`unexpected content in ${ref}`);
     } catch (error) {
       if (errnoOf(error) !== "ENOENT" && errnoOf(error) !== "ENOTDIR") return this.revParseRef(ref);
     }
     try {
-      const packed = await readFile(join(this.info.commonDir, "packed-refs"), "utf8");
+      const packed = readFileSync(join(this.info.commonDir, "packed-refs"), "utf8");
       for (const line of packed.split("\n")) {
         const [sha, name] = line.split(" ");
         if (name === ref && sha && shaPattern.test(sha)) return sha;
@@ -1306,13 +1309,18 @@ export class GitBackend implements StoreBackend {
     const ids = new Map<string, string | null>();
     const entries = [...overlay].sort(([a], [b]) => comparePaths(a, b));
     if (this.info.objectFormat === "sha1" && !settings.sharedRepository) {
-      const written = await Promise.all(
-        entries.map(([, bytes]) =>
-          bytes === null ? null : writeLooseObject(objectsDir, "blob", bytes, { fsync: settings.fsyncObjects }),
-        ),
-      ).catch((error: unknown) => {
-        throw gitFailed(`Writing blob objects into ${objectsDir}`, error, objectsDir);
-      });
+      // Small blobs without an fsync are written synchronously (while git add runs in its own
+      // process): a thread-pool round trip per call costs more than deflating and writing them.
+      const fsync = settings.fsyncObjects;
+      const write = async (bytes: Buffer) =>
+        !fsync && bytes.length <= SYNC_BLOB_BYTES
+          ? writeSmallLooseObjectSync(objectsDir, "blob", bytes)
+          : writeLooseObject(objectsDir, "blob", bytes, { fsync });
+      const written = await Promise.all(entries.map(([, bytes]) => (bytes === null ? null : write(bytes)))).catch(
+        (error: unknown) => {
+          throw gitFailed(`Writing blob objects into ${objectsDir}`, error, objectsDir);
+        },
+      );
       entries.forEach(([path], i) => ids.set(path, written[i] ?? null));
     } else {
       for (const [path, bytes] of entries) {
