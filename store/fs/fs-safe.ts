@@ -7,7 +7,20 @@
 // not a multi-file compare-and-swap against writers that ignore the protocol.
 
 import { randomBytes } from "node:crypto";
-import { closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readFileSync, statSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  fsync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import { promisify } from "node:util";
 import { lstat, mkdir, open, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 export { sha256Hex } from "../../core/json.ts";
@@ -117,6 +130,30 @@ async function checkParents(root: string, segments: readonly string[], create: b
   return true;
 }
 
+/** checkParents(…, create: true) with synchronous calls, for the write path (see fsyncDescriptor). */
+function checkParentsSync(root: string, segments: readonly string[]): void {
+  const rootStat = syncCall(root, "inspect", () => statSync(root, { throwIfNoEntry: false }));
+  if (rootStat === undefined)
+    syncCall(root, "create the state directory", () => mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE }));
+  else if (!rootStat.isDirectory()) throw notRegular(root, "directory");
+  let current = root;
+  for (const segment of segments.slice(0, -1)) {
+    current = join(current, segment);
+    let st = lstatSyncOrUndefined(current);
+    if (st === undefined) {
+      try {
+        mkdirSync(current, { mode: PRIVATE_DIR_MODE });
+        continue;
+      } catch (error) {
+        if (errnoOf(error) !== "EEXIST") throw ioError(current, "create directory", error);
+        st = lstatSyncOrUndefined(current);
+      }
+    }
+    if (st?.isSymbolicLink()) throw symlinkRefused(current);
+    if (!st?.isDirectory()) throw notRegular(current, "directory");
+  }
+}
+
 /**
  * The absolute path of an existing store file; null when it or a directory above it is absent. Refuses symlinks and
  * non-regular files.
@@ -191,6 +228,11 @@ export function readOwnedFilesSync(root: string, rels: readonly string[]): Map<s
   return files;
 }
 
+/** Writes every byte (writeSync may write fewer than asked). */
+export function writeAllSync(fd: number, bytes: Uint8Array): void {
+  for (let offset = 0; offset < bytes.length;) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+}
+
 function syncCall<T>(file: string, action: string, call: () => T): T {
   try {
     return call();
@@ -230,17 +272,24 @@ function readRegularFileSync(abs: string): Buffer | null {
   }
 }
 
+/**
+ * fsync of an open descriptor on the thread pool. The other calls around it (open, write, close,
+ * rename) are synchronous in the store's write paths: each costs less than a thread-pool round
+ * trip, while an fsync takes about a millisecond and must not block the event loop.
+ */
+export const fsyncDescriptor: (fd: number) => Promise<void> = promisify(fsync);
+
 export async function fsyncDirectory(dir: string): Promise<void> {
-  let handle;
+  let fd: number | undefined;
   try {
-    handle = await open(dir, fsConstants.O_RDONLY);
-    await handle.sync();
+    fd = openSync(dir, fsConstants.O_RDONLY);
+    await fsyncDescriptor(fd);
   } catch (error) {
     // Some filesystems refuse fsync on directories (EINVAL/EISDIR); durability then rests on the file fsync.
     const code = errnoOf(error);
     if (code !== "EINVAL" && code !== "EISDIR" && code !== "EPERM") throw ioError(dir, "sync directory", error);
   } finally {
-    await handle?.close();
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -287,29 +336,29 @@ export async function prepareOwnedFilesAtomic(
   const results = await Promise.allSettled(
     entries.map(async ([rel, bytes], index) => {
       const segments = assertStorePath(rel);
-      await checkParents(root, segments, true);
+      checkParentsSync(root, segments);
       const abs = join(root, ...segments);
-      const existing = await lstatOrNull(abs);
+      const existing = lstatSyncOrUndefined(abs);
       if (existing?.isSymbolicLink()) throw symlinkRefused(abs);
       if (existing && !existing.isFile()) throw notRegular(abs, "file");
       const temp = join(dirname(abs), `.${basename(abs)}.sf-${process.pid}-${randomBytes(6).toString("hex")}.tmp`);
-      const handle = await open(
-        temp,
-        fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
-        PRIVATE_FILE_MODE,
-      ).catch((error: unknown) => {
-        throw ioError(temp, "create temporary file", error);
-      });
+      const fd = syncCall(temp, "create temporary file", () =>
+        openSync(
+          temp,
+          fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+          PRIVATE_FILE_MODE,
+        ),
+      );
       prepared[index] = { abs, temp };
       try {
-        await handle.writeFile(bytes);
+        writeAllSync(fd, bytes);
         killPoint("temp.written");
-        await handle.sync();
+        await fsyncDescriptor(fd);
         killPoint("temp.synced");
       } catch (error) {
         throw ioError(abs, "write", error);
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     }),
   );
@@ -325,7 +374,7 @@ export async function prepareOwnedFilesAtomic(
       for (let index = 0; index < entries.length; index++) {
         const item = prepared[index]!;
         try {
-          await rename(item.temp, item.abs);
+          renameSync(item.temp, item.abs);
         } catch (error) {
           await abort();
           throw ioError(item.abs, "replace", error);

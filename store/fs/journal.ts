@@ -7,11 +7,11 @@
 // File-only: `<root>/.state-flow-publication.journal`; Git: `<common git dir>/state-flow-publication.journal`
 // (never committed). Written once per publication by rename, so it is either absent or complete.
 
-import { constants as fsConstants } from "node:fs";
-import { lstat, open, readFile, rename, unlink } from "node:fs/promises";
+import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync, unlinkSync } from "node:fs";
+import { lstat, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { killPoint } from "./crash-points.ts";
-import { fsyncDirectory, readOwnedFile, removeOwnedFile, sha256Hex } from "./fs-safe.ts";
+import { fsyncDescriptor, fsyncDirectory, readOwnedFile, removeOwnedFile, sha256Hex, writeAllSync } from "./fs-safe.ts";
 import { withPublicationLock } from "./lock.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
 
@@ -54,17 +54,21 @@ export interface Journal {
 export async function writeJournal(path: string, journal: Journal): Promise<void> {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
-    const handle = await open(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC, 0o600);
+    const fd = openSync(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC, 0o600);
     try {
-      await handle.writeFile(`${JSON.stringify(journal)}\n`);
-      await handle.sync();
+      writeAllSync(fd, Buffer.from(`${JSON.stringify(journal)}\n`));
+      await fsyncDescriptor(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
-    await rename(temp, path);
+    renameSync(temp, path);
     await fsyncDirectory(dirname(path));
   } catch (error) {
-    await unlink(temp).catch(() => undefined);
+    try {
+      unlinkSync(temp);
+    } catch {
+      // not created, or already renamed
+    }
     throw new StoreError(
       "io-failed",
       `Cannot write the publication journal ${path}: ${String(error)}. Nothing live was changed.`,
@@ -75,9 +79,11 @@ export async function writeJournal(path: string, journal: Journal): Promise<void
 }
 
 export async function removeJournal(path: string): Promise<void> {
-  await unlink(path).catch((error: unknown) => {
+  try {
+    unlinkSync(path);
+  } catch (error) {
     if (errnoOf(error) !== "ENOENT") throw error;
-  });
+  }
   await fsyncDirectory(dirname(path));
   killPoint("journal.removed");
 }
@@ -123,7 +129,8 @@ function unreadable(path: string, detail: string): StoreError {
 export async function readJournal(path: string): Promise<Journal | null> {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    // Synchronous: every publication looks, and there is almost never a journal to read.
+    text = readFileSync(path, "utf8");
   } catch (error) {
     if (errnoOf(error) === "ENOENT") return null;
     throw unreadable(path, String(error));

@@ -5,8 +5,8 @@
 // step reconciles the owner and removes it.
 
 import { randomBytes } from "node:crypto";
-import { constants as fsConstants } from "node:fs";
-import { lstat, open, readFile, unlink } from "node:fs/promises";
+import { closeSync, constants as fsConstants, openSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { lstat, readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { killPoint } from "./crash-points.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
@@ -46,13 +46,25 @@ function processAlive(pid: number): boolean | undefined {
 
 /** Reads the owner recorded in a lock file; null when no lock exists; `{unreadable}` when corrupt. */
 export async function readLockOwner(path: string): Promise<LockOwner | { unreadable: string } | null> {
+  return readFile(path, "utf8").then(parseLockOwner, lockReadFailure);
+}
+
+function readLockOwnerSync(path: string): LockOwner | { unreadable: string } | null {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    text = readFileSync(path, "utf8");
   } catch (error) {
-    if (errnoOf(error) === "ENOENT") return null;
-    return { unreadable: error instanceof Error ? error.message : String(error) };
+    return lockReadFailure(error);
   }
+  return parseLockOwner(text);
+}
+
+function lockReadFailure(error: unknown): { unreadable: string } | null {
+  if (errnoOf(error) === "ENOENT") return null;
+  return { unreadable: error instanceof Error ? error.message : String(error) };
+}
+
+function parseLockOwner(text: string): LockOwner | { unreadable: string } {
   try {
     const value = JSON.parse(text) as Partial<LockOwner>;
     if (
@@ -127,7 +139,11 @@ export function publicationsOverlapError(path: string, reads: number): StoreErro
   );
 }
 
-/** Takes the lock by exclusive create; throws `lock-held` when it exists. */
+/**
+ * Takes the lock by exclusive create; throws `lock-held` when it exists. The lock file is created,
+ * written and removed with synchronous calls: each is a fraction of a thread-pool round trip, and a
+ * publication takes and releases the lock every time.
+ */
 export async function acquirePublicationLock(
   path: string,
   options: { generation: string; purpose?: string },
@@ -140,9 +156,9 @@ export async function acquirePublicationLock(
     token: randomBytes(12).toString("hex"),
     purpose: options.purpose ?? "publication",
   };
-  let handle;
+  let fd: number;
   try {
-    handle = await open(
+    fd = openSync(
       path,
       fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
       0o600,
@@ -162,10 +178,14 @@ export async function acquirePublicationLock(
   try {
     // No fsync: the lock must outlive a killed process (the page cache does), not a power loss
     // (after which no publisher of this boot can still be running).
-    await handle.writeFile(`${JSON.stringify(owner)}\n`);
+    writeFileSync(fd, `${JSON.stringify(owner)}\n`);
   } catch (error) {
-    await handle.close().catch(() => undefined);
-    await unlink(path).catch(() => undefined);
+    closeSync(fd);
+    try {
+      unlinkSync(path);
+    } catch {
+      // never created as far as anyone can see
+    }
     throw new StoreError(
       "io-failed",
       `Cannot write the publication lock ${path}: ${String(error)}. Nothing was written.`,
@@ -175,7 +195,7 @@ export async function acquirePublicationLock(
       },
     );
   }
-  await handle.close();
+  closeSync(fd);
   killPoint("lock.acquired");
   let released = false;
   return {
@@ -183,7 +203,7 @@ export async function acquirePublicationLock(
     owner,
     async release() {
       if (released) return;
-      const current = await readLockOwner(path);
+      const current = readLockOwnerSync(path);
       if (current === null || "unreadable" in current || current.token !== owner.token) {
         released = true;
         throw new StoreError(
@@ -194,7 +214,7 @@ export async function acquirePublicationLock(
           { file: path },
         );
       }
-      await unlink(path);
+      unlinkSync(path);
       released = true;
       killPoint("lock.released");
     },
