@@ -169,6 +169,14 @@ async function existingOwnedFile(root: string, rel: string): Promise<string | nu
   return abs;
 }
 
+/** What a failed open of a store file means: it vanished (null), it is a symlink, or an I/O failure. */
+function absentOrRefused(abs: string, error: unknown): null {
+  const code = errnoOf(error);
+  if (code === "ENOENT") return null;
+  if (code === "ELOOP") throw symlinkRefused(abs);
+  throw ioError(abs, "open", error);
+}
+
 /** Reads a store file as raw bytes; null when absent. Refuses symlinks and non-regular files anywhere below root. */
 export async function readOwnedFile(root: string, rel: string): Promise<Buffer | null> {
   const abs = await existingOwnedFile(root, rel);
@@ -177,10 +185,7 @@ export async function readOwnedFile(root: string, rel: string): Promise<Buffer |
   try {
     handle = await open(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
   } catch (error) {
-    const code = errnoOf(error);
-    if (code === "ENOENT") return null;
-    if (code === "ELOOP") throw symlinkRefused(abs);
-    throw ioError(abs, "open", error);
+    return absentOrRefused(abs, error);
   }
   try {
     const fst = await handle.stat();
@@ -259,10 +264,7 @@ function readRegularFileSync(abs: string): Buffer | null {
   try {
     fd = openSync(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
   } catch (error) {
-    const code = errnoOf(error);
-    if (code === "ENOENT") return null;
-    if (code === "ELOOP") throw symlinkRefused(abs);
-    throw ioError(abs, "open", error);
+    return absentOrRefused(abs, error);
   }
   try {
     if (!syncCall(abs, "read", () => fstatSync(fd)).isFile()) throw notRegular(abs, "file");

@@ -67,7 +67,7 @@ describe("restoreBranch", () => {
     ]);
   });
 
-  it("reads the live cohort once when it holds the branch's newest checkpoint; an older one is read by revision", async () => {
+  it("reads the live cohort once when it holds the newest checkpoint; an older one is read by revision", async () => {
     const { store, first, second, sessionId } = await storeWithTwoCohorts();
     const reads: string[] = [];
     const backend = store.store;

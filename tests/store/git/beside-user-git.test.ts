@@ -22,23 +22,37 @@ const USER_ROUNDS = 24;
 
 interface Outcome {
   code: number | null;
+  stdout: string;
   stderr: string;
 }
 
 function run(root: string, env: NodeJS.ProcessEnv, args: string[], extra: NodeJS.ProcessEnv = {}): Promise<Outcome> {
   return new Promise((done) => {
     const child = spawn("git", args, { cwd: root, env: { ...env, ...extra } });
+    let stdout = "";
     let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("close", (code) => done({ code, stderr }));
+    child.on("close", (code) => done({ code, stdout, stderr }));
   });
 }
 
-/** A user's command, retried the way a user would when git says another process holds index.lock. */
-async function userGit(root: string, env: NodeJS.ProcessEnv, args: string[], extra: NodeJS.ProcessEnv = {}) {
+/**
+ * A user's command, retried the way a user would when git says another process holds index.lock.
+ * "nothing": a commit that found nothing to commit, because a State Flow cohort in between already
+ * committed what the user had staged (every cohort commits the complete worktree delta).
+ */
+async function userGit(
+  root: string,
+  env: NodeJS.ProcessEnv,
+  args: string[],
+  extra: NodeJS.ProcessEnv = {},
+): Promise<"done" | "nothing"> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const outcome = await run(root, env, args, extra);
-    if (outcome.code === 0) return attempt;
+    if (outcome.code === 0) return "done";
+    if (args[0] === "commit" && outcome.code === 1 && /nothing( added)? to commit/.test(outcome.stdout))
+      return "nothing";
     if (!/index\.lock/.test(outcome.stderr)) throw new Error(`git ${args.join(" ")}: ${outcome.stderr}`);
     await new Promise((done) => setTimeout(done, 5));
   }
@@ -90,6 +104,7 @@ describe("State Flow publishing beside a user's own git in the store repository"
 
     const staged = new Map<string, string>();
     const userCommits: string[] = [];
+    let absorbed = 0;
     const user = (async () => {
       for (let i = 1; i <= USER_ROUNDS; i++) {
         const path = `notes/u${i}.txt`;
@@ -97,15 +112,18 @@ describe("State Flow publishing beside a user's own git in the store repository"
         await userGit(root, env, ["add", path]);
         staged.set(path, `user note ${i}\n`);
         if (i % 3 === 0) {
-          await userGit(root, env, ["commit", "-q", "-a", "-m", `user ${i}`]);
-          userCommits.push(`user ${i}`);
+          if ((await userGit(root, env, ["commit", "-q", "-a", "-m", `user ${i}`])) === "done")
+            userCommits.push(`user ${i}`);
+          else absorbed++;
         }
         if (i % 8 === 4) {
           // An editor left open longer than a publication waits: State Flow must refuse, not commit past it.
           writeFileSync(join(root, path), `user note ${i}, edited\n`);
           staged.set(path, `user note ${i}, edited\n`);
-          await userGit(root, env, ["commit", "-q", "-a"], { GIT_EDITOR: editor, HOLD: i === 4 ? "1.5" : "0.2" });
-          userCommits.push("user: edited commit");
+          const held = { GIT_EDITOR: editor, HOLD: i === 4 ? "1.5" : "0.2" };
+          if ((await userGit(root, env, ["commit", "-q", "-a"], held)) === "done")
+            userCommits.push("user: edited commit");
+          else absorbed++;
         }
         if (i % 4 === 2) {
           await userGit(root, env, ["gc", "--auto", "--quiet"]);
@@ -138,6 +156,9 @@ describe("State Flow publishing beside a user's own git in the store repository"
       expect(readTemporalState(current.view, 0, scope).state.working.n).toBe(accepted.length);
     }
     expect(git(root, env, "fsck", "--full", "--strict", "--no-dangling")).toBe("");
-    console.log(`beside-user-git: ${accepted.length} cohorts, refusals ${JSON.stringify([...refusals])}`);
+    console.log(
+      `beside-user-git: ${accepted.length} cohorts, refusals ${JSON.stringify([...refusals])}, ` +
+        `${userCommits.length} user commits, ${absorbed} found their changes already in a cohort`,
+    );
   }, 120_000);
 });
