@@ -775,7 +775,7 @@ export class GitBackend implements StoreBackend {
     }
   }
 
-  /** A basis not read live holds only while HEAD is its revision: only a live read checks files against a moved HEAD. */
+  /** A basis not read live holds only while HEAD is its revision: a live read checks files against a moved HEAD. */
   private assertBasisIsHead(
     request: PublishRequest,
     { ref, revision }: { ref: string; revision: string | null },
