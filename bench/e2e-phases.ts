@@ -57,16 +57,33 @@ export async function setDetail(on: boolean): Promise<void> {
   if (unwrapDetail) return;
   const fileHandle = await fileHandlePrototype();
   const fsp = createRequire(import.meta.url)("node:fs/promises") as Record<string, unknown>;
+  const fs = createRequire(import.meta.url)("node:fs") as Record<string, unknown>;
   const restore = [
     wrapMethods("fs", fileHandle, ["readFile", "writeFile", "stat"], undefined, "fh."),
     // Wrapped on the module's exports, then synchronized into the ESM bindings the product imported.
     wrapMethods("fs", fsp, FS_PROMISES, undefined, "fs."),
+    // The store's hot paths make their small calls synchronously (see fsyncDescriptor).
+    wrapMethods("fs", fs, FS_SYNC, undefined, "fs."),
   ];
   syncBuiltinESMExports();
   unwrapDetail = () => restore.forEach((undo) => undo());
 }
 
 const FS_PROMISES = ["lstat", "stat", "open", "readFile", "writeFile", "rename", "unlink", "mkdir", "readdir"];
+const FS_SYNC = [
+  "lstatSync",
+  "statSync",
+  "fstatSync",
+  "openSync",
+  "closeSync",
+  "readFileSync",
+  "writeSync",
+  "writeFileSync",
+  "renameSync",
+  "unlinkSync",
+  "mkdirSync",
+  "utimesSync",
+];
 
 async function fileHandlePrototype(): Promise<object> {
   const path = join(tmpdir(), `sf-bench-probe-${process.pid}`);
@@ -195,8 +212,19 @@ export async function installPhaseWrappers(): Promise<void> {
   wrapMethods("GitRunner", GitRunner.prototype, ["exec", "run"], gitName);
   wrapMethods("StateFlowController", StateFlowController.prototype, ["context", "prepareContext"]);
   wrapMethods("SessionManager", SessionManager.prototype, ["_persist", "getBranch", "getEntries"]);
-  // Every fsync State Flow issues (temp copies, the journal, directories) goes through FileHandle.sync.
+  // State Flow's fsyncs go through node:fs fsync (store/fs/fs-safe.ts fsyncDescriptor: temp copies, the
+  // journal, directories, the ref) or FileHandle.sync (loose objects when core.fsync asks for it).
   wrapMethods("fs", await fileHandlePrototype(), ["sync"], () => "fsync");
+  const fs = createRequire(import.meta.url)("node:fs") as Record<string, AnyFn>;
+  const fsync = fs.fsync!;
+  fs.fsync = (...[fd, callback]: unknown[]) => {
+    const start = performance.now();
+    fsync(fd, (error: unknown) => {
+      record("fsync", start);
+      (callback as AnyFn)(error);
+    });
+  };
+  syncBuiltinESMExports();
 }
 
 /**

@@ -20,7 +20,6 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { promisify } from "node:util";
 import { lstat, mkdir, open, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 export { sha256Hex } from "../../core/json.ts";
@@ -279,7 +278,9 @@ function readRegularFileSync(abs: string): Buffer | null {
  * rename) are synchronous in the store's write paths: each costs less than a thread-pool round
  * trip, while an fsync takes about a millisecond and must not block the event loop.
  */
-export const fsyncDescriptor: (fd: number) => Promise<void> = promisify(fsync);
+export function fsyncDescriptor(fd: number): Promise<void> {
+  return new Promise((done, fail) => fsync(fd, (error) => (error ? fail(error) : done())));
+}
 
 export async function fsyncDirectory(dir: string): Promise<void> {
   let fd: number | undefined;
