@@ -136,6 +136,15 @@ export interface RuntimeContextInput {
   bootstrap: boolean;
 }
 
+/** state[0]'s JSON per state object: a run's inferences pass the same object until a patch replaces it. */
+const renderedStates = new WeakMap<ScopeState, string>();
+
+function stateJson(state: ScopeState): string {
+  let json = renderedStates.get(state);
+  if (json === undefined) renderedStates.set(state, (json = JSON.stringify(state, null, 2)));
+  return json;
+}
+
 export function renderRuntimeContext(input: RuntimeContextInput): string {
   // What changes least comes first, so that a provider's prefix cache keeps as much of it as it
   // can from one inference to the next: state (stable scopes and fields before volatile ones),
@@ -145,7 +154,7 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
     "",
     "## state[0] — effective state (global → cwd → session)",
     "```json",
-    JSON.stringify(input.state, null, 2),
+    stateJson(input.state),
     "```",
     `(state[0] is the state at step ${input.step})`,
     "",

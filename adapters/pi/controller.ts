@@ -11,7 +11,13 @@ import type { PatchSet } from "../../core/cohort.ts";
 import { projectArtifacts } from "../../core/artifacts.ts";
 import type { JsonObject } from "../../core/json.ts";
 import type { ScopeSelector, ScopeState } from "../../core/scope-state.ts";
-import { headBoundary, readTemporalState, recentTransitions, type TemporalRead } from "../../core/temporal.ts";
+import {
+  headBoundary,
+  readTemporalState,
+  recentTransitions,
+  type TemporalRead,
+  type TemporalView,
+} from "../../core/temporal.ts";
 import type { SessionStartReason } from "../../machines/episode.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
 import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/flow-runtime.ts";
@@ -139,6 +145,7 @@ export class StateFlowController {
   /** The finalized (mutable) tool_call input per call: what a read really executed. */
   private readonly callInput = new Map<string, unknown>();
   private versionWarned = false;
+  private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
   private toolsWanted = false;
   /** A Pi run (its start … agent_settled) is open: later agent_starts are its continuations (retries, queues). */
@@ -321,7 +328,7 @@ export class StateFlowController {
     const { view } = projection;
     const text = renderRuntimeContext({
       specification: projection.specification,
-      state: modelState(readTemporalState(view).state),
+      state: this.modelStateOf(view),
       step: headBoundary(view.lineage).step,
       transitions: recentTransitions(view),
       invalidations: projection.invalidations,
@@ -335,6 +342,17 @@ export class StateFlowController {
       runtimeContext: text,
       discardedDrafts: discarded,
     });
+  }
+
+  /**
+   * The state the model sees for a view, built once per view: views are never changed in place,
+   * and the inferences of a run share one until a patch is accepted (a 128 KiB state costs
+   * milliseconds to read out and render).
+   */
+  private modelStateOf(view: TemporalView): ScopeState {
+    let state = this.modelStates.get(view);
+    if (state === undefined) this.modelStates.set(view, (state = modelState(readTemporalState(view).state)));
+    return state;
   }
 
   /** tool_execution_start: remembers arguments so a refused call can be logged exactly. */

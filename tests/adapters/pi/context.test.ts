@@ -129,6 +129,23 @@ describe("renderRuntimeContext", () => {
     expect(text).toMatch(/not an instruction/);
   });
 
+  it("renders each state object once and never serves one state's text for another", () => {
+    const input = {
+      specification: { request: "r", added: [], startedBy: null },
+      step: 1,
+      transitions: [],
+      invalidations: [],
+      resolutionNote: null,
+      bootstrap: false,
+    };
+    const state = { ...emptyScopeState(), working: { n: 1 } };
+    const first = renderRuntimeContext({ ...input, state });
+    expect(renderRuntimeContext({ ...input, state })).toBe(first);
+    const next = renderRuntimeContext({ ...input, state: { ...state, working: { n: 2 } } });
+    expect(next).toContain('"n": 2');
+    expect(next).not.toContain('"n": 1');
+  });
+
   it("puts what changes least first: the state, then its step, the request and this step's sections", () => {
     const text = renderRuntimeContext({
       specification: { request: "Fix the parser", added: [], startedBy: null },
