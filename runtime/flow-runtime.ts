@@ -672,6 +672,9 @@ export class FlowRuntime {
     let outcome;
     try {
       const store = await this.openStateStore(false);
+      // The publication driver installed after the restore asks which remote to push to (a git
+      // process): asked now, it runs while the restore reads the store.
+      void store.store.git?.publicationRemote().catch(() => undefined);
       outcome = await restoreBranch({
         store,
         host: this.host,

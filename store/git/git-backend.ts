@@ -274,7 +274,8 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
   }
   let out: string;
   try {
-    out = await runner.run([
+    // Spawned directly: every resume opens the backend, and simple-git's per-call overhead showed in its profile.
+    out = await runner.execText([
       "rev-parse",
       "--show-toplevel",
       "--absolute-git-dir",
@@ -330,7 +331,8 @@ export class GitBackend implements StoreBackend {
    */
   /** Whether the cache another process may have left (known-blobs.ts) was read yet. */
   private knownBlobsLoaded = false;
-  private remoteCache: { readonly stamp: string; readonly ref: string; readonly remote: string | null } | undefined;
+  private remoteCache:
+    { readonly stamp: string; readonly ref: string; readonly remote: Promise<string | null> } | undefined;
   private knownBlobs: { readonly revision: string; readonly blobs: ReadonlyMap<string, string | null> } | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
@@ -1573,8 +1575,13 @@ export class GitBackend implements StoreBackend {
     const stamp = await this.configStamp();
     const cached = this.remoteCache;
     if (cached && stamp !== null && cached.stamp === stamp && cached.ref === ref) return cached.remote;
-    const remote = await this.readPublicationRemote(ref);
-    this.remoteCache = stamp === null ? undefined : { stamp, ref, remote };
+    // The read in flight is shared (a restore starts it early, the publication driver awaits it).
+    const remote = this.readPublicationRemote(ref);
+    const entry = stamp === null ? undefined : { stamp, ref, remote };
+    this.remoteCache = entry;
+    remote.catch(() => {
+      if (this.remoteCache === entry) this.remoteCache = undefined;
+    });
     return remote;
   }
 
