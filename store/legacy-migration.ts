@@ -209,7 +209,12 @@ export async function migrateLegacyState(
   const snapshot = await store.loadCurrent(legacyPaths(keys)).catch((error: unknown) => {
     throw untrackedLegacyState(store, error);
   });
-  const plan = planLegacyMigration(snapshot, keys);
+  let plan: LegacyMigrationPlan | null;
+  try {
+    plan = planLegacyMigration(snapshot, keys);
+  } catch (error) {
+    throw withGitAdvice(store, error);
+  }
   if (plan === null) return null;
   const names = plan.scopes.map((s) => s.scope);
   const receipt = await store.publish({
@@ -224,6 +229,28 @@ export async function migrateLegacyState(
     await restoreLegacy(store, plan, receipt.pointer.revision, error);
   }
   return { scopes: names, revision: receipt.pointer.revision };
+}
+
+/** Refusals the user resolves by changing the store's files; what to do about them in Git. */
+const RESOLVED_BY_EDITING = ["ambiguous-snapshot", "orphaned-tail", "invalid-legacy-state"] as const;
+
+/**
+ * A refusal the user resolves by editing, moving or fixing store files: in a Git store the files
+ * are read only as the branch holds them (anything else is a divergence), so the change has to be
+ * committed too. The advice says how.
+ */
+function withGitAdvice(store: StoreBackend, error: unknown): unknown {
+  if (store.kind !== "git" || !RESOLVED_BY_EDITING.some((code) => isStoreError(error, code))) return error;
+  const refusal = error as StoreError;
+  const dir = refusal.file?.includes("/") ? refusal.file.replace(/\/[^/]*$/, "") : ".";
+  const git = `git -C ${store.root}`;
+  return new StoreError(
+    refusal.code,
+    `${refusal.message} This store is a Git repository, whose files State Flow reads only as its branch holds ` +
+      `them: commit the change before starting again (${git} add -A -- ${dir} && ${git} commit -m ` +
+      `"prepare the state.json migration").`,
+    { ...(refusal.file ? { file: refusal.file } : {}), cause: refusal },
+  );
 }
 
 /**

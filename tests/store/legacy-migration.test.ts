@@ -1,6 +1,6 @@
 // The in-store migration of legacy state.json snapshots, on real file-only and Git stores whose
 // legacy files the test writes (and, for Git, commits the way a predecessor would have).
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { execSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -65,6 +65,14 @@ function writeLegacy(f: Fixture, files: Record<string, string>): void {
     git(f.root, f.env, "add", "-A");
     git(f.root, f.env, "commit", "-q", "-m", "predecessor state");
   }
+}
+
+/** In a Git store a refusal resolved by editing files says how to commit the change: run exactly that. */
+function followGitAdvice(f: Fixture, error: StoreError): void {
+  if (f.kind !== "git") return;
+  const command = /\((git -C \S+ add -A -- \S+ && git -C \S+ commit -m "[^"]+")\)/.exec(error.message)?.[1];
+  expect(command, error.message).toBeDefined();
+  execSync(command!, { env: f.env, stdio: "ignore" });
 }
 
 function legacyFiles(states: Partial<Record<"global" | "cwd" | "session", unknown>> = STATES) {
@@ -178,6 +186,11 @@ describe.each(["file", "git"] as const)("legacy state.json migration (%s)", (kin
     expect(error.code).toBe("orphaned-tail");
     expect(error.file).toBe(scopeFiles("session", ID).patches);
     expect(tree(f.root)).toEqual(before);
+    // The advice: state.json is current here, so the tail moves out of the store; then it migrates.
+    const outside = join(temp.make("sf-moved-"), "patches.jsonl");
+    renameSync(join(f.root, scopeFiles("session", ID).patches), outside);
+    followGitAdvice(f, error);
+    expect((await (await open(f)).migrateLegacy())!.scopes).toEqual(["session"]);
   });
 
   it("a state.json that is not one scope's state document is refused by name and changes nothing", async () => {
@@ -191,6 +204,10 @@ describe.each(["file", "git"] as const)("legacy state.json migration (%s)", (kin
     expect(error.code).toBe("invalid-legacy-state");
     expect(error.message).toMatch(/artifacts.*is missing/);
     expect(tree(f.root)).toEqual(before);
+    // The advice: fix the file, then start again.
+    writeFileSync(join(f.root, legacyPath("cwd")), `${JSON.stringify(STATES.cwd)}\n`);
+    followGitAdvice(f, error);
+    expect([...(await (await open(f)).migrateLegacy())!.scopes].sort()).toEqual(["cwd", "global"]);
   });
 
   it("a failure after the publication restores the exact old bytes", async () => {
