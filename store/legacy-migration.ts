@@ -213,7 +213,8 @@ export async function migrateLegacyState(
   try {
     plan = planLegacyMigration(snapshot, keys);
   } catch (error) {
-    throw withGitAdvice(store, error);
+    if (!RESOLVED_BY_EDITING.some((code) => isStoreError(error, code))) throw error;
+    throw withGitAdvice(store, error as StoreError);
   }
   if (plan === null) return null;
   const names = plan.scopes.map((s) => s.scope);
@@ -231,7 +232,7 @@ export async function migrateLegacyState(
   return { scopes: names, revision: receipt.pointer.revision };
 }
 
-/** Refusals the user resolves by changing the store's files; what to do about them in Git. */
+/** Planning refusals the user resolves by changing the store's files. */
 const RESOLVED_BY_EDITING = ["ambiguous-snapshot", "orphaned-tail", "invalid-legacy-state"] as const;
 
 /**
@@ -239,9 +240,8 @@ const RESOLVED_BY_EDITING = ["ambiguous-snapshot", "orphaned-tail", "invalid-leg
  * are read only as the branch holds them (anything else is a divergence), so the change has to be
  * committed too. The advice says how.
  */
-function withGitAdvice(store: StoreBackend, error: unknown): unknown {
-  if (store.kind !== "git" || !RESOLVED_BY_EDITING.some((code) => isStoreError(error, code))) return error;
-  const refusal = error as StoreError;
+function withGitAdvice(store: StoreBackend, refusal: StoreError): StoreError {
+  if (store.kind !== "git") return refusal;
   const dir = refusal.file?.includes("/") ? refusal.file.replace(/\/[^/]*$/, "") : ".";
   const git = `git -C ${store.root}`;
   return new StoreError(
@@ -282,23 +282,29 @@ async function restoreLegacy(
     live = await store.loadCurrent(plan.paths);
   } catch (error) {
     const kept = await keepOldBytes(store.root, plan);
-    throw new StoreError(
-      "migration-failed",
-      `${what}, and the store could not be read back (${errorMessage(error)}), so nothing was restored over it ` +
-        `(revision ${revision} is as published). The old bytes are kept in ${kept}; resolve the read error, keep ` +
-        "the current state in one format, then start State Flow again.",
-      { file: plan.scopes[0]!.path, cause: error },
+    throw withGitAdvice(
+      store,
+      new StoreError(
+        "migration-failed",
+        `${what}, and the store could not be read back (${errorMessage(error)}), so nothing was restored over it ` +
+          `(revision ${revision} is as published). The old bytes are kept in ${kept}; resolve the read error, keep ` +
+          "the current state in one format, then start State Flow again.",
+        { file: plan.scopes[0]!.path, cause: error },
+      ),
     );
   }
   const changed = [...plan.writes].filter(([path, bytes]) => !sameBytes(bytesOf(live, path), bytes)).map(([p]) => p);
   if (changed.length > 0) {
     const kept = await keepOldBytes(store.root, plan);
-    throw new StoreError(
-      "migration-failed",
-      `${what}, and ${changed.join(", ")} changed since it was published, so nothing was restored over them. ` +
-        `The old bytes are kept in ${kept}; compare them with the current files, keep the current state in one ` +
-        "format, then start State Flow again.",
-      { file: changed[0], cause },
+    throw withGitAdvice(
+      store,
+      new StoreError(
+        "migration-failed",
+        `${what}, and ${changed.join(", ")} changed since it was published, so nothing was restored over them. ` +
+          `The old bytes are kept in ${kept}; compare them with the current files, keep the current state in one ` +
+          "format, then start State Flow again.",
+        { file: changed[0], cause },
+      ),
     );
   }
   const writes = new Map<string, Buffer | null>();

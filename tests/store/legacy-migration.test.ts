@@ -253,6 +253,14 @@ describe.each(["file", "git"] as const)("legacy state.json migration (%s)", (kin
     const kept = `${legacyPath("cwd")}.pre-migration`;
     expect(error.message).toContain(`The old bytes are kept in ${kept}`);
     expect(readFileSync(join(f.root, kept), "utf8")).toBe(legacyFiles({ cwd: STATES.cwd })[legacyPath("cwd")]);
+    // The advice: the old bytes are the current state here, so they are kept in one format.
+    renameSync(join(f.root, kept), join(f.root, legacyPath("cwd")));
+    rmSync(checkpoint);
+    rmSync(join(f.root, scopeFiles("cwd", ID).patches));
+    followGitAdvice(f, error);
+    expect((await (await open(f)).migrateLegacy())!.scopes).toEqual(["cwd"]);
+    const migrated = (await (await open(f)).start(null, "off")).view;
+    expect(readTemporalState(migrated, 0, "cwd").state).toEqual(STATES.cwd);
   });
 });
 
