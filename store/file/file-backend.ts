@@ -58,8 +58,8 @@ import {
   acquirePublicationLock,
   lockExists,
   lockHeldError,
-  publicationsOverlapError,
   readLockOwner,
+  readUntilSettled,
 } from "../fs/lock.ts";
 import { StoreError } from "../store-error.ts";
 import type {
@@ -75,9 +75,6 @@ import type {
 async function readCohort(root: string, paths: readonly string[]): Promise<Map<string, Buffer | null>> {
   return readOwnedFilesSync(root, [...paths].sort(comparePaths));
 }
-
-/** Re-reads of the live cohort before a writer that keeps publishing between them counts as lock-held. */
-const STABLE_READ_ATTEMPTS = 8;
 
 /** Fault-injection hooks for tests: faults a real filesystem cannot be made to produce on demand. */
 export interface FileBackendFaults {
@@ -122,16 +119,14 @@ export class FileBackend implements StoreBackend {
     };
     await held();
     await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted());
-    let files = await readCohort(this.root, paths);
-    for (let attempt = 1; ; attempt++) {
+    const read = async () => {
       await held();
-      const again = await readCohort(this.root, paths);
-      if (sameFiles(files, again)) break;
-      // Each mismatch is a publication that completed between two reads; a writer that keeps
-      // publishing is the lock-held case the caller already retries.
-      if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(this.lockPath, attempt);
-      files = again;
-    }
+      return readCohort(this.root, paths);
+    };
+    // Two reads that agree, with the lock free before each: a cohort as one moment held it.
+    const files = await readUntilSettled(this.lockPath, read, (files, previous) =>
+      previous !== null && sameFiles(previous, files) ? files : undefined,
+    );
     const hashes = hashFiles(files);
     return { pointer: filePointerOf(hashes), files, hashes };
   }

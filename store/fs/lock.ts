@@ -139,6 +139,34 @@ export function publicationsOverlapError(path: string, reads: number): StoreErro
   );
 }
 
+/** Re-reads of the live cohort before reads that keep overlapping publications count as lock-held. */
+export const STABLE_READ_ATTEMPTS = 8;
+
+/**
+ * Reads the live cohort until a read can be trusted while other writers may be publishing: a
+ * publisher renames its files one by one, so a read that overlaps it can mix two cohorts. `settle`
+ * gets each read and the one before it (null for the first) and returns the result, or undefined
+ * to read again (the two reads disagree: a publication completed between them). Reads that keep
+ * overlapping end as the retryable `publicationsOverlapError`.
+ */
+export async function readUntilSettled<R, T>(
+  lockPath: string,
+  read: () => Promise<R>,
+  settle: (read: R, previous: R | null) => Promise<T | undefined> | T | undefined,
+  pauseMs: (attempt: number) => number = () => 0,
+): Promise<T> {
+  let previous: R | null = null;
+  for (let attempt = 0; ; attempt++) {
+    const current = await read();
+    const settled = await settle(current, previous);
+    if (settled !== undefined) return settled;
+    if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(lockPath, attempt);
+    previous = current;
+    const pause = pauseMs(attempt + 1);
+    if (pause > 0) await new Promise((done) => setTimeout(done, pause));
+  }
+}
+
 /**
  * Takes the lock by exclusive create; throws `lock-held` when it exists. The lock file is created,
  * written and removed with synchronous calls: each is a fraction of a thread-pool round trip, and a

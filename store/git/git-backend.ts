@@ -115,8 +115,8 @@ import {
   lockExists,
   lockHeldError,
   ownerIsGone,
-  publicationsOverlapError,
   readLockOwner,
+  readUntilSettled,
 } from "../fs/lock.ts";
 import {
   commitObjectBody,
@@ -143,8 +143,6 @@ import type {
 
 const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
-/** Reads of a diverging cohort before publications that keep overlapping them count as lock-held. */
-const STABLE_READ_ATTEMPTS = 8;
 /** Index size up to which a publication without known trees still builds them in-process. */
 const COLD_IN_PROCESS_ENTRIES = 256;
 /** Blobs up to this size are deflated and written with synchronous calls (a 128 KiB state's checkpoint is one). */
@@ -519,9 +517,10 @@ export class GitBackend implements StoreBackend {
     // that overlaps it can see the new HEAD beside old files (or the reverse) and the lock already
     // gone. So a divergence is read again after a moment; only the same HEAD beside the same bytes
     // twice is a real one (HEAD only moves forward, and stream files never repeat their bytes).
-    let previous: { head: string; files: Map<string, Buffer | null> } | null = null;
-    for (let attempt = 1; ; attempt++) {
-      const { listing, files } = await this.readHeadAndFiles(members);
+    const settle = async (
+      { listing, files }: { listing: string; files: Map<string, Buffer | null> },
+      previous: { listing: string; files: Map<string, Buffer | null> } | null,
+    ): Promise<CohortSnapshot | undefined> => {
       try {
         return this.verifyCurrent(members, listing, files);
       } catch (error) {
@@ -539,14 +538,17 @@ export class GitBackend implements StoreBackend {
         // While the lock is held that is a retryable lock-held, not a divergence.
         if (await lockExists(this.lockPath))
           throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
-        const head = listing.split("\n")[0] ?? "";
-        if (previous && previous.head === head && sameFiles(previous.files, files)) throw error;
-        // Publications that keep overlapping the reads are the other writer's lock, for the caller to retry.
-        if (attempt >= STABLE_READ_ATTEMPTS) throw publicationsOverlapError(this.lockPath, attempt);
-        previous = { head, files };
-        await new Promise((done) => setTimeout(done, 2 * attempt));
+        const head = (listing: string) => listing.split("\n")[0] ?? "";
+        if (previous && head(previous.listing) === head(listing) && sameFiles(previous.files, files)) throw error;
+        return undefined;
       }
-    }
+    };
+    return readUntilSettled(
+      this.lockPath,
+      () => this.readHeadAndFiles(members),
+      settle,
+      (attempt) => 2 * attempt,
+    );
   }
 
   /**

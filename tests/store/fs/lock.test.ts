@@ -6,8 +6,10 @@ import { spawnSync } from "node:child_process";
 import {
   acquirePublicationLock,
   lockExists,
+  STABLE_READ_ATTEMPTS,
   pidIsGone,
   readLockOwner,
+  readUntilSettled,
   withPublicationLock,
 } from "../../../store/fs/lock.ts";
 import { TempDirs } from "../../support/store-fixtures.ts";
@@ -100,5 +102,55 @@ describe("publicationsOverlapError", () => {
     expect(error.code).toBe("lock-held");
     expect(error.message).toContain("8 reads in a row each overlapped a publication");
     expect(error.message).not.toContain("is held by");
+  });
+});
+
+describe("readUntilSettled", () => {
+  const LOCK = "/s/.state-flow-publication.lock";
+
+  it("returns the first read settle accepts, handing each read the one before it", async () => {
+    const reads = ["a", "b", "b"];
+    const seen: [string, string | null][] = [];
+    const settled = await readUntilSettled(
+      LOCK,
+      async () => reads.shift()!,
+      (read, previous) => {
+        seen.push([read, previous]);
+        return read === previous ? `settled on ${read}` : undefined;
+      },
+    );
+    expect(settled).toBe("settled on b");
+    expect(seen).toEqual([
+      ["a", null],
+      ["b", "a"],
+      ["b", "b"],
+    ]);
+  });
+
+  it("ends reads that keep disagreeing as the retryable overlap error, after STABLE_READ_ATTEMPTS re-reads", async () => {
+    let reads = 0;
+    const error = await readUntilSettled(
+      LOCK,
+      async () => ++reads,
+      () => undefined,
+    ).catch((e: unknown) => e);
+    expect(reads).toBe(STABLE_READ_ATTEMPTS + 1);
+    expect(error).toMatchObject({ code: "lock-held" });
+    expect((error as Error).message).toContain(`${STABLE_READ_ATTEMPTS} reads in a row each overlapped`);
+  });
+
+  it("passes on what settle throws (a real divergence is not read again)", async () => {
+    let reads = 0;
+    const diverged = new Error("diverged");
+    await expect(
+      readUntilSettled(
+        LOCK,
+        async () => ++reads,
+        () => {
+          throw diverged;
+        },
+      ),
+    ).rejects.toBe(diverged);
+    expect(reads).toBe(1);
   });
 });
