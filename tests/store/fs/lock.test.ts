@@ -127,7 +127,7 @@ describe("readUntilSettled", () => {
     ]);
   });
 
-  it("ends reads that keep disagreeing as the retryable overlap error, after STABLE_READ_ATTEMPTS re-reads", async () => {
+  it("ends reads that keep disagreeing as the overlap error after STABLE_READ_ATTEMPTS re-reads", async () => {
     let reads = 0;
     const error = await readUntilSettled(
       LOCK,
