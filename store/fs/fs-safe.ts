@@ -20,8 +20,8 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { lstat, mkdir, open, rename, stat, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { lstat, mkdir, open, stat, unlink } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 export { sha256Hex } from "../../core/json.ts";
 import { killPoint } from "./crash-points.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
@@ -204,7 +204,8 @@ export async function readOwnedFile(root: string, rel: string): Promise<Buffer |
  * this way takes less than the thread-pool round trips of the asynchronous calls would (about
  * eight per file); nothing else in this process can interleave with the read.
  */
-export function readOwnedFilesSync(root: string, rels: readonly string[]): Map<string, Buffer | null> {
+export function readOwnedFilesSync(store: string, rels: readonly string[]): Map<string, Buffer | null> {
+  const root = resolve(store); // every file's directory chain ends exactly at it
   const directories = new Map<string, boolean>();
   const present = (dir: string): boolean => {
     const known = directories.get(dir);

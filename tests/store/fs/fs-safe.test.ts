@@ -158,6 +158,10 @@ describe("fs-safe", () => {
     expect(read.get("a/b/x.json")).toEqual(Buffer.from([0xff, 0x00, 0x0a]));
     expect(read.get("a/b/absent.json")).toBeNull();
     expect(readOwnedFilesSync(join(root, "missing-root"), ["a.json"]).get("a.json")).toBeNull();
+    // A root spelled with a trailing slash is the same root.
+    expect(readOwnedFilesSync(`${root}/`, ["top.json", "a/b/x.json"])).toEqual(
+      readOwnedFilesSync(root, ["top.json", "a/b/x.json"]),
+    );
     // The same refusals, named the same way.
     for (const [rel, code] of [
       ["a/file/z.json", "not-regular-file"],
