@@ -20,7 +20,7 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { lstat, mkdir, open, stat, unlink } from "node:fs/promises";
+import { unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 export { sha256Hex } from "../../core/json.ts";
 import { killPoint } from "./crash-points.ts";
@@ -77,59 +77,10 @@ function notRegular(abs: string, expected: "file" | "directory"): StoreError {
   );
 }
 
-/** lstat that maps ENOENT to null and everything else except success to io-failed. */
-async function lstatOrNull(abs: string) {
-  try {
-    return await lstat(abs);
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return null;
-    throw ioError(abs, "inspect", error);
-  }
-}
-
 /**
- * Checks the directory components between root (exclusive) and the file (exclusive).
- * Returns false when a component is absent (then the file is absent too).
+ * Checks the directory components between root (exclusive) and a file about to be written,
+ * creating the missing ones owner-only; refuses symlinks and non-directories among them.
  */
-async function checkParents(root: string, segments: readonly string[], create: boolean): Promise<boolean> {
-  const rootStat = await stat(root).catch((error: unknown) => {
-    if (errnoOf(error) === "ENOENT") return null;
-    throw ioError(root, "inspect", error);
-  });
-  if (rootStat === null) {
-    if (!create) return false;
-    try {
-      await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
-    } catch (error) {
-      throw ioError(root, "create the state directory", error);
-    }
-  } else if (!rootStat.isDirectory()) {
-    throw notRegular(root, "directory");
-  }
-  let current = root;
-  for (const segment of segments.slice(0, -1)) {
-    current = join(current, segment);
-    const st = await lstatOrNull(current);
-    if (st === null) {
-      if (!create) return false;
-      try {
-        await mkdir(current, { mode: PRIVATE_DIR_MODE });
-      } catch (error) {
-        if (errnoOf(error) !== "EEXIST") throw ioError(current, "create directory", error);
-        const again = await lstatOrNull(current);
-        if (again?.isSymbolicLink()) throw symlinkRefused(current);
-        if (!again?.isDirectory()) throw notRegular(current, "directory");
-      }
-      continue;
-    }
-    if (st.isSymbolicLink()) throw symlinkRefused(current);
-    if (!st.isDirectory()) throw notRegular(current, "directory");
-  }
-  return true;
-}
-
-/** checkParents(…, create: true) with synchronous calls, for the write path (see fsyncDescriptor). */
 function checkParentsSync(root: string, segments: readonly string[]): void {
   const rootStat = syncCall(root, "inspect", () => statSync(root, { throwIfNoEntry: false }));
   if (rootStat === undefined)
@@ -154,15 +105,37 @@ function checkParentsSync(root: string, segments: readonly string[]): void {
 }
 
 /**
- * The absolute path of an existing store file; null when it or a directory above it is absent. Refuses symlinks and
- * non-regular files.
+ * Whether a store directory exists: it and every directory above it up to the root are checked
+ * (each once per `checked`). The root may be a symlink; nothing below it may be.
  */
-async function existingOwnedFile(root: string, rel: string): Promise<string | null> {
-  const segments = assertStorePath(rel);
-  if (!(await checkParents(root, segments, false))) return null;
-  const abs = join(root, ...segments);
-  const st = await lstatOrNull(abs);
-  if (st === null) return null;
+function ownedDirectoryExists(root: string, dir: string, checked: Map<string, boolean>): boolean {
+  const known = checked.get(dir);
+  if (known !== undefined) return known;
+  let exists: boolean;
+  if (dir === root) {
+    const st = syncCall(root, "inspect", () => statSync(root, { throwIfNoEntry: false }));
+    if (st !== undefined && !st.isDirectory()) throw notRegular(root, "directory");
+    exists = st !== undefined;
+  } else {
+    exists = ownedDirectoryExists(root, dirname(dir), checked);
+    const st = exists ? lstatSyncOrUndefined(dir) : undefined;
+    if (st?.isSymbolicLink()) throw symlinkRefused(dir);
+    if (st !== undefined && !st.isDirectory()) throw notRegular(dir, "directory");
+    exists &&= st !== undefined;
+  }
+  checked.set(dir, exists);
+  return exists;
+}
+
+/**
+ * The absolute path of an existing store file; null when it or a directory above it is absent.
+ * Refuses symlinks and non-regular files. `root` must be resolved (every directory chain ends at it).
+ */
+function existingOwnedFile(root: string, rel: string, checked = new Map<string, boolean>()): string | null {
+  const abs = join(root, ...assertStorePath(rel));
+  if (!ownedDirectoryExists(root, dirname(abs), checked)) return null;
+  const st = lstatSyncOrUndefined(abs);
+  if (st === undefined) return null;
   if (st.isSymbolicLink()) throw symlinkRefused(abs);
   if (!st.isFile()) throw notRegular(abs, "file");
   return abs;
@@ -178,24 +151,7 @@ function absentOrRefused(abs: string, error: unknown): null {
 
 /** Reads a store file as raw bytes; null when absent. Refuses symlinks and non-regular files anywhere below root. */
 export async function readOwnedFile(root: string, rel: string): Promise<Buffer | null> {
-  const abs = await existingOwnedFile(root, rel);
-  if (abs === null) return null;
-  let handle;
-  try {
-    handle = await open(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-  } catch (error) {
-    return absentOrRefused(abs, error);
-  }
-  try {
-    const fst = await handle.stat();
-    if (!fst.isFile()) throw notRegular(abs, "file");
-    return await handle.readFile();
-  } catch (error) {
-    if (error instanceof StoreError) throw error;
-    throw ioError(abs, "read", error);
-  } finally {
-    await handle.close();
-  }
+  return readOwnedFilesSync(root, [rel]).get(rel) ?? null;
 }
 
 /**
@@ -206,29 +162,11 @@ export async function readOwnedFile(root: string, rel: string): Promise<Buffer |
  */
 export function readOwnedFilesSync(store: string, rels: readonly string[]): Map<string, Buffer | null> {
   const root = resolve(store); // every file's directory chain ends exactly at it
-  const directories = new Map<string, boolean>();
-  const present = (dir: string): boolean => {
-    const known = directories.get(dir);
-    if (known !== undefined) return known;
-    let exists: boolean;
-    if (dir === root) {
-      const st = syncCall(root, "inspect", () => statSync(root, { throwIfNoEntry: false }));
-      if (st !== undefined && !st.isDirectory()) throw notRegular(root, "directory");
-      exists = st !== undefined;
-    } else {
-      exists = present(dirname(dir));
-      const st = exists ? lstatSyncOrUndefined(dir) : undefined;
-      if (st?.isSymbolicLink()) throw symlinkRefused(dir);
-      if (st !== undefined && !st.isDirectory()) throw notRegular(dir, "directory");
-      exists &&= st !== undefined;
-    }
-    directories.set(dir, exists);
-    return exists;
-  };
+  const checked = new Map<string, boolean>();
   const files = new Map<string, Buffer | null>();
   for (const rel of rels) {
-    const abs = join(root, ...assertStorePath(rel));
-    files.set(rel, present(dirname(abs)) ? readRegularFileSync(abs) : null);
+    const abs = existingOwnedFile(root, rel, checked);
+    files.set(rel, abs === null ? null : readRegularFileSync(abs));
   }
   return files;
 }
@@ -255,11 +193,8 @@ function lstatSyncOrUndefined(abs: string) {
   }
 }
 
+/** The bytes of a file existingOwnedFile found; null when it vanished since. */
 function readRegularFileSync(abs: string): Buffer | null {
-  const st = lstatSyncOrUndefined(abs);
-  if (st === undefined) return null;
-  if (st.isSymbolicLink()) throw symlinkRefused(abs);
-  if (!st.isFile()) throw notRegular(abs, "file");
   let fd: number;
   try {
     fd = openSync(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
@@ -407,7 +342,7 @@ export async function writeOwnedFilesAtomic(
 
 /** Removes a store file; false when it was already absent. Refuses symlinks and non-regular files. */
 export async function removeOwnedFile(root: string, rel: string): Promise<boolean> {
-  const abs = await existingOwnedFile(root, rel);
+  const abs = existingOwnedFile(resolve(root), rel);
   if (abs === null) return false;
   try {
     await unlink(abs);
