@@ -5,11 +5,14 @@
 // an error message we guess from.
 //
 // Two ways to run git, chosen by measurement (npm run bench:store prints the `spawn` figures):
-//   - `exec` spawns git directly with node:child_process. It is used for the per-cohort hot path
-//     (publication, current view, revision reads) and for every command that prints nothing on
-//     success. Reason: simple-git 4.0.2's completion plugin sleeps a fixed 50 ms after any process
-//     that wrote nothing to stdout/stderr (`c && await wt(50)` in dist/index.mjs, not
-//     configurable), which made `add`, `update-ref` and `init` cost 50+ ms each; the earlier
+//   - `exec` starts git from a small helper shell (shell-spawner.ts: a spawn from node forks the
+//     whole process, so it costs more the larger a Pi session grows), or directly with
+//     node:child_process where no helper can run it exactly (no /bin/sh, Windows) or where
+//     STATE_FLOW_GIT_SPAWN=direct says so. It serves the per-cohort hot path (publication,
+//     current view, revision reads) and every command that prints nothing on success, where
+//     simple-git would not do: simple-git 4.0.2's completion plugin sleeps a fixed 50 ms after
+//     any process that wrote nothing to stdout/stderr (`c && await wt(50)` in dist/index.mjs,
+//     not configurable), which made `add`, `update-ref` and `init` cost 50+ ms each; the earlier
 //     workarounds (GIT_TRACE=1, --verbose, update-ref --stdin transactions) only existed to make
 //     git talk. Apart from that, simple-git adds a builder, plugin chain and task queue per call
 //     (measured ≈ 0.3–1 ms per process on the bench machine, against ≈ 3–5 ms for the process).
@@ -22,11 +25,15 @@ import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { simpleGit, type SimpleGit } from "simple-git";
 import { StoreError } from "../store-error.ts";
+import { ShellSpawner, helperCanRun, type SpawnRequest, type SpawnResult } from "./shell-spawner.ts";
+
+/** How a git process was started: directly, from a helper shell (shell-spawner.ts), or by simple-git. */
+export type GitVia = "spawn" | "shell" | "simple-git";
 
 export interface GitProcessCounter {
   count: number;
   /** When present, every process appends its arguments and wall time (spawn to close) here (bench). */
-  log?: Array<{ readonly args: readonly string[]; readonly ms: number; readonly via: "spawn" | "simple-git" }>;
+  log?: Array<{ readonly args: readonly string[]; readonly ms: number; readonly via: GitVia }>;
 }
 
 /** Environment variables that would redirect git away from the store repository; never inherited. */
@@ -83,6 +90,8 @@ export interface GitRunnerOptions {
   /** Absolute path of the git executable (default: `git` found on env.PATH). */
   readonly binary?: string;
   readonly counter?: GitProcessCounter;
+  /** How `exec` starts git: from a helper shell where one exists (default), or always directly. */
+  readonly spawn?: "shell" | "direct";
 }
 
 export class GitCommandError extends Error {
@@ -118,6 +127,11 @@ export function findGitExecutable(env: NodeJS.ProcessEnv = process.env, binary?:
   return null;
 }
 
+/** STATE_FLOW_GIT_SPAWN=direct turns the helper shells off (a system where they misbehave, an A/B measurement). */
+function spawnPreference(env: Record<string, string>): "shell" | "direct" {
+  return env.STATE_FLOW_GIT_SPAWN === "direct" ? "direct" : "shell";
+}
+
 function cleanGitEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const clean: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
@@ -132,12 +146,15 @@ export class GitRunner {
   readonly binary: string;
   readonly counter: GitProcessCounter;
   private readonly env: Record<string, string>;
+  private readonly spawner: ShellSpawner | null;
 
   constructor(options: GitRunnerOptions & { binary: string }) {
     this.cwd = options.cwd;
     this.binary = options.binary;
     this.counter = options.counter ?? { count: 0 };
     this.env = cleanGitEnv(options.env);
+    const direct = (options.spawn ?? spawnPreference(this.env)) === "direct";
+    this.spawner = direct ? null : ShellSpawner.forEnvironment(this.env);
   }
 
   /** A variable of the environment every git process of this runner gets (per-call overrides aside). */
@@ -177,7 +194,7 @@ export class GitRunner {
     );
   }
 
-  private record(args: readonly string[], started: number, via: "spawn" | "simple-git"): void {
+  private record(args: readonly string[], started: number, via: GitVia): void {
     this.counter.log?.push({ args, ms: performance.now() - started, via });
   }
 
@@ -210,14 +227,40 @@ export class GitRunner {
   exec(args: readonly string[], options?: { input?: Buffer | string; env?: Record<string, string> }): Promise<Buffer> {
     this.counter.count += 1;
     const started = performance.now();
-    const input = options?.input;
+    const request: SpawnRequest = {
+      binary: this.binary,
+      args,
+      cwd: this.cwd,
+      env: options?.env,
+      input: options?.input,
+    };
+    if (this.spawner && helperCanRun(request)) return this.execInHelper(this.spawner, request, started);
+    return this.execDirectly(request, started);
+  }
+
+  private async execInHelper(spawner: ShellSpawner, request: SpawnRequest, started: number): Promise<Buffer> {
+    const { args } = request;
+    let result: SpawnResult;
+    try {
+      result = await spawner.run(request);
+    } catch (error) {
+      throw new GitCommandError(args, -1, error instanceof Error ? error.message : String(error));
+    } finally {
+      this.record(args, started, "shell");
+    }
+    if (result.code !== 0) throw new GitCommandError(args, result.code, result.stderr.toString("utf8"));
+    return result.stdout;
+  }
+
+  private execDirectly(request: SpawnRequest, started: number): Promise<Buffer> {
+    const { args, input } = request;
     return new Promise<Buffer>((resolvePromise, reject) => {
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
       let spawnError: Error | undefined;
       const child = spawn(this.binary, [...args], {
         cwd: this.cwd,
-        env: options?.env ? { ...this.env, ...options.env } : this.env,
+        env: request.env ? { ...this.env, ...request.env } : this.env,
         stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
         windowsHide: true,
       });
