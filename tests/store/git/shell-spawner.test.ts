@@ -117,9 +117,11 @@ describe("shell spawner", () => {
   });
 
   it("never keeps its process alive, and its helpers clean up after it even when it is killed", async () => {
+    const module = JSON.stringify(new URL("../../../store/git/shell-spawner.ts", import.meta.url).href);
     const script =
-      `const { ShellSpawner } = await import(${JSON.stringify(new URL("../../../store/git/shell-spawner.ts", import.meta.url).href)});` +
-      `const r = await ShellSpawner.forEnvironment(process.env).run({ binary: "${PRINTF}", args: ["done"], cwd: "/" });` +
+      `const { ShellSpawner } = await import(${module});` +
+      `const request = { binary: "${PRINTF}", args: ["done"], cwd: "/" };` +
+      `const r = await ShellSpawner.forEnvironment(process.env).run(request);` +
       `process.stdout.write(r.stdout);`;
     const run = (extra: string) => {
       const tmp = temps.make("sf-spawner-tmp-");
