@@ -234,7 +234,8 @@ export class GitRunner {
       env: options?.env,
       input: options?.input,
     };
-    if (this.spawner && helperCanRun(request)) return this.execInHelper(this.spawner, request, started);
+    if (this.spawner && helperCanRun(request) && this.spawner.wantsHelper())
+      return this.execInHelper(this.spawner, request, started);
     return this.execDirectly(request, started);
   }
 

@@ -27,10 +27,10 @@ import { isAbsolute, join } from "node:path";
 
 const SHELL = "/bin/sh";
 /** A helper without work for this long ends; the next command starts a new one. */
-const IDLE_MS = 30_000;
+const IDLE_MS = 10 * 60_000;
 
 export interface SpawnerOptions {
-  /** How long a helper without work lives (default 30 s). */
+  /** How long a helper without work lives (default 10 minutes: longer than a user's pause between prompts). */
   readonly idleMs?: number;
 }
 
@@ -210,6 +210,7 @@ export class ShellSpawner {
   private readonly helpers: Helper[] = [];
   private readonly env: Readonly<Record<string, string>>;
   private readonly idleMs: number;
+  private commands = 0;
 
   private constructor(env: Readonly<Record<string, string>>, options: SpawnerOptions) {
     this.env = env;
@@ -241,6 +242,15 @@ export class ShellSpawner {
       }
     }
     return ShellSpawner.shellAvailable;
+  }
+
+  /**
+   * Whether the next command should run in a helper. The first command of each spawner runs
+   * directly: a process that runs git once (a resume that only reads) would pay for starting a
+   * helper, itself a spawn, and gain nothing.
+   */
+  wantsHelper(): boolean {
+    return this.commands++ > 0;
   }
 
   /** Runs the request in an idle helper (a new one when all are busy). Rejects only when the helper itself ends. */

@@ -55,7 +55,7 @@ describe("git runner", () => {
       ).toBe(0);
       expect(counter.count).toBe(5);
       expect(counter.log?.map((e) => [e.args[0], e.via])).toEqual([
-        ["hash-object", via],
+        ["hash-object", "spawn"], // a spawner's first command: a helper would cost a spawn more
         ["cat-file", via],
         ["write-tree", via],
         ["commit-tree", via],
@@ -94,14 +94,15 @@ describe("git runner", () => {
     },
   );
 
-  it("starts git from a helper shell unless STATE_FLOW_GIT_SPAWN=direct says otherwise", async () => {
+  it("starts git from a helper shell from the second command on, unless STATE_FLOW_GIT_SPAWN=direct", async () => {
     const counter: GitProcessCounter = { count: 0, log: [] };
     const { dir, env } = runner();
+    await new GitRunner({ cwd: dir, env, binary: GIT, counter }).exec(["--version"]);
     await new GitRunner({ cwd: dir, env, binary: GIT, counter }).exec(["--version"]);
     const direct = { ...env, STATE_FLOW_GIT_SPAWN: "direct" };
     await new GitRunner({ cwd: dir, env: direct, binary: GIT, counter }).exec(["--version"]);
     // a per-call variable that is not a shell identifier cannot pass through the helper: spawned directly
     await new GitRunner({ cwd: dir, env, binary: GIT, counter }).exec(["--version"], { env: { "A-B": "x" } });
-    expect(counter.log?.map((e) => e.via)).toEqual(["shell", "spawn", "spawn"]);
+    expect(counter.log?.map((e) => e.via)).toEqual(["spawn", "shell", "spawn", "spawn"]);
   });
 });
