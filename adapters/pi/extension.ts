@@ -98,9 +98,10 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
     name: "patch_state",
     label: "Patch state",
     description:
-      "The only way to change State Flow's durable state. Supply any of global, cwd and session patches (objects " +
-      "merge, arrays/values replace, null deletes a key) and optionally final:true, which makes your next complete " +
-      "answer acceptable as the response. Call it alone: sibling tool calls are blocked.",
+      "The only way to change State Flow's durable state. Supply any of global, cwd and session patches of " +
+      "artifacts, contract and working (objects merge recursively, arrays and values replace, null deletes a key, " +
+      "never inside an array) and optionally final:true, which makes your next complete answer acceptable as the " +
+      "response. Call it alone: sibling tool calls are blocked.",
     promptSnippet:
       "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
     parameters: PATCH_STATE_JSON_SCHEMA as never,

@@ -9,13 +9,7 @@ import { parsePatchSet, type PatchSet } from "../../core/cohort.ts";
 import { StateFlowError } from "../../core/errors.ts";
 import { HOT_OFFSETS } from "../../core/temporal.ts";
 
-const FieldPatch = (what: string) =>
-  v.pipe(
-    v.looseObject({}),
-    v.description(
-      `${what}. Objects merge recursively, arrays and values replace, null deletes a key (never inside an array).`,
-    ),
-  );
+const FieldPatch = (what: string) => v.pipe(v.looseObject({}), v.description(what));
 
 const ScopePatch = (scope: string) =>
   v.pipe(
@@ -23,30 +17,22 @@ const ScopePatch = (scope: string) =>
       artifacts: v.optional(
         v.pipe(
           v.record(v.string(), v.nullable(v.looseObject({ description: v.optional(v.string()) }))),
-          v.description(
-            "Source-path-keyed compiled routing metadata; each entry needs a non-empty description. " +
-              "null removes an entry.",
-          ),
+          v.description("Compiled Knowledge keyed by exact source path; each entry needs a non-empty description"),
         ),
       ),
       contract: v.optional(FieldPatch("Stable requirements, decisions, rejected approaches, interface commitments")),
       working: v.optional(
-        FieldPatch("Verified observations, validation, failures, unresolved questions, exact continuation"),
+        FieldPatch("Verified observations, validation, failures, open questions, exact continuation"),
       ),
     }),
-    v.description(`Patch for the ${scope} scope. Omit scopes you do not change.`),
+    v.description(`${scope}; omit scopes you do not change`),
   );
 
 export const PatchStateArgs = v.strictObject({
-  global: v.optional(ScopePatch("global (cross-project knowledge)")),
-  cwd: v.optional(ScopePatch("cwd (project-local reusable state)")),
-  session: v.optional(ScopePatch("session (this branch's continuation)")),
-  final: v.optional(
-    v.pipe(
-      v.boolean(),
-      v.description("true latches terminal eligibility: your next complete answer is accepted as the response."),
-    ),
-  ),
+  global: v.optional(ScopePatch("Cross-project knowledge")),
+  cwd: v.optional(ScopePatch("Project-local reusable state")),
+  session: v.optional(ScopePatch("This branch's continuation")),
+  final: v.optional(v.pipe(v.boolean(), v.description("true: your next complete answer is accepted as the response"))),
 });
 
 export const ReadStateArgs = v.strictObject({
@@ -69,8 +55,35 @@ export const ReadStateArgs = v.strictObject({
 
 export type ReadStateInput = v.InferOutput<typeof ReadStateArgs>;
 
-export const PATCH_STATE_JSON_SCHEMA = toJsonSchema(PatchStateArgs);
-export const READ_STATE_JSON_SCHEMA = toJsonSchema(ReadStateArgs);
+/**
+ * The generated JSON Schema without what only repeats a default: `$schema`, empty `required`
+ * lists, `propertyNames` of type string (every JSON key is one) and empty `properties`. Every
+ * request carries the tool schemas, so each of these costs tokens on every inference.
+ */
+export function compactJsonSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(compactJsonSchema);
+  if (typeof schema !== "object" || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "$schema") continue;
+    if (key === "required" && Array.isArray(value) && value.length === 0) continue;
+    if (key === "propertyNames" && isStringType(value)) continue;
+    if (key === "properties" && isEmptyObject(value)) continue;
+    out[key] = compactJsonSchema(value);
+  }
+  return out;
+}
+
+const isStringType = (value: unknown) =>
+  typeof value === "object" &&
+  value !== null &&
+  Object.keys(value).length === 1 &&
+  (value as { type?: unknown }).type === "string";
+const isEmptyObject = (value: unknown) =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
+
+export const PATCH_STATE_JSON_SCHEMA = compactJsonSchema(toJsonSchema(PatchStateArgs));
+export const READ_STATE_JSON_SCHEMA = compactJsonSchema(toJsonSchema(ReadStateArgs));
 
 /** Full validation of patch_state arguments: State Flow's named rules, then the tool schema. */
 export function parsePatchStateArgs(input: unknown): PatchSet {

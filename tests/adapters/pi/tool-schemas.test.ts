@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   PATCH_STATE_JSON_SCHEMA,
+  compactJsonSchema,
   READ_STATE_JSON_SCHEMA,
   parsePatchStateArgs,
   parseReadStateArgs,
@@ -16,6 +17,39 @@ describe("tool JSON schemas generated from valibot", () => {
     expect(Object.keys(schema.properties.session.properties)).toEqual(["artifacts", "contract", "working"]);
     expect(schema.properties.session.additionalProperties).toBe(false);
     expect(schema.properties.final.type).toBe("boolean");
+  });
+
+  it("carry no default-only keywords, and say each merge rule once (in the tool description)", () => {
+    const json = JSON.stringify(PATCH_STATE_JSON_SCHEMA) + JSON.stringify(READ_STATE_JSON_SCHEMA);
+    expect(json).not.toMatch(/"\$schema"|"required":\[\]|"propertyNames"|"properties":\{\}/);
+    expect(json).not.toMatch(/merge/i);
+    // every scope still names its fields and what belongs in each
+    const scopes = (PATCH_STATE_JSON_SCHEMA as Record<string, any>).properties;
+    for (const scope of ["global", "cwd", "session"])
+      expect(scopes[scope].properties.contract.description).toMatch(/Stable requirements/);
+  });
+
+  it("compactJsonSchema drops only what repeats a default", () => {
+    const schema = {
+      $schema: "http://json-schema.org/draft-07/schema#",
+      type: "object",
+      properties: {
+        a: { type: "object", properties: {}, required: [] },
+        b: { type: "object", propertyNames: { type: "string" }, additionalProperties: { type: "number" } },
+        c: { type: "object", propertyNames: { pattern: "^x" }, required: ["k"], properties: { k: { type: "string" } } },
+        d: { anyOf: [{ type: "string" }, { type: "null" }] },
+      },
+      required: [],
+    };
+    expect(compactJsonSchema(schema)).toEqual({
+      type: "object",
+      properties: {
+        a: { type: "object" },
+        b: { type: "object", additionalProperties: { type: "number" } },
+        c: { type: "object", propertyNames: { pattern: "^x" }, required: ["k"], properties: { k: { type: "string" } } },
+        d: { anyOf: [{ type: "string" }, { type: "null" }] },
+      },
+    });
   });
 
   it("read_state: offset 0–7 and a scope selector", () => {
