@@ -802,7 +802,7 @@ export class GitBackend implements StoreBackend {
     attempt: PublicationAttempt,
   ): Promise<PublishReceipt> {
     await this.finishInterrupted();
-    await removeLeftovers(
+    removeLeftovers(
       { root: this.root, gitDir: this.info.gitDir, commonDir: this.info.commonDir },
       members.map((path) => dirname(path)),
     );
@@ -1104,7 +1104,7 @@ export class GitBackend implements StoreBackend {
       }
     }
     await removeJournal(this.journalPath);
-    await removeLeftovers(
+    removeLeftovers(
       { root: this.root, gitDir: this.info.gitDir, commonDir: this.info.commonDir },
       journal.entries.map((entry) => dirname(entry.path)),
     );

@@ -4,7 +4,7 @@
 // is State Flow's, so a lock a dead State Flow process left can be removed and anyone else's is
 // waited for briefly and then refused by name.
 
-import { constants as fsConstants } from "node:fs";
+import { constants as fsConstants, readFileSync } from "node:fs";
 import { open, readFile, unlink } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
@@ -28,7 +28,21 @@ export function indexLockStamp(): string {
 
 /** Who holds index.lock: stale when a State Flow process of this host stamped it and no longer runs. */
 export async function readIndexLockHolder(lockPath: string): Promise<{ stale: boolean; description: string }> {
-  const text = await readFile(lockPath, "latin1").catch(() => null);
+  return indexLockHolder(await readFile(lockPath, "latin1").catch(() => null));
+}
+
+/** readIndexLockHolder with one synchronous read (a lock that is usually absent: one failed open). */
+export function readIndexLockHolderSync(lockPath: string): { stale: boolean; description: string } {
+  let text: string | null;
+  try {
+    text = readFileSync(lockPath, "latin1");
+  } catch {
+    text = null;
+  }
+  return indexLockHolder(text);
+}
+
+function indexLockHolder(text: string | null): { stale: boolean; description: string } {
   const stamp = text === null ? null : INDEX_LOCK_STAMP.exec(text);
   if (!stamp) return { stale: false, description: "another git process" };
   const pid = Number(stamp[1]);

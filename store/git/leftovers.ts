@@ -3,11 +3,11 @@
 // is provably gone. The file names carry the owner's pid; removal runs under the publication
 // lock with no journal left, so no live State Flow publication of any process uses them.
 
-import { readdir, unlink } from "node:fs/promises";
+import { readdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { pidIsGone } from "../fs/lock.ts";
 import { JOURNAL_FILE_NAME } from "../fs/journal.ts";
-import { readIndexLockHolder } from "./index-lock.ts";
+import { readIndexLockHolderSync } from "./index-lock.ts";
 
 const ISOLATED_INDEX = /^state-flow-index\.(\d+)\.[0-9a-f]+(\.lock)?$/;
 const STORE_TEMP = /^\..+\.sf-(\d+)-[0-9a-f]+\.tmp$/;
@@ -27,25 +27,40 @@ export interface LeftoverDirs {
  * journal temp copies under `.git`, temp copies of live files in `dirs` (and the store root),
  * and an index.lock stamped by a State Flow process of this host that no longer runs.
  */
-export async function removeLeftovers(repo: LeftoverDirs, dirs: readonly string[]): Promise<void> {
+export function removeLeftovers(repo: LeftoverDirs, dirs: readonly string[]): void {
+  // Synchronous: a handful of small directories, read under the publication lock on every
+  // publication, where a thread-pool round trip per call costs more than the calls themselves.
   const gone = (pid: number) => pid === process.pid || pidIsGone(pid);
-  const sweep = async (dir: string, pattern: RegExp) => {
-    const names = await readdir(dir).catch(() => [] as string[]);
-    await Promise.all(
-      names.map(async (name) => {
-        const match = pattern.exec(name);
-        if (match && gone(Number(match[1]))) await unlink(join(dir, name)).catch(() => undefined);
-      }),
-    );
+  const sweep = (dir: string, patterns: readonly RegExp[]) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const match = patterns.map((pattern) => pattern.exec(name)).find((m) => m !== null);
+      if (!match || !gone(Number(match[1]))) continue;
+      try {
+        unlinkSync(join(dir, name));
+      } catch {
+        // removed meanwhile
+      }
+    }
   };
   const storeDirs = new Set(["", ...dirs.map((dir) => (dir === "." ? "" : dir))]);
+  if (repo.gitDir === repo.commonDir) sweep(repo.gitDir, [ISOLATED_INDEX, JOURNAL_TEMP]);
+  else {
+    sweep(repo.gitDir, [ISOLATED_INDEX]);
+    sweep(repo.commonDir, [JOURNAL_TEMP]);
+  }
+  for (const dir of storeDirs) sweep(join(repo.root, dir), [STORE_TEMP]);
   const lockPath = join(repo.gitDir, "index.lock");
-  await Promise.all([
-    sweep(repo.gitDir, ISOLATED_INDEX),
-    sweep(repo.commonDir, JOURNAL_TEMP),
-    ...[...storeDirs].map((dir) => sweep(join(repo.root, dir), STORE_TEMP)),
-    readIndexLockHolder(lockPath)
-      .then((holder) => (holder.stale ? unlink(lockPath) : undefined))
-      .catch(() => undefined),
-  ]);
+  if (readIndexLockHolderSync(lockPath).stale) {
+    try {
+      unlinkSync(lockPath);
+    } catch {
+      // removed meanwhile
+    }
+  }
 }
