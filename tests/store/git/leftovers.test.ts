@@ -43,7 +43,7 @@ describe("removeLeftovers", () => {
     });
   });
 
-  it("in a linked worktree: isolated indexes in its git dir, journal temps in the common dir; others' locks stay", () => {
+  it("a linked worktree: isolated indexes in its git dir, journal temps in the common dir; others' locks stay", () => {
     const root = temps.make("sf-left-");
     const [gitDir, commonDir] = [join(root, "wt-git"), join(root, "common")];
     mkdirSync(gitDir);
