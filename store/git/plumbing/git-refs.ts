@@ -18,8 +18,17 @@
 // The caller uses this only where it is exact: the files backend (no extensions.refStorage),
 // no reference-transaction hook, no core.sharedRepository, a plain refs/heads/ name.
 
-import { closeSync, constants as fsConstants, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
-import { mkdir, open, unlink, type FileHandle } from "node:fs/promises";
+import {
+  closeSync,
+  constants as fsConstants,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { fsyncDescriptor, writeAllSync } from "../../fs/fs-safe.ts";
 import { dirname, join } from "node:path";
 import { killPoint } from "../../fs/crash-points.ts";
 import { StoreError, errnoOf } from "../../store-error.ts";
@@ -59,18 +68,25 @@ export function isPlainBranchRef(ref: string): boolean {
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
-async function createLock(path: string, timeoutMs: number, what: string): Promise<FileHandle> {
+/**
+ * Creates git's lock file and returns its descriptor. Synchronous calls (as for the other small
+ * files of a publication: cheaper than thread-pool round trips); only the wait between retries
+ * yields.
+ */
+async function createLock(path: string, timeoutMs: number, what: string): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   let delay = 1;
   for (;;) {
     try {
-      return await open(path, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o666);
+      return openSync(path, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o666);
     } catch (error) {
       const code = errnoOf(error);
       if (code === "ENOENT") {
-        await mkdir(dirname(path), { recursive: true }).catch((mkdirError: unknown) => {
+        try {
+          mkdirSync(dirname(path), { recursive: true });
+        } catch (mkdirError) {
           throw refFailed(`Creating the directory of ${path}`, mkdirError, path);
-        });
+        }
         continue;
       }
       if (code !== "EEXIST") throw refFailed(`Creating the lock ${path}`, error, path);
@@ -89,6 +105,22 @@ async function createLock(path: string, timeoutMs: number, what: string): Promis
     }
   }
 }
+
+const closeQuietly = (fd: number) => {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
+};
+
+const unlinkQuietly = (path: string) => {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+};
 
 function refFailed(what: string, error: unknown, file: string): StoreError {
   return new StoreError(
@@ -205,14 +237,14 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
   const created: string[] = [];
   let renamed = false;
   const release = async () => {
-    for (const path of created.splice(0)) if (!(renamed && path === refLock)) await unlink(path).catch(() => undefined);
+    for (const path of created.splice(0)) if (!(renamed && path === refLock)) unlinkQuietly(path);
   };
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    handle = await createLock(refLock, timeout, ref);
+    fd = await createLock(refLock, timeout, ref);
     created.push(refLock);
     if (options.headPointsHere) {
-      await (await createLock(headLock, timeout, "HEAD")).close();
+      closeSync(await createLock(headLock, timeout, "HEAD"));
       created.push(headLock);
       const head = readFileSync(join(gitDir, "HEAD"), "utf8").trim();
       if (head !== `ref: ${ref}`) {
@@ -236,13 +268,13 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
         { file: ref },
       );
     }
-    await handle.write(`${newId}\n`);
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
+    writeAllSync(fd, Buffer.from(`${newId}\n`));
+    await fsyncDescriptor(fd);
+    closeSync(fd);
+    fd = undefined;
     killPoint("ref.locked");
   } catch (error) {
-    await handle?.close().catch(() => undefined);
+    if (fd !== undefined) closeQuietly(fd);
     await release();
     if (error instanceof StoreError) throw error;
     throw refFailed(`Moving ${ref} to ${newId}`, error, refPath);
