@@ -4,8 +4,8 @@
 // is State Flow's, so a lock a dead State Flow process left can be removed and anyone else's is
 // waited for briefly and then refused by name.
 
-import { constants as fsConstants, readFileSync } from "node:fs";
-import { open, readFile, unlink } from "node:fs/promises";
+import { closeSync, constants as fsConstants, openSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { readFile, unlink } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pidIsGone } from "../fs/lock.ts";
@@ -74,34 +74,43 @@ export function isIndexFile(bytes: Buffer): boolean {
  * committing past it would leave that command's index behind the new commit.
  */
 export async function createIndexLock(root: string, lockPath: string, stamp: string): Promise<void> {
+  // Synchronous calls, as for the other small files of a publication; only the wait between retries yields.
   const deadline = performance.now() + INDEX_LOCK_WAIT_MS;
   let delay = 1;
   for (;;) {
-    let handle;
+    let fd: number | undefined;
     try {
-      handle = await open(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
+      fd = openSync(lockPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644);
     } catch (error) {
       if (errnoOf(error) !== "EEXIST") throw gitFailed(`Creating ${lockPath}`, error, lockPath);
     }
-    if (handle) {
+    if (fd !== undefined) {
       try {
-        await handle.writeFile(stamp);
+        writeFileSync(fd, stamp);
       } catch (error) {
-        await handle.close().catch(() => undefined);
-        await unlink(lockPath).catch(() => undefined);
+        closeSync(fd);
+        unlinkQuietly(lockPath);
         throw gitFailed(`Writing ${lockPath}`, error, lockPath);
       }
-      await handle.close();
+      closeSync(fd);
       return;
     }
-    const holder = await readIndexLockHolder(lockPath);
+    const holder = readIndexLockHolderSync(lockPath);
     if (holder.stale) {
-      await unlink(lockPath).catch(() => undefined);
+      unlinkQuietly(lockPath);
       continue;
     }
     if (performance.now() >= deadline) throw indexLockedError(root, lockPath, holder.description);
     await sleep(delay);
     delay = Math.min(delay * 2, 50);
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
   }
 }
 
