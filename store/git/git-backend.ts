@@ -869,7 +869,7 @@ export class GitBackend implements StoreBackend {
       committedBlobs.set(path, bytes === null ? null : gitBlobId(bytes, this.info.objectFormat));
     }
     this.knownBlobs = { revision, blobs: committedBlobs };
-    await writeKnownBlobs(this.info.commonDir, this.knownBlobs);
+    writeKnownBlobs(this.info.commonDir, this.knownBlobs);
     // The index.lock protocol above either merged the caller's index or refused: it is always in step.
     return { pointer: { revision }, hashes, changed, committed: true, indexSynced: true };
   }

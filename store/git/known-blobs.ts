@@ -3,7 +3,8 @@
 // files against HEAD without asking git, as the process that published does. It is a cache: written
 // without fsync, used only while HEAD names its revision, and ignored when it cannot be read.
 
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 
 export interface KnownBlobs {
@@ -34,15 +35,19 @@ export async function readKnownBlobs(commonDir: string): Promise<KnownBlobs | nu
   return { revision: record.revision, blobs };
 }
 
-/** Replaces the cache (temp file and rename, so a reader never sees half of it); failures are ignored. */
-export async function writeKnownBlobs(commonDir: string, known: KnownBlobs): Promise<void> {
+/**
+ * Replaces the cache (temp file and rename, so a reader never sees half of it); failures are
+ * ignored. Synchronous calls, as for the publication's other small files: it is written at the
+ * end of every Git publication, where three thread-pool round trips cost more than the writes.
+ */
+export function writeKnownBlobs(commonDir: string, known: KnownBlobs): void {
   const path = join(commonDir, FILE);
   const temp = `${path}.${process.pid}.tmp`;
   const body = { version: 1, revision: known.revision, blobs: Object.fromEntries(known.blobs) };
   try {
-    await mkdir(join(commonDir, "state-flow"), { recursive: true });
-    await writeFile(temp, `${JSON.stringify(body)}\n`);
-    await rename(temp, path);
+    mkdirSync(join(commonDir, "state-flow"), { recursive: true });
+    writeFileSync(temp, `${JSON.stringify(body)}\n`);
+    renameSync(temp, path);
   } catch {
     // A cache that could not be written only costs the next process one git cat-file.
   }

@@ -12,7 +12,7 @@ describe("the known-blobs cache", () => {
   it("reads back what was written; none is null", async () => {
     const dir = temps.make("sf-known-");
     expect(await readKnownBlobs(dir)).toBeNull();
-    await writeKnownBlobs(dir, {
+    writeKnownBlobs(dir, {
       revision: A,
       blobs: new Map([
         ["checkpoint.json", "b".repeat(40)],
@@ -37,6 +37,6 @@ describe("the known-blobs cache", () => {
       expect(await readKnownBlobs(dir), text).toBeNull();
     }
     writeFileSync(join(dir, "blocked"), "");
-    await expect(writeKnownBlobs(join(dir, "blocked"), { revision: A, blobs: new Map() })).resolves.toBeUndefined();
+    expect(() => writeKnownBlobs(join(dir, "blocked"), { revision: A, blobs: new Map() })).not.toThrow();
   });
 });
