@@ -32,6 +32,8 @@ const IDLE_MS = 10 * 60_000;
 export interface SpawnerOptions {
   /** How long a helper without work lives (default 10 minutes: longer than a user's pause between prompts). */
   readonly idleMs?: number;
+  /** Where helpers make their folders (default: the temp directory). */
+  readonly tempRoot?: string;
 }
 
 export interface SpawnRequest {
@@ -102,14 +104,15 @@ class Helper {
   private shellErrors = "";
   private idle: NodeJS.Timeout | null = null;
   private readonly onGone: (helper: Helper) => void;
-  exited = false;
+  private retired = false;
+  private exited = false;
 
   private readonly idleMs: number;
 
-  constructor(env: Readonly<Record<string, string>>, idleMs: number, onGone: (helper: Helper) => void) {
+  constructor(env: Readonly<Record<string, string>>, options: Required<SpawnerOptions>, onGone: (h: Helper) => void) {
     this.onGone = onGone;
-    this.idleMs = idleMs;
-    const dir = mkdtempSync(join(tmpdir(), "state-flow-spawn-"));
+    this.idleMs = options.idleMs;
+    const dir = mkdtempSync(join(options.tempRoot, "state-flow-spawn-"));
     this.files = { dir, input: join(dir, "in"), stdout: join(dir, "out"), stderr: join(dir, "err") };
     this.child = spawn(SHELL, [], { cwd: dir, env, stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout!.setEncoding("utf8");
@@ -124,20 +127,35 @@ class Helper {
     this.rest();
   }
 
-  get busy(): boolean {
-    return this.pending !== null;
+  /** Whether this helper cannot take a command now: running one, ending, or gone. */
+  get unavailable(): boolean {
+    return this.pending !== null || this.retired || this.exited;
   }
 
   run(request: SpawnRequest): Promise<SpawnResult> {
+    const withInput = request.input !== undefined;
+    try {
+      if (withInput) writeFileSync(this.files.input, request.input!, { mode: 0o600 });
+    } catch (error) {
+      return Promise.reject(this.retire(error));
+    }
     if (this.idle) clearTimeout(this.idle);
     this.idle = null;
-    const withInput = request.input !== undefined;
-    if (withInput) writeFileSync(this.files.input, request.input!, { mode: 0o600 });
     this.hold(true);
     return new Promise<SpawnResult>((resolve, reject) => {
       this.pending = { resolve, reject, withInput };
       this.child.stdin!.write(commandLine(request, this.files, withInput));
     });
+  }
+
+  /**
+   * This helper's folder failed it (removed by a temp cleaner, a full disk): it ends, and the
+   * spawner starts a new helper with a new folder for the next command.
+   */
+  private retire(error: unknown): Error {
+    this.retired = true;
+    this.end();
+    return new Error(`the helper shell's folder ${this.files.dir} failed: ${(error as Error).message ?? error}`);
   }
 
   end(): void {
@@ -150,13 +168,19 @@ class Helper {
     if (newline < 0 || !this.pending) return;
     const status = this.buffered.slice(0, newline);
     this.buffered = this.buffered.slice(newline + 1);
-    const { resolve, withInput } = this.pending;
+    const { resolve, reject, withInput } = this.pending;
     this.pending = null;
-    const result: SpawnResult =
-      status === "x cd" || status === "x exec"
-        ? { code: -1, stdout: Buffer.alloc(0), stderr: Buffer.from(NOT_STARTED[status]) }
-        : { code: Number(status), stdout: this.take(this.files.stdout), stderr: this.take(this.files.stderr) };
     if (withInput) this.remove(this.files.input);
+    let result: SpawnResult;
+    try {
+      result =
+        status === "x cd" || status === "x exec"
+          ? { code: -1, stdout: Buffer.alloc(0), stderr: Buffer.from(NOT_STARTED[status]) }
+          : { code: Number(status), stdout: this.take(this.files.stdout), stderr: this.take(this.files.stderr) };
+    } catch (error) {
+      reject(this.retire(error));
+      return;
+    }
     this.rest();
     resolve(result);
   }
@@ -209,12 +233,12 @@ export class ShellSpawner {
   private static shellAvailable: boolean | undefined;
   private readonly helpers: Helper[] = [];
   private readonly env: Readonly<Record<string, string>>;
-  private readonly idleMs: number;
+  private readonly options: SpawnerOptions;
   private commands = 0;
 
   private constructor(env: Readonly<Record<string, string>>, options: SpawnerOptions) {
     this.env = env;
-    this.idleMs = options.idleMs ?? IDLE_MS;
+    this.options = options;
   }
 
   /** A spawner of its own, shared with nobody (tests). Throws where there is no /bin/sh. */
@@ -255,9 +279,10 @@ export class ShellSpawner {
 
   /** Runs the request in an idle helper (a new one when all are busy). Rejects only when the helper itself ends. */
   run(request: SpawnRequest): Promise<SpawnResult> {
-    let helper = this.helpers.find((h) => !h.busy && !h.exited);
+    let helper = this.helpers.find((h) => !h.unavailable);
     if (!helper) {
-      helper = new Helper(this.env, this.idleMs, (gone) => this.forget(gone));
+      const options = { idleMs: this.options.idleMs ?? IDLE_MS, tempRoot: this.options.tempRoot ?? tmpdir() };
+      helper = new Helper(this.env, options, (gone) => this.forget(gone));
       this.helpers.push(helper);
     }
     return helper.run(request);

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
@@ -103,6 +103,19 @@ describe("shell spawner", () => {
     expect(String(error)).toMatch(/the helper shell ended \(exit SIGKILL\)/);
     expect(spawner.size).toBe(0);
     expect(await printArgs(spawner, ["after"])).toEqual(["after"]);
+    spawner.close();
+  });
+
+  it("replaces a helper whose folder was removed: the command fails by name, the next runs", async () => {
+    const tempRoot = temps.make("sf-spawner-root-");
+    const spawner = ShellSpawner.create(env, { tempRoot });
+    await printArgs(spawner, ["first"]);
+    for (const name of readdirSync(tempRoot)) rmSync(join(tempRoot, name), { recursive: true, force: true });
+    const error = await spawner.run({ binary: PRINTF, args: ["x"], cwd: "/" }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/the helper shell's folder .*state-flow-spawn-.* failed: ENOENT/);
+    const withInput = await spawner.run(sh("cat", { input: "in" })).catch((e: unknown) => e);
+    expect(withInput).toMatchObject({ code: 0 }); // a new helper, a new folder
+    expect(await printArgs(spawner, ["again"])).toEqual(["again"]);
     spawner.close();
   });
 
