@@ -18,6 +18,7 @@ import {
   readFileSync,
   renameSync,
   statSync,
+  unlinkSync,
   writeSync,
 } from "node:fs";
 import { unlink } from "node:fs/promises";
@@ -206,6 +207,15 @@ function readRegularFileSync(abs: string): Buffer | null {
     return syncCall(abs, "read", () => readFileSync(fd));
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Removes a file if it is there; one already gone, or that cannot be removed, is left to the caller's next check. */
+export function unlinkQuietlySync(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
   }
 }
 

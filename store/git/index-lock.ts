@@ -4,10 +4,11 @@
 // is State Flow's, so a lock a dead State Flow process left can be removed and anyone else's is
 // waited for briefly and then refused by name.
 
-import { closeSync, constants as fsConstants, openSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, openSync, readFileSync, writeFileSync } from "node:fs";
 import { readFile, unlink } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { unlinkQuietlySync } from "../fs/fs-safe.ts";
 import { pidIsGone } from "../fs/lock.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
 import { gitFailed } from "./git-runner.ts";
@@ -89,7 +90,7 @@ export async function createIndexLock(root: string, lockPath: string, stamp: str
         writeFileSync(fd, stamp);
       } catch (error) {
         closeSync(fd);
-        unlinkQuietly(lockPath);
+        unlinkQuietlySync(lockPath);
         throw gitFailed(`Writing ${lockPath}`, error, lockPath);
       }
       closeSync(fd);
@@ -97,20 +98,12 @@ export async function createIndexLock(root: string, lockPath: string, stamp: str
     }
     const holder = readIndexLockHolderSync(lockPath);
     if (holder.stale) {
-      unlinkQuietly(lockPath);
+      unlinkQuietlySync(lockPath);
       continue;
     }
     if (performance.now() >= deadline) throw indexLockedError(root, lockPath, holder.description);
     await sleep(delay);
     delay = Math.min(delay * 2, 50);
-  }
-}
-
-function unlinkQuietly(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone
   }
 }
 

@@ -3,8 +3,9 @@
 // is provably gone. The file names carry the owner's pid; removal runs under the publication
 // lock with no journal left, so no live State Flow publication of any process uses them.
 
-import { readdirSync, unlinkSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { unlinkQuietlySync } from "../fs/fs-safe.ts";
 import { pidIsGone } from "../fs/lock.ts";
 import { JOURNAL_FILE_NAME } from "../fs/journal.ts";
 import { readIndexLockHolderSync } from "./index-lock.ts";
@@ -40,12 +41,7 @@ export function removeLeftovers(repo: LeftoverDirs, dirs: readonly string[]): vo
     }
     for (const name of names) {
       const match = patterns.map((pattern) => pattern.exec(name)).find((m) => m !== null);
-      if (!match || !gone(Number(match[1]))) continue;
-      try {
-        unlinkSync(join(dir, name));
-      } catch {
-        // removed meanwhile
-      }
+      if (match && gone(Number(match[1]))) unlinkQuietlySync(join(dir, name));
     }
   };
   const storeDirs = new Set(["", ...dirs.map((dir) => (dir === "." ? "" : dir))]);
@@ -56,11 +52,5 @@ export function removeLeftovers(repo: LeftoverDirs, dirs: readonly string[]): vo
   }
   for (const dir of storeDirs) sweep(join(repo.root, dir), [STORE_TEMP]);
   const lockPath = join(repo.gitDir, "index.lock");
-  if (readIndexLockHolderSync(lockPath).stale) {
-    try {
-      unlinkSync(lockPath);
-    } catch {
-      // removed meanwhile
-    }
-  }
+  if (readIndexLockHolderSync(lockPath).stale) unlinkQuietlySync(lockPath);
 }

@@ -13,17 +13,10 @@
 // alive, and end after a while without work (or when this process ends: their stdin closes).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import {
-  accessSync,
-  constants as fsConstants,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { accessSync, constants as fsConstants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
+import { unlinkQuietlySync } from "../fs/fs-safe.ts";
 
 const SHELL = "/bin/sh";
 /** A helper without work for this long ends; the next command starts a new one. */
@@ -170,7 +163,7 @@ class Helper {
     this.buffered = this.buffered.slice(newline + 1);
     const { resolve, reject, withInput } = this.pending;
     this.pending = null;
-    if (withInput) this.remove(this.files.input);
+    if (withInput) unlinkQuietlySync(this.files.input);
     let result: SpawnResult;
     try {
       result =
@@ -187,16 +180,8 @@ class Helper {
 
   private take(file: string): Buffer {
     const bytes = readFileSync(file);
-    this.remove(file);
+    unlinkQuietlySync(file);
     return bytes;
-  }
-
-  private remove(file: string): void {
-    try {
-      unlinkSync(file);
-    } catch {
-      // already gone
-    }
   }
 
   /** Idle: this helper must not keep the process alive, and ends after IDLE_MS. */

@@ -18,17 +18,8 @@
 // The caller uses this only where it is exact: the files backend (no extensions.refStorage),
 // no reference-transaction hook, no core.sharedRepository, a plain refs/heads/ name.
 
-import {
-  closeSync,
-  constants as fsConstants,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
-import { fsyncDescriptor, writeAllSync } from "../../fs/fs-safe.ts";
+import { closeSync, constants as fsConstants, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { fsyncDescriptor, unlinkQuietlySync, writeAllSync } from "../../fs/fs-safe.ts";
 import { dirname, join } from "node:path";
 import { killPoint } from "../../fs/crash-points.ts";
 import { StoreError, errnoOf } from "../../store-error.ts";
@@ -111,14 +102,6 @@ const closeQuietly = (fd: number) => {
     closeSync(fd);
   } catch {
     // already closed
-  }
-};
-
-const unlinkQuietly = (path: string) => {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone
   }
 };
 
@@ -237,7 +220,7 @@ export async function prepareRefUpdate(options: RefCasOptions): Promise<Prepared
   const created: string[] = [];
   let renamed = false;
   const release = async () => {
-    for (const path of created.splice(0)) if (!(renamed && path === refLock)) unlinkQuietly(path);
+    for (const path of created.splice(0)) if (!(renamed && path === refLock)) unlinkQuietlySync(path);
   };
   let fd: number | undefined;
   try {

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -11,6 +11,7 @@ import {
   sha256Hex,
   writeOwnedFileAtomic,
   writeOwnedFilesAtomic,
+  unlinkQuietlySync,
 } from "../../../store/fs/fs-safe.ts";
 import { TempDirs } from "../../support/store-fixtures.ts";
 
@@ -18,6 +19,16 @@ const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 
 describe("fs-safe", () => {
+  it("unlinkQuietlySync removes a file that is there and leaves a missing one (or a directory) alone", () => {
+    const dir = temps.make("sf-fs-");
+    writeFileSync(join(dir, "f"), "x");
+    mkdirSync(join(dir, "d"));
+    unlinkQuietlySync(join(dir, "f"));
+    expect(() => unlinkQuietlySync(join(dir, "f"))).not.toThrow();
+    expect(() => unlinkQuietlySync(join(dir, "d"))).not.toThrow();
+    expect([existsSync(join(dir, "f")), existsSync(join(dir, "d"))]).toEqual([false, true]);
+  });
+
   it("hashes bytes with sha256", () => {
     expect(sha256Hex("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   });
