@@ -44,9 +44,12 @@
 // A failure after the ref moved keeps the publication lock; removing it lets the next
 // publication finish the cohort from the journal.
 //
-// Reads: current view = one `git cat-file --batch-check` (HEAD + HEAD:<member>) and the live
-// files compared blob-by-blob; a past revision = `git ls-tree` (regular-file modes) + one
-// `git cat-file --batch` (no output limit, the worktree never moves).
+// Reads: current view = HEAD's blob of each member and the live files compared blob-by-blob.
+// HEAD's blobs come from the cohort this backend committed or verified last while HEAD still names
+// it, else from HEAD's loose objects in-process (git-lookup.ts: another session's or the user's
+// commit), else from one `git cat-file --batch-check` (HEAD + HEAD:<member>: packed objects).
+// A past revision = `git ls-tree` (regular-file modes) + one `git cat-file --batch` (no output
+// limit, the worktree never moves).
 
 import { createHash, randomBytes } from "node:crypto";
 import {
@@ -129,6 +132,7 @@ import {
 } from "./plumbing/git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
+import { batchCheckAtCommit } from "./plumbing/git-lookup.ts";
 import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
@@ -602,18 +606,22 @@ export class GitBackend implements StoreBackend {
       this.knownBlobs ??= (await readKnownBlobs(this.info.commonDir)) ?? undefined;
     }
     const known = this.knownBlobs;
-    if (known && members.every((path) => known.blobs.has(path))) {
-      const head = await this.headBranch()
-        .then((ref) => this.refValue(ref))
-        .catch(() => null);
-      if (head === known.revision) {
-        const lines = members.map((path) => {
-          const blob = known.blobs.get(path)!;
-          return blob === null ? `HEAD:${path} missing` : `${blob} blob`;
-        });
-        return `${head} commit\n${lines.join("\n")}\n`;
-      }
+    const head = await this.headBranch()
+      .then((ref) => this.refValue(ref))
+      .catch(() => null);
+    if (head !== null && known?.revision === head && members.every((path) => known.blobs.has(path))) {
+      const lines = members.map((path) => {
+        const blob = known.blobs.get(path)!;
+        return blob === null ? `HEAD:${path} missing` : `${blob} blob`;
+      });
+      return `${head} commit\n${lines.join("\n")}\n`;
     }
+    // Another writer moved HEAD (the normal case on a shared store): its objects are loose until a gc.
+    const listing =
+      head !== null && this.info.objectFormat === "sha1"
+        ? batchCheckAtCommit(join(this.info.commonDir, "objects"), head, members)
+        : null;
+    if (listing !== null) return listing;
     return this.runner.execText(["cat-file", "--batch-check"], {
       input: `HEAD\n${members.map((p) => `HEAD:${p}\n`).join("")}`,
     });

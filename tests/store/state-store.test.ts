@@ -422,8 +422,12 @@ describe.each(["git", "file"] as const)("publishing on the runtime's own basis (
     ra = await a.publishConfig(ra, { ...ra.config, remotePublication: "turn-end" }, "config");
     expect(reads.count).toBe(0);
     await b.commit(rb, { global: { working: { by: "B" } } }, "b1");
+    const processes = () => a.store.counter.count;
+    const before = processes();
     ra = (await a.commit(ra, { session: { working: { n: 3 } } }, "a3")).runtime;
     expect(reads.count).toBe(1);
+    // The fresh read resolves B's commit from its loose objects: the cohort's one process is its git add.
+    expect(processes() - before).toBe(kind === "git" ? 1 : 0);
     expect(readTemporalState(ra.view).state.working).toEqual({ by: "B", n: 3 });
     expect((await a.loadCurrent())!.view).toEqual(ra.view);
   });

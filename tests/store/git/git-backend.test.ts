@@ -558,7 +558,7 @@ describe("remoteHas: the remote's real history, asked without pushing", () => {
 });
 
 describe("reads of the cohort this backend committed last", () => {
-  it("need no git process while HEAD names it; a user commit sends the read back to git", async () => {
+  it("need no git process while HEAD names it, nor after another commit; packed objects go back to git", async () => {
     const { backend, root, env, counter } = await repo();
     const first = await backend.publish({
       basis: await backend.loadCurrent(paths),
@@ -573,10 +573,22 @@ describe("reads of the cohort this backend committed last", () => {
     await expect(backend.loadCurrent(paths)).rejects.toMatchObject({ code: "worktree-diverged", file: s.meta });
     writeFileSync(join(root, s.meta), `one ${s.meta}`);
     git(root, env, "commit", "-q", "--allow-empty", "-m", "user");
+    writeFileSync(join(root, s.meta), "edited by hand");
+    await expect(backend.loadCurrent(paths), "HEAD's blobs from its loose objects").rejects.toMatchObject({
+      code: "worktree-diverged",
+      file: s.meta,
+    });
+    writeFileSync(join(root, s.meta), `one ${s.meta}`);
     before = counter.count;
     const after = await backend.loadCurrent(paths);
-    expect(counter.count - before, "HEAD moved: git resolves it").toBe(1);
+    expect(counter.count - before, "HEAD moved: resolved from its loose objects").toBe(0);
     expect(after.pointer!.revision).toBe(git(root, env, "rev-parse", "HEAD").trim());
+    git(root, env, "commit", "-q", "--allow-empty", "-m", "user again");
+    git(root, env, "gc", "-q", "--prune=now");
+    before = counter.count;
+    const packed = await backend.loadCurrent(paths);
+    expect(counter.count - before, "HEAD moved and everything is packed: git resolves it").toBe(1);
+    expect(packed.pointer!.revision).toBe(git(root, env, "rev-parse", "HEAD").trim());
   });
 
   it("loadRevision of a known revision reads the live files only while they still have its blobs", async () => {
