@@ -615,7 +615,8 @@ describe("publication through Pi", () => {
     const file = h.session.sessionManager.getSessionFile()!;
     const recordPath = join(h.storeRoot, ".git/state-flow/pending", `${sessionKeyFromFile(file)}.json`);
     const record = () => JSON.parse(readFileSync(recordPath, "utf8")) as Record<string, unknown>;
-    await waitUntil(() => existsSync(recordPath) && Number(record().attempts) >= 1, 100);
+    // Written in intent order but asynchronously: the response cohort's record may land after the run.
+    await waitUntil(() => existsSync(recordPath) && record().revision === head && Number(record().attempts) >= 1, 100);
     expect(record()).toMatchObject({ state: "pending", revision: head, lastError: expect.stringMatching(/remote/) });
     expect(record().attempts, "the failed attempts so far").toBeGreaterThanOrEqual(1);
     expect(git(h.storeRoot, "status", "--porcelain"), "the record is not part of the store").toBe("");
