@@ -11,7 +11,15 @@ import { closeSync, constants as fsConstants, openSync, readFileSync, renameSync
 import { lstat, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { killPoint } from "./crash-points.ts";
-import { fsyncDescriptor, fsyncDirectory, readOwnedFile, removeOwnedFile, sha256Hex, writeAllSync } from "./fs-safe.ts";
+import {
+  fsyncDescriptor,
+  fsyncDirectory,
+  readOwnedFile,
+  removeOwnedFile,
+  sha256Hex,
+  unlinkQuietlySync,
+  writeAllSync,
+} from "./fs-safe.ts";
 import { withPublicationLock } from "./lock.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
 
@@ -64,11 +72,7 @@ export async function writeJournal(path: string, journal: Journal): Promise<void
     renameSync(temp, path);
     await fsyncDirectory(dirname(path));
   } catch (error) {
-    try {
-      unlinkSync(temp);
-    } catch {
-      // not created, or already renamed
-    }
+    unlinkQuietlySync(temp); // not created, or already renamed
     throw new StoreError(
       "io-failed",
       `Cannot write the publication journal ${path}: ${String(error)}. Nothing live was changed.`,

@@ -9,6 +9,7 @@ import { closeSync, constants as fsConstants, openSync, readFileSync, unlinkSync
 import { lstat, readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { killPoint } from "./crash-points.ts";
+import { unlinkQuietlySync } from "./fs-safe.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
 
 /** File name of the lock in the store root (file-only) or the common Git directory (Git). */
@@ -209,11 +210,7 @@ export async function acquirePublicationLock(
     writeFileSync(fd, `${JSON.stringify(owner)}\n`);
   } catch (error) {
     closeSync(fd);
-    try {
-      unlinkSync(path);
-    } catch {
-      // never created as far as anyone can see
-    }
+    unlinkQuietlySync(path); // never created as far as anyone can see
     throw new StoreError(
       "io-failed",
       `Cannot write the publication lock ${path}: ${String(error)}. Nothing was written.`,

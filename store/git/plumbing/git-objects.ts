@@ -18,7 +18,6 @@ import {
   mkdirSync,
   openSync,
   renameSync,
-  unlinkSync,
   utimesSync,
   writeSync,
   type PathLike,
@@ -26,6 +25,7 @@ import {
 import { mkdir, open, rename, unlink, utimes, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
+import { unlinkQuietlySync } from "../../fs/fs-safe.ts";
 import { errnoOf } from "../../store-error.ts";
 
 export type GitObjectType = "blob" | "tree" | "commit";
@@ -149,11 +149,7 @@ export function writeSmallLooseObjectSync(
     }
     renameSync(temp, target);
   } catch (error) {
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already gone
-    }
+    unlinkQuietlySync(temp);
     throw error;
   }
   return id;
