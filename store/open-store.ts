@@ -14,7 +14,7 @@ import { resolve } from "node:path";
 import { FileBackend } from "./file/file-backend.ts";
 import { openGitBackend, type GitBackend } from "./git/git-backend.ts";
 import { findGitExecutable, type GitProcessCounter } from "./git/git-runner.ts";
-import type { CohortSnapshot, LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
+import type { LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
 
 export type * from "./backend.ts";
 export type { GitPushResult } from "./git/git-backend.ts";

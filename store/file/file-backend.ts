@@ -20,7 +20,6 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import {
   PRIVATE_DIR_MODE,
-  assertStorePath,
   prepareOwnedFilesAtomic,
   readOwnedFile,
   readOwnedFilesSync,
@@ -28,15 +27,7 @@ import {
   sha256Hex,
   writeOwnedFileAtomic,
 } from "../fs/fs-safe.ts";
-import {
-  JOURNAL_FILE_NAME,
-  finishBeforeReading,
-  readJournal,
-  removeJournal,
-  rollForward,
-  writeJournal,
-  type JournalEntry,
-} from "../fs/journal.ts";
+import { finishBeforeReading, readJournal, removeJournal, rollForward, writeJournal } from "../fs/journal.ts";
 import {
   FILE_JOURNAL_NAME,
   FILE_LOCK_NAME,
@@ -53,23 +44,9 @@ import {
   verifyBasis,
 } from "../cohort-basis.ts";
 import { comparePaths } from "../layout.ts";
-import {
-  LOCK_FILE_NAME,
-  acquirePublicationLock,
-  lockExists,
-  lockHeldError,
-  readLockOwner,
-  readUntilSettled,
-} from "../fs/lock.ts";
+import { acquirePublicationLock, lockExists, lockHeldError, readLockOwner, readUntilSettled } from "../fs/lock.ts";
 import { StoreError } from "../store-error.ts";
-import type {
-  CohortBasis,
-  CohortSnapshot,
-  PublishReceipt,
-  PublishRequest,
-  StoreBackend,
-  StorePointer,
-} from "../backend.ts";
+import type { CohortSnapshot, PublishReceipt, PublishRequest, StoreBackend, StorePointer } from "../backend.ts";
 
 /** The members' bytes, read at once: the shorter the read, the less often a publication overlaps it. */
 async function readCohort(root: string, paths: readonly string[]): Promise<Map<string, Buffer | null>> {

@@ -61,7 +61,7 @@ import {
   type BigIntStats,
 } from "node:fs";
 import { access, lstat, mkdir, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { killPoint } from "../fs/crash-points.ts";
 import { ensureStoreAttributes } from "./store-attributes.ts";
 import {
@@ -126,15 +126,15 @@ import {
   gitDateOf,
   gitObjectId,
   isPlainCommitMessage,
-  parseGitIdent,
   writeLooseObject,
   writeSmallLooseObjectSync,
 } from "./plumbing/git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
 import { batchCheckAtCommit } from "./plumbing/git-lookup.ts";
-import { isPlainBranchRef, prepareRefUpdate, type LogAllRefUpdates } from "./plumbing/git-refs.ts";
+import { isPlainBranchRef, prepareRefUpdate } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
+import { identityMissing, looksLikeIdentityError, readCommitSettings, type CommitSettings } from "./git-settings.ts";
 import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
 import type {
   CohortSnapshot,
@@ -151,23 +151,6 @@ const REFLOG_MESSAGE = "state-flow: accepted cohort";
 const COLD_IN_PROCESS_ENTRIES = 256;
 /** Blobs up to this size are deflated and written with synchronous calls (a 128 KiB state's checkpoint is one). */
 const SYNC_BLOB_BYTES = 256 * 1024;
-
-interface CommitSettings {
-  /** Why the commit and ref update must run as git processes; null = in-process is exact. */
-  readonly processPathReason: string | null;
-  /** `Name <email>` from git var. */
-  readonly author: string;
-  readonly committer: string;
-  /** `<seconds> <tz>` when GIT_*_DATE fixes the date (as git parsed it); null = now. */
-  readonly authorDate: string | null;
-  readonly committerDate: string | null;
-  readonly fsyncObjects: boolean;
-  /** core.sharedRepository asks for group permissions on objects, which only git's own writers apply. */
-  readonly sharedRepository: boolean;
-  readonly logAllRefUpdates: LogAllRefUpdates;
-  readonly lockTimeoutMs: number;
-  readonly referenceTransactionHook: string;
-}
 
 interface CommitStagedOptions {
   readonly ref: string;
@@ -204,26 +187,6 @@ function gitBlobId(bytes: Uint8Array, objectFormat: "sha1" | "sha256" = "sha1"):
 
 function isGitPointer(pointer: StorePointer | null | undefined): boolean {
   return pointer != null && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(pointer.revision);
-}
-
-function identityMissing(error: unknown): StoreError {
-  return new StoreError(
-    "git-identity-missing",
-    `Git has no commit identity configured for the State Flow store, and State Flow does not invent one. ` +
-      `Run: git config --global user.name "Your Name" && git config --global user.email "you@example.com" ` +
-      `(or set them in the store repository), then retry. ` +
-      `Git said: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error },
-  );
-}
-
-function looksLikeIdentityError(error: unknown): boolean {
-  return (
-    error instanceof GitCommandError &&
-    /identity unknown|no email was given|unable to auto-detect email|empty ident name|Please tell me who you are/i.test(
-      error.stderr,
-    )
-  );
 }
 
 export interface GitRepoInfo {
@@ -366,76 +329,11 @@ export class GitBackend implements StoreBackend {
    * `git config -z -l`. A failure is not cached (the next call retries).
    */
   private commitSettings(): Promise<CommitSettings> {
-    this.settings ??= this.readCommitSettings().catch((error: unknown) => {
+    this.settings ??= readCommitSettings(this.runner, this.info).catch((error: unknown) => {
       this.settings = undefined;
       throw error;
     });
     return this.settings;
-  }
-
-  private async readCommitSettings(): Promise<CommitSettings> {
-    const ident = async (variable: string) => {
-      try {
-        return await this.runner.run(["-c", "user.useConfigOnly=true", "var", variable]);
-      } catch (error) {
-        if (looksLikeIdentityError(error)) throw identityMissing(error);
-        throw gitFailed(`Checking the Git identity (${variable})`, error);
-      }
-    };
-    const [authorOut, committerOut, configOut] = await Promise.all([
-      ident("GIT_AUTHOR_IDENT"),
-      ident("GIT_COMMITTER_IDENT"),
-      this.runner.run(["config", "-z", "-l"]).catch((error: unknown) => {
-        throw gitFailed("Reading the Git configuration (git config -l)", error);
-      }),
-    ]);
-    const config = parseConfigList(configOut);
-    const author = parseGitIdent(authorOut);
-    const committer = parseGitIdent(committerOut);
-    const fixedAuthorDate = (this.runner.envValue("GIT_AUTHOR_DATE") ?? "") !== "";
-    const fixedCommitterDate = (this.runner.envValue("GIT_COMMITTER_DATE") ?? "") !== "";
-    // git prints the ident's date in its own timezone: a non-fixed date must agree with ours.
-    const sameZone = (parsed: { date: string; seconds: number } | null, fixed: boolean) =>
-      parsed !== null && (fixed || gitDateOf(parsed.seconds * 1000) === parsed.date);
-    const encoding = config.get("i18n.commitencoding");
-    const shared = config.get("core.sharedrepository");
-    const fsync = config.get("core.fsync") ?? "";
-    const logAll = config.get("core.logallrefupdates");
-    const hooksPath = config.get("core.hookspath");
-    let inProcess: string | null = null; // why the process path is needed, or null
-    if (this.info.objectFormat !== "sha1") inProcess = "sha256 object format";
-    else if (gitBool(config.get("commit.gpgsign"))) inProcess = "commit.gpgSign";
-    else if (encoding != null && !/^utf-?8$/i.test(encoding)) inProcess = "i18n.commitEncoding";
-    else if (shared != null && !/^(false|no|off|0|umask)$/i.test(shared)) inProcess = "core.sharedRepository";
-    else if (config.has("extensions.refstorage")) inProcess = "extensions.refStorage";
-    else if (!sameZone(author, fixedAuthorDate) || !sameZone(committer, fixedCommitterDate))
-      inProcess = "timezone or identity format";
-    const timeout = Number(config.get("core.filesreflocktimeout") ?? "100");
-    return {
-      processPathReason: inProcess,
-      author: author?.person ?? "",
-      committer: committer?.person ?? "",
-      authorDate: fixedAuthorDate ? (author?.date ?? null) : null,
-      committerDate: fixedCommitterDate ? (committer?.date ?? null) : null,
-      fsyncObjects:
-        gitBool(config.get("core.fsyncobjectfiles")) || /loose-object|objects|committed|added|all/.test(fsync),
-      sharedRepository: shared != null && !/^(false|no|off|0|umask)$/i.test(shared),
-      logAllRefUpdates:
-        logAll === undefined
-          ? gitBool(config.get("core.bare"))
-            ? "none"
-            : "normal"
-          : logAll !== null && /^always$/i.test(logAll)
-            ? "always"
-            : gitBool(logAll)
-              ? "normal"
-              : "none",
-      lockTimeoutMs: Number.isFinite(timeout) && timeout >= 0 ? timeout : 10_000,
-      referenceTransactionHook:
-        hooksPath != null
-          ? join(isAbsolute(hooksPath) ? hooksPath : join(this.root, hooksPath), "reference-transaction")
-          : join(this.info.commonDir, "hooks", "reference-transaction"),
-    };
   }
 
   readFile(path: string): Promise<Buffer | null> {
@@ -1766,26 +1664,6 @@ function changedMembers(
 /** The members' live bytes (read synchronously when called: start any process before). */
 async function readMembers(root: string, members: readonly string[]): Promise<Map<string, Buffer | null>> {
   return readOwnedFilesSync(root, members);
-}
-
-/** git's boolean config values (a key without a value is true). */
-function gitBool(value: string | null | undefined): boolean {
-  if (value === undefined) return false;
-  if (value === null) return true;
-  if (/^(true|yes|on)$/i.test(value)) return true;
-  if (/^(false|no|off|)$/i.test(value)) return false;
-  return /^-?\d+$/.test(value) && Number(value) !== 0;
-}
-
-/** Parses `git config -z -l` (`key\nvalue\0`, or `key\0` for a key without value; later values win). */
-function parseConfigList(out: string): Map<string, string | null> {
-  const config = new Map<string, string | null>();
-  for (const record of out.split("\0")) {
-    if (record === "") continue;
-    const nl = record.indexOf("\n");
-    config.set(nl < 0 ? record : record.slice(0, nl), nl < 0 ? null : record.slice(nl + 1));
-  }
-  return config;
 }
 
 async function isExecutable(path: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
@@ -191,7 +191,7 @@ describe("episode in a real session", () => {
   it(
     "a stop that cannot be persisted (lock held by another " + "writer) keeps the branch enabled, visibly (I1.12)",
     async () => {
-      const { writeFileSync, rmSync } = await import("node:fs");
+      const { rmSync } = await import("node:fs");
       const h = await harness();
       await h.command("/state-flow-start");
       h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), say("ok"));

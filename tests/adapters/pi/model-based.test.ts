@@ -8,7 +8,7 @@
 // replaced) through runtime/flow-actor.ts, so the test also proves the adapter sends exactly the
 // translated events: it holds no lifecycle flags of its own.
 
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { afterAll, describe, expect, it, vi } from "vitest";

@@ -3,7 +3,6 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FILE_LOCK_NAME, filePointerOf, legacyFilePointerOf } from "../../../store/cohort-basis.ts";
 import { FileBackend } from "../../../store/file/file-backend.ts";
-import { sha256Hex } from "../../../store/fs/fs-safe.ts";
 import { acquirePublicationLock } from "../../../store/fs/lock.ts";
 import { TempDirs, cohortFixture } from "../../support/store-fixtures.ts";
 
