@@ -1,7 +1,7 @@
 // Git backend: an exact-root repository at the store root; one local commit per accepted cohort.
 //
-// Publication (under the common-Git-directory publication lock); one git process, spawned
-// directly (see git-runner.ts), with the in-process work overlapped with it:
+// Publication (under the common-Git-directory publication lock); one git process, started from a
+// helper shell (see shell-spawner.ts), with the in-process work overlapped with it:
 //   1. in parallel, all invisible until the ref moves:
 //      - per-file compare-and-swap reads of every cohort member against the caller's basis; the
 //        reconciled base is the current branch head read from the ref files (0 processes);
@@ -134,6 +134,7 @@ import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree
 import { batchCheckAtCommit } from "./plumbing/git-lookup.ts";
 import { isPlainBranchRef, prepareRefUpdate } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
+import { GitRemote, type GitPushResult } from "./git-remote.ts";
 import { identityMissing, looksLikeIdentityError, readCommitSettings, type CommitSettings } from "./git-settings.ts";
 import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
 import type {
@@ -270,12 +271,6 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
   return new GitBackend(info, runner, options.generation);
 }
 
-export interface GitPushResult {
-  readonly kind: "pushed" | "local-only" | "failed" | "unreachable";
-  readonly remote?: string;
-  readonly detail?: string;
-}
-
 export class GitBackend implements StoreBackend {
   readonly kind = "git" as const;
   readonly root: string;
@@ -296,8 +291,7 @@ export class GitBackend implements StoreBackend {
    */
   /** Whether the cache another process may have left (known-blobs.ts) was read yet. */
   private knownBlobsLoaded = false;
-  private remoteCache:
-    { readonly stamp: string; readonly ref: string; readonly remote: Promise<string | null> } | undefined;
+  private readonly remotes: GitRemote;
   private knownBlobs: { readonly revision: string; readonly blobs: ReadonlyMap<string, string | null> } | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
@@ -307,6 +301,7 @@ export class GitBackend implements StoreBackend {
     this.generation = generation;
     this.lockPath = join(info.commonDir, LOCK_FILE_NAME);
     this.journalPath = join(info.commonDir, JOURNAL_FILE_NAME);
+    this.remotes = new GitRemote({ runner, commonDir: info.commonDir, headBranch: () => this.headBranch() });
   }
 
   get processCount(): number {
@@ -1466,97 +1461,26 @@ export class GitBackend implements StoreBackend {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Remote publication
+  // Remote publication (git-remote.ts)
 
-  /**
-   * The remote to publish to: branch.<b>.remote, else `origin`, else the only remote; null = local-only. One process.
-   */
   /** Size and mtime of the repository's config file: a remote added or removed changes it. */
-  async configStamp(): Promise<string | null> {
-    const info = await stat(join(this.info.commonDir, "config")).catch(() => null);
-    return info ? `${info.size}:${info.mtimeMs}` : null;
+  configStamp(): Promise<string | null> {
+    return this.remotes.configStamp();
   }
 
-  async publicationRemote(): Promise<string | null> {
-    const ref = await this.headBranch();
-    // Remotes live in the repository's config: unchanged file, same branch, same answer (no process).
-    const stamp = await this.configStamp();
-    const cached = this.remoteCache;
-    if (cached && stamp !== null && cached.stamp === stamp && cached.ref === ref) return cached.remote;
-    // The read in flight is shared (a restore starts it early, the publication driver awaits it).
-    const remote = this.readPublicationRemote(ref);
-    const entry = stamp === null ? undefined : { stamp, ref, remote };
-    this.remoteCache = entry;
-    remote.catch(() => {
-      if (this.remoteCache === entry) this.remoteCache = undefined;
-    });
-    return remote;
-  }
-
-  private async readPublicationRemote(ref: string): Promise<string | null> {
-    const branch = ref.slice("refs/heads/".length);
-    let out = "";
-    try {
-      out = await this.runner.execText(["config", "-z", "--get-regexp", "^(remote\\..*\\.url|branch\\..*\\.remote)$"]);
-    } catch (error) {
-      if (!(error instanceof GitCommandError && error.exitCode === 1))
-        throw gitFailed("Reading remote configuration", error);
-    }
-    const remotes: string[] = [];
-    let branchRemote: string | undefined;
-    for (const record of out.split("\0")) {
-      const nl = record.indexOf("\n");
-      if (nl < 0) continue;
-      const key = record.slice(0, nl);
-      const value = record.slice(nl + 1);
-      const remote = /^remote\.(.+)\.url$/.exec(key);
-      if (remote?.[1]) remotes.push(remote[1]);
-      if (key === `branch.${branch}.remote`) branchRemote = value;
-    }
-    if (branchRemote && remotes.includes(branchRemote)) return branchRemote;
-    if (remotes.includes("origin")) return "origin";
-    return remotes.length === 1 ? (remotes[0] ?? null) : null;
+  /** The remote to publish to (branch.<b>.remote, else `origin`, else the only remote); null = local-only. */
+  publicationRemote(): Promise<string | null> {
+    return this.remotes.publicationRemote();
   }
 
   /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */
-  async pushRevision(revision: string): Promise<GitPushResult> {
-    const remote = await this.publicationRemote();
-    if (remote === null) return { kind: "local-only" };
-    const ref = await this.headBranch();
-    try {
-      await this.runner.exec(["push", "--quiet", remote, `${revision}:${ref}`]);
-      return { kind: "pushed", remote };
-    } catch (error) {
-      const stderr = error instanceof GitCommandError ? error.stderr : String(error);
-      if (
-        /bad object|does not match any|not a valid|unable to push to unqualified destination|src refspec/i.test(stderr)
-      ) {
-        return { kind: "unreachable", remote, detail: stderr.trim() };
-      }
-      // Another session sharing this repository may have published newer commits on top of this
-      // one: a revision the remote's branch already contains is published, not pending.
-      if (
-        /non-fast-forward|fetch first|\[rejected\]/i.test(stderr) &&
-        (await this.remoteContains(remote, ref, revision))
-      ) {
-        return { kind: "pushed", remote };
-      }
-      return { kind: "failed", remote, detail: stderr.trim() };
-    }
+  pushRevision(revision: string): Promise<GitPushResult> {
+    return this.remotes.pushRevision(revision);
   }
 
-  /**
-   * Whether the publication remote already has `revision` on this branch (its branch there is, or
-   * descends from, the commit): true / false, null without a remote or when the remote cannot be
-   * asked. One `ls-remote` (plus a local `merge-base`), no push.
-   */
-  async remoteHas(revision: string): Promise<boolean | null> {
-    const remote = await this.publicationRemote();
-    if (remote === null) return null;
-    const ref = await this.headBranch();
-    const head = await this.remoteHead(remote, ref);
-    if (head === undefined) return null;
-    return head !== null && (await this.isAncestor(revision, head));
+  /** Whether the publication remote already has `revision` on this branch; null: no remote or no answer. */
+  remoteHas(revision: string): Promise<boolean | null> {
+    return this.remotes.remoteHas(revision);
   }
 
   /** What this session still owes the remote (store/git/pending-record.ts); null: nothing. */
@@ -1566,32 +1490,6 @@ export class GitBackend implements StoreBackend {
 
   writePending(sessionKey: string, record: PendingRecord): Promise<void> {
     return writePendingRecord(this.info.commonDir, sessionKey, record);
-  }
-
-  /** The remote's commit for `ref`: null when the remote has no such branch, undefined when it cannot be asked. */
-  private async remoteHead(remote: string, ref: string): Promise<string | null | undefined> {
-    try {
-      const line = (await this.runner.execText(["ls-remote", remote, ref])).split("\n")[0] ?? "";
-      const head = line.split("\t")[0]?.trim() ?? "";
-      return /^[0-9a-f]{40,64}$/.test(head) ? head : null;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private async isAncestor(revision: string, head: string): Promise<boolean> {
-    try {
-      await this.runner.exec(["merge-base", "--is-ancestor", revision, head]);
-      return true;
-    } catch {
-      return false; // not an ancestor, or the remote's commit is unknown here
-    }
-  }
-
-  /** Whether `<remote>`'s `<ref>` is a commit this repository has that descends from (or is) `revision`. */
-  private async remoteContains(remote: string, ref: string, revision: string): Promise<boolean> {
-    const head = await this.remoteHead(remote, ref);
-    return typeof head === "string" && (await this.isAncestor(revision, head));
   }
 }
 
@@ -1660,7 +1558,6 @@ function changedMembers(
   });
 }
 
-/** Reads every member file in parallel (raw bytes; null = absent; symlinks and non-regular files refused). */
 /** The members' live bytes (read synchronously when called: start any process before). */
 async function readMembers(root: string, members: readonly string[]): Promise<Map<string, Buffer | null>> {
   return readOwnedFilesSync(root, members);

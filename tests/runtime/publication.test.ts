@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { GitPushResult } from "../../store/git/git-backend.ts";
+import type { GitPushResult } from "../../store/git/git-remote.ts";
 import { openGitBackend } from "../../store/git/git-backend.ts";
 import { findGitExecutable } from "../../store/git/git-runner.ts";
 import { cohortPaths, scopeFiles } from "../../store/layout.ts";
