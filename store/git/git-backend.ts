@@ -51,7 +51,7 @@
 // A past revision = `git ls-tree` (regular-file modes) + one `git cat-file --batch` (no output
 // limit, the worktree never moves).
 
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import {
   constants as fsConstants,
   lstatSync,
@@ -60,21 +60,14 @@ import {
   writeFileSync,
   type BigIntStats,
 } from "node:fs";
-import { access, lstat, mkdir, readFile, realpath, rename, stat, unlink } from "node:fs/promises";
+import { access, lstat, mkdir, realpath, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { killPoint } from "../fs/crash-points.ts";
 import { ensureStoreAttributes } from "./store-attributes.ts";
-import {
-  INDEX_LOCK_STAMP,
-  createIndexLock,
-  indexLockStamp,
-  indexLockedError,
-  isIndexFile,
-  readIndexLockHolder,
-  releaseIndexLock,
-} from "./index-lock.ts";
+import { createIndexLock, indexLockStamp, installIndex, isolatedIndexPath, releaseIndexLock } from "./index-lock.ts";
 import { EMPTY_INDEX, mergeIndexEntries, restageEntries, sameEntries, storeFilesAdded } from "./index-merge.ts";
 import { removeLeftovers } from "./leftovers.ts";
+import { explainLockHeld, finishInterruptedPublication, type RecoveryRepo } from "./git-recovery.ts";
 import { readKnownBlobs, writeKnownBlobs } from "./known-blobs.ts";
 import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
@@ -101,23 +94,13 @@ import {
   sha256Hex,
   type PreparedWrites,
 } from "../fs/fs-safe.ts";
-import {
-  JOURNAL_FILE_NAME,
-  type JournalGit,
-  discardTemps,
-  finishBeforeReading,
-  readJournal,
-  removeJournal,
-  rollForward,
-  writeJournal,
-} from "../fs/journal.ts";
+import { JOURNAL_FILE_NAME, finishBeforeReading, removeJournal, writeJournal } from "../fs/journal.ts";
 import { comparePaths } from "../layout.ts";
 import {
   LOCK_FILE_NAME,
   acquirePublicationLock,
   lockExists,
   lockHeldError,
-  ownerIsGone,
   readLockOwner,
   readUntilSettled,
 } from "../fs/lock.ts";
@@ -128,6 +111,7 @@ import {
   isPlainCommitMessage,
   writeLooseObject,
   writeSmallLooseObjectSync,
+  zeroObjectId,
 } from "./plumbing/git-objects.ts";
 import { indexPathOf, overlayEntries, parseIndex, serializeIndex } from "./plumbing/git-index.ts";
 import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree.ts";
@@ -146,7 +130,6 @@ import type {
   StorePointer,
 } from "../backend.ts";
 
-const ZERO_SHA1 = "0000000000000000000000000000000000000000";
 const REFLOG_MESSAGE = "state-flow: accepted cohort";
 /** Index size up to which a publication without known trees still builds them in-process. */
 const COLD_IN_PROCESS_ENTRIES = 256;
@@ -405,11 +388,11 @@ export class GitBackend implements StoreBackend {
   async loadCurrent(paths: readonly string[], options: LoadCurrentOptions = {}): Promise<CohortSnapshot> {
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
-    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () => this.finishInterrupted()).catch(
-      async (error: unknown) => {
-        throw await this.explainLockHeld(error);
-      },
-    );
+    await finishBeforeReading(this.journalPath, this.lockPath, this.generation, () =>
+      finishInterruptedPublication(this.recoveryRepo()),
+    ).catch(async (error: unknown) => {
+      throw await explainLockHeld(this.recoveryRepo(), error);
+    });
     // A publisher moves the ref before it renames the live files and releases its lock: a read
     // that overlaps it can see the new HEAD beside old files (or the reverse) and the lock already
     // gone. So a divergence is read again after a moment; only the same HEAD beside the same bytes
@@ -434,7 +417,10 @@ export class GitBackend implements StoreBackend {
           return { pointer: { revision: proven.revision }, files, hashes };
         // While the lock is held that is a retryable lock-held, not a divergence.
         if (await lockExists(this.lockPath))
-          throw await this.explainLockHeld(lockHeldError(this.lockPath, await readLockOwner(this.lockPath)));
+          throw await explainLockHeld(
+            this.recoveryRepo(),
+            lockHeldError(this.lockPath, await readLockOwner(this.lockPath)),
+          );
         const head = (listing: string) => listing.split("\n")[0] ?? "";
         if (previous && head(previous.listing) === head(listing) && sameFiles(previous.files, files)) throw error;
         return undefined;
@@ -668,9 +654,13 @@ export class GitBackend implements StoreBackend {
       generation: this.generation,
       purpose: "git publication",
     }).catch(async (error: unknown) => {
-      throw await this.explainLockHeld(error);
+      throw await explainLockHeld(this.recoveryRepo(), error);
     });
-    const attempt: PublicationAttempt = { index: this.isolatedIndexPath(), journaled: false, keepLock: false };
+    const attempt: PublicationAttempt = {
+      index: isolatedIndexPath(this.info.gitDir),
+      journaled: false,
+      keepLock: false,
+    };
     try {
       return await this.publishLocked(request, members, settings, attempt);
     } catch (error) {
@@ -702,7 +692,7 @@ export class GitBackend implements StoreBackend {
     settings: CommitSettings,
     attempt: PublicationAttempt,
   ): Promise<PublishReceipt> {
-    await this.finishInterrupted();
+    await finishInterruptedPublication(this.recoveryRepo());
     removeLeftovers(
       { root: this.root, gitDir: this.info.gitDir, commonDir: this.info.commonDir },
       members.map((path) => dirname(path)),
@@ -880,7 +870,7 @@ export class GitBackend implements StoreBackend {
     for (const path of deletions) await removeOwnedFile(this.root, path);
     // index.lock is held: only a writer that ignores it could have moved the branch since.
     const head = await this.refValue(ref);
-    await this.installIndex(attempt.index);
+    await installIndex(this.info.gitDir, attempt.index);
     attempt.indexLock = undefined;
     await removeJournal(this.journalPath);
     return head;
@@ -982,194 +972,6 @@ export class GitBackend implements StoreBackend {
    * copies go. Git's own ref and index locks that publication took are removed, and then what
    * publications killed earlier left (see removeLeftovers).
    */
-  private async finishInterrupted(): Promise<void> {
-    const journal = await readJournal(this.journalPath);
-    if (journal === null) return;
-    if (!journal.git) {
-      await rollForward(this.root, this.journalPath, journal);
-    } else {
-      const since = (await stat(this.journalPath)).mtimeMs;
-      const git = journal.git;
-      const { ref, base, revision, index } = git;
-      await this.removeInterruptedRefLocks(ref, revision, since);
-      const head = await this.refValue(ref);
-      if (head === revision) {
-        await rollForward(this.root, this.journalPath, journal);
-        await this.installInterruptedIndex(git, since);
-      } else {
-        // Its own index.lock (the stamp the journal records) goes first, so that git can run.
-        await releaseIndexLock(join(this.info.gitDir, "index.lock"), git.indexLock);
-        if (head !== base) throw this.recoveryConflict(ref, base, revision, head);
-        await discardTemps(journal);
-        await unlink(index).catch(() => undefined);
-      }
-    }
-    await removeJournal(this.journalPath);
-    removeLeftovers(
-      { root: this.root, gitDir: this.info.gitDir, commonDir: this.info.commonDir },
-      journal.entries.map((entry) => dirname(entry.path)),
-    );
-  }
-
-  private recoveryConflict(ref: string, base: string | null, revision: string, head: string | null): StoreError {
-    const git = `git -C ${this.root}`;
-    return new StoreError(
-      "recovery-conflict",
-      `An interrupted publication (journal ${this.journalPath}) moved ${ref} from ${base ?? "(unborn)"} ` +
-        `to ${revision}, but ${ref} is now ${head ?? "(deleted)"}: someone moved it since. Nothing was changed. ` +
-        `Check ${git} log and ${git} status, then bring the index and the live files to the commit you want ` +
-        `with ${git} restore --source=<commit> --staged --worktree -- . (it also removes the files, and their ` +
-        `index entries, that the commit does not have; if git says ${join(this.info.gitDir, "index.lock")} ` +
-        `exists and no git process is running, remove that file first), then delete ${this.journalPath} and retry.`,
-      { file: this.journalPath },
-    );
-  }
-
-  /** Removes `<ref>.lock` and HEAD.lock when the interrupted publication created them (after its journal). */
-  private async removeInterruptedRefLocks(ref: string, revision: string, since: number): Promise<void> {
-    const ours = async (path: string, content: (text: string) => boolean) => {
-      try {
-        const st = await stat(path);
-        return st.mtimeMs >= since && content(await readFile(path, "utf8"));
-      } catch (error) {
-        if (errnoOf(error) === "ENOENT") return false;
-        throw error;
-      }
-    };
-    const refLock = join(this.info.commonDir, `${ref}.lock`);
-    if (await ours(refLock, (text) => text === "" || text === `${revision}\n`)) await unlink(refLock);
-    const headLock = join(this.info.gitDir, "HEAD.lock");
-    if (await ours(headLock, (text) => text === "")) await unlink(headLock);
-  }
-
-  /**
-   * Makes the interrupted publication's isolated index the caller's index. Its index.lock, held
-   * since before the journal, still holds the stamp (the index was not installed yet) or the new
-   * index (killed between the two renames). Any other index.lock is someone else's: refused, the
-   * journal stays for a retry. Without one (removed by hand), the index may have changed since.
-   */
-  private async installInterruptedIndex(git: JournalGit, since: number): Promise<void> {
-    const lockPath = join(this.info.gitDir, "index.lock");
-    const held = await readFile(lockPath).catch((error: unknown) => {
-      if (errnoOf(error) === "ENOENT") return null;
-      throw error;
-    });
-    const isolated = await lstat(git.index).then(
-      () => true,
-      () => false,
-    );
-    if (git.indexLock === undefined) {
-      // A journal of a version that locked the index only to install it.
-      const lockStat = held === null ? null : await stat(lockPath);
-      if (lockStat !== null && lockStat.mtimeMs >= since) {
-        if (isolated) await unlink(lockPath);
-        else return void (await rename(lockPath, join(this.info.gitDir, "index")));
-      }
-      if (isolated) await this.installOverChangedIndex(git);
-      return;
-    }
-    if (held !== null && held.toString("latin1") === git.indexLock) {
-      if (isolated) return void (await this.installIndex(git.index));
-      return void (await unlink(lockPath));
-    }
-    if (held !== null && !isolated && isIndexFile(held)) {
-      return void (await rename(lockPath, join(this.info.gitDir, "index")));
-    }
-    if (held !== null) throw indexLockedError(this.root, lockPath, (await readIndexLockHolder(lockPath)).description);
-    if (isolated) await this.installOverChangedIndex(git);
-  }
-
-  /**
-   * Installs an interrupted publication's isolated index under a fresh index.lock. When the index
-   * changed since that publication based it (its lock was removed by hand), the commit's changes
-   * are laid over the index as it is instead (`git update-index --index-info`, any index format).
-   */
-  private async installOverChangedIndex(git: JournalGit): Promise<void> {
-    const stamp = indexLockStamp();
-    await createIndexLock(this.root, join(this.info.gitDir, "index.lock"), stamp);
-    try {
-      const indexPath = join(this.info.gitDir, "index");
-      const current = await readFile(indexPath).catch((error: unknown) => {
-        if (errnoOf(error) === "ENOENT") return null;
-        throw error;
-      });
-      const basis = current === null ? null : createHash("sha1").update(current).digest("hex");
-      if (git.indexBasis === undefined || git.indexBasis === basis) return await this.installIndex(git.index);
-      const merged = this.isolatedIndexPath();
-      if (current !== null) writeFileSync(merged, current, { flag: "wx" });
-      const changes = await this.commitChanges(git.base, git.revision);
-      if (changes !== "")
-        await this.git(
-          ["update-index", "-z", "--index-info"],
-          "Merging the index",
-          { GIT_INDEX_FILE: merged },
-          changes,
-        );
-      await unlink(git.index).catch(() => undefined);
-      await this.installIndex(merged);
-    } catch (error) {
-      await releaseIndexLock(join(this.info.gitDir, "index.lock"), stamp).catch(() => undefined);
-      throw error;
-    }
-  }
-
-  /** What `revision` changed against `base`, as `update-index -z --index-info` input (one process). */
-  private async commitChanges(base: string | null, revision: string): Promise<string> {
-    const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
-    const args =
-      base === null ? ["diff-tree", "-r", "-z", "--root", revision] : ["diff-tree", "-r", "-z", base, revision];
-    const out = await this.git(
-      [...args.slice(0, 3), "--no-commit-id", ...args.slice(3)],
-      "Listing the commit's changes",
-    );
-    const fields = out.split("\0");
-    let info = "";
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const [, mode, , oid] = (fields[i] ?? "").split(" ");
-      const path = fields[i + 1] ?? "";
-      if (!mode || !oid || path === "") continue;
-      info += /^0+$/.test(mode) ? `0 ${zero}\t${path}\0` : `${mode} ${oid}\t${path}\0`;
-    }
-    return info;
-  }
-
-  /**
-   * A lock-held error whose owner is gone also names git's own locks that publication left (they
-   * make the user's git commands fail until the named step is taken; that step removes them).
-   */
-  private async explainLockHeld(error: unknown): Promise<unknown> {
-    if (!isStoreError(error, "lock-held") || error.file !== this.lockPath) return error;
-    if (!ownerIsGone(await readLockOwner(this.lockPath).catch(() => null))) return error;
-    const since = await stat(this.journalPath).then(
-      (st) => st.mtimeMs,
-      () => null,
-    );
-    const ref = await this.headBranch().catch(() => null);
-    const left: string[] = [];
-    const indexLock = join(this.info.gitDir, "index.lock");
-    const held = await readFile(indexLock).catch(() => null);
-    if (held !== null && (INDEX_LOCK_STAMP.test(held.toString("latin1")) || (since !== null && isIndexFile(held))))
-      left.push(indexLock);
-    if (since !== null) {
-      for (const path of [
-        join(this.info.gitDir, "HEAD.lock"),
-        ...(ref ? [join(this.info.commonDir, `${ref}.lock`)] : []),
-      ])
-        if (((await stat(path).catch(() => null))?.mtimeMs ?? -1) >= since) left.push(path);
-    }
-    if (left.length === 0) return error;
-    return new StoreError(
-      "lock-held",
-      `${error.message} Until then git commands in ${this.root} fail on the git locks that publication left ` +
-        `(${left.join(", ")}); that retry removes them. Do not delete them by hand: a git commit in between ` +
-        `could revert the interrupted cohort.`,
-      { file: this.lockPath },
-    );
-  }
-
-  private isolatedIndexPath(): string {
-    return join(this.info.gitDir, `state-flow-index.${process.pid}.${randomBytes(6).toString("hex")}`);
-  }
 
   /**
    * Fills the isolated index with the base commit plus the complete non-ignored worktree delta: a
@@ -1252,7 +1054,7 @@ export class GitBackend implements StoreBackend {
    */
   private async commitStaged(options: CommitStagedOptions): Promise<string> {
     const { ref, base, env, blobs, restaged, message } = options;
-    const zero = this.info.objectFormat === "sha256" ? "0".repeat(64) : ZERO_SHA1;
+    const zero = zeroObjectId(this.info.objectFormat);
     const settings = await this.commitSettings();
     const inProcessOverlay = settings.sharedRepository
       ? null
@@ -1435,16 +1237,17 @@ export class GitBackend implements StoreBackend {
     return { tree, treeIds };
   }
 
-  /**
-   * Installs `index` as the caller's index through the index.lock this publication holds: renamed
-   * over the lock, then the lock into place (git's commit_lock_file).
-   */
-  private async installIndex(index: string): Promise<void> {
-    const lockPath = join(this.info.gitDir, "index.lock");
-    await rename(index, lockPath);
-    killPoint("index.locked");
-    await rename(lockPath, join(this.info.gitDir, "index"));
-    killPoint("index.installed");
+  /** What recovering an interrupted publication needs from this backend (git-recovery.ts). */
+  private recoveryRepo(): RecoveryRepo {
+    return {
+      root: this.root,
+      info: this.info,
+      journalPath: this.journalPath,
+      lockPath: this.lockPath,
+      refValue: (ref) => this.refValue(ref),
+      headBranch: () => this.headBranch(),
+      git: (args, what, env, input) => this.git(args, what, env, input),
+    };
   }
 
   private async git(

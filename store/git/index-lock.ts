@@ -5,9 +5,11 @@
 // waited for briefly and then refused by name.
 
 import { closeSync, constants as fsConstants, openSync, readFileSync, writeFileSync } from "node:fs";
-import { readFile, unlink } from "node:fs/promises";
+import { readFile, rename, unlink } from "node:fs/promises";
+import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { killPoint } from "../fs/crash-points.ts";
 import { unlinkQuietlySync } from "../fs/fs-safe.ts";
 import { pidIsGone } from "../fs/lock.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
@@ -111,4 +113,21 @@ export async function createIndexLock(root: string, lockPath: string, stamp: str
 export async function releaseIndexLock(lockPath: string, stamp: string | undefined): Promise<void> {
   if (stamp === undefined) return;
   if ((await readFile(lockPath, "latin1").catch(() => null)) === stamp) await unlink(lockPath);
+}
+
+/**
+ * Installs `index` as the caller's index through the index.lock a publication holds: renamed over
+ * the lock, then the lock into place (git's commit_lock_file).
+ */
+export async function installIndex(gitDir: string, index: string): Promise<void> {
+  const lockPath = join(gitDir, "index.lock");
+  await rename(index, lockPath);
+  killPoint("index.locked");
+  await rename(lockPath, join(gitDir, "index"));
+  killPoint("index.installed");
+}
+
+/** A fresh name for an isolated index beside the caller's (leftovers.ts removes one its dead owner left). */
+export function isolatedIndexPath(gitDir: string): string {
+  return join(gitDir, `state-flow-index.${process.pid}.${randomBytes(6).toString("hex")}`);
 }

@@ -30,6 +30,11 @@ import { errnoOf } from "../../store-error.ts";
 
 export type GitObjectType = "blob" | "tree" | "commit";
 
+/** The all-zero object id of an object format (git's "no object", as in `update-index` deletions). */
+export function zeroObjectId(objectFormat: "sha1" | "sha256"): string {
+  return "0".repeat(objectFormat === "sha256" ? 64 : 40);
+}
+
 /** Git object id of `<type> <size>\0<body>` (sha1 or sha256 object format). */
 export function gitObjectId(type: GitObjectType, body: Uint8Array, objectFormat: "sha1" | "sha256" = "sha1"): string {
   return createHash(objectFormat).update(`${type} ${body.length}\0`).update(body).digest("hex");

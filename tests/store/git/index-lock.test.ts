@@ -7,7 +7,9 @@ import {
   INDEX_LOCK_STAMP,
   createIndexLock,
   indexLockStamp,
+  installIndex,
   isIndexFile,
+  isolatedIndexPath,
   readIndexLockHolder,
   releaseIndexLock,
 } from "../../../store/git/index-lock.ts";
@@ -52,5 +54,17 @@ describe("git's index.lock as a publication holds it", () => {
   it("recognises an index file by its signature", () => {
     expect(isIndexFile(Buffer.from("DIRC\0\0\0\x02"))).toBe(true);
     expect(isIndexFile(Buffer.from(stampOf(1)))).toBe(false);
+  });
+
+  it("installs an index through index.lock, leaving neither the source nor the lock", async () => {
+    const gitDir = temps.make("sf-ilock-");
+    writeFileSync(join(gitDir, "index"), "old");
+    const isolated = isolatedIndexPath(gitDir);
+    expect(isolated).toMatch(new RegExp(`^${gitDir}/state-flow-index\\.${process.pid}\\.[0-9a-f]{12}$`));
+    expect(isolatedIndexPath(gitDir)).not.toBe(isolated);
+    writeFileSync(isolated, "new");
+    await installIndex(gitDir, isolated);
+    expect(readFileSync(join(gitDir, "index"), "utf8")).toBe("new");
+    expect([existsSync(isolated), existsSync(join(gitDir, "index.lock"))]).toEqual([false, false]);
   });
 });
