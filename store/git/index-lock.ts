@@ -91,7 +91,11 @@ export async function createIndexLock(root: string, lockPath: string, stamp: str
       try {
         writeFileSync(fd, stamp);
       } catch (error) {
-        closeSync(fd);
+        try {
+          closeSync(fd);
+        } catch {
+          // the write's error is the one to report; the lock goes either way
+        }
         unlinkQuietlySync(lockPath);
         throw gitFailed(`Writing ${lockPath}`, error, lockPath);
       }
