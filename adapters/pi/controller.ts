@@ -6,6 +6,7 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
+import type { Actor } from "xstate";
 import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { PatchSet } from "../../core/cohort.ts";
 import { projectArtifacts } from "../../core/artifacts.ts";
@@ -20,8 +21,9 @@ import {
 } from "../../core/temporal.ts";
 import type { SessionStartReason } from "../../machines/episode.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
+import { runFramingMachine } from "../../machines/run-framing.ts";
 import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/flow-runtime.ts";
-import type { FlowInspection } from "../../runtime/flow-actor.ts";
+import { createFlowActor, type FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
 import { CHECKPOINT_ENTRY, DISCARDED_ENTRY, branchMarkers, branchShape, discardedDrafts } from "./branch.ts";
@@ -148,12 +150,8 @@ export class StateFlowController {
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
   private toolsWanted = false;
-  /** A Pi run (its start … agent_settled) is open: later agent_starts are its continuations (retries, queues). */
-  private runOpen = false;
-  /** The next user message Pi reports is the prompt that started the run, not one added to it. */
-  private promptPending = false;
-  /** The next custom message Pi reports started this unannounced run (Pi 0.84): it names its source. */
-  private sourcePending = false;
+  /** Which of Pi's events belong to the open run (M5): a prompt, an addition, a continuation, a source. */
+  private readonly framing: Actor<typeof runFramingMachine>;
   /**
    * The UI of the newest event, captured then: Pi marks an event's `ctx` stale once the session is
    * replaced or disposed, and a late push result still reports through the UI it had.
@@ -172,6 +170,13 @@ export class StateFlowController {
       diagnostics: { agentDir: options.agentDir, enabled: options.config.logging },
       inspection: options.inspection,
     });
+    this.framing = createFlowActor(runFramingMachine, { inspection: options.inspection });
+    this.framing.on("run.unannounced", () => {
+      if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
+    });
+    this.framing.on("run.userMessage", ({ text }) => this.runtime.userMessage(text));
+    this.framing.on("run.source", ({ source }) => this.runtime.runSource(source));
+    this.framing.start();
     options.onRuntime?.({
       read: (offset = 0, scope = "effective") => this.runtime.read(offset, scope),
       episode: () => this.runtime.episodeName(),
@@ -258,6 +263,7 @@ export class StateFlowController {
   }
 
   async shutdown(): Promise<void> {
+    this.framing.stop();
     this.runtime.shutdown();
   }
 
@@ -269,26 +275,19 @@ export class StateFlowController {
   /** before_agent_start: a run begins (a user prompt; in Pi 1.x also a custom message's triggerTurn). */
   beforeAgentStart(event: BeforeAgentStartFields, systemPrompt: string): RunStart | undefined {
     const trigger = runTriggerOf(event);
-    this.runOpen = true;
-    this.promptPending = trigger.kind === "prompt";
+    this.framing.send({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
     if (!this.runtime.runStarted(trigger)) return undefined;
     return { systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
   }
 
   /** agent_start: only a run no before_agent_start opened begins here (see pi-versions.ts). */
   agentStart(): void {
-    if (this.runOpen) return;
-    this.runOpen = true;
-    this.promptPending = false;
-    this.sourcePending = true;
-    if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
+    this.framing.send({ type: "AGENT_START" });
   }
 
   /** agent_settled: the run is over, with every retry and queued message Pi ran in it. */
   agentSettled(): void {
-    this.runOpen = false;
-    this.promptPending = false;
-    this.sourcePending = false;
+    this.framing.send({ type: "SETTLED" });
     this.runtime.runEnded();
   }
 
@@ -370,23 +369,15 @@ export class StateFlowController {
 
   /** message_end: terminal drafts go to the run's resolution; user messages inside a run, to its specification. */
   async messageEnd(message: AgentMessage): Promise<void> {
-    if (message.role === "user") return this.userMessage(message);
-    if (message.role === "custom" && this.sourcePending) {
-      this.sourcePending = false;
-      if (message.customType !== RUN_ANCHOR) this.runtime.runSource(message.customType);
+    if (message.role === "user") return void this.framing.send({ type: "USER_MESSAGE", text: userText(message) });
+    if (message.role === "custom") {
+      const { customType } = message;
+      this.framing.send({ type: "CUSTOM_MESSAGE", customType, ownAnchor: customType === RUN_ANCHOR });
     }
     if (!isAssistant(message)) return;
     const ending = draftEnding(message);
     if (ending === null) return;
     this.runtime.draft({ id: message.timestamp, ending, text: answerText(message), stopReason: message.stopReason });
-  }
-
-  private userMessage(message: AgentMessage): void {
-    if (this.promptPending) {
-      this.promptPending = false;
-      return;
-    }
-    if (this.runOpen) this.runtime.userMessage(userText(message));
   }
 
   async turnEnd(ctx: ExtensionContext): Promise<void> {
