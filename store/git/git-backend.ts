@@ -68,7 +68,7 @@ import { createIndexLock, indexLockStamp, installIndex, isolatedIndexPath, relea
 import { EMPTY_INDEX, mergeIndexEntries, restageEntries, sameEntries, storeFilesAdded } from "./index-merge.ts";
 import { removeLeftovers } from "./leftovers.ts";
 import { explainLockHeld, finishInterruptedPublication, type RecoveryRepo } from "./git-recovery.ts";
-import { readKnownBlobs, writeKnownBlobs } from "./known-blobs.ts";
+import { KnownBlobCache } from "./known-blobs.ts";
 import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 import {
   FILE_JOURNAL_NAME,
@@ -119,6 +119,7 @@ import { batchCheckAtCommit } from "./plumbing/git-lookup.ts";
 import { isPlainBranchRef, prepareRefUpdate } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
 import { GitRemote, type GitPushResult } from "./git-remote.ts";
+import { readRevisionFiles } from "./git-revision.ts";
 import { identityMissing, looksLikeIdentityError, readCommitSettings, type CommitSettings } from "./git-settings.ts";
 import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
 import type {
@@ -267,15 +268,9 @@ export class GitBackend implements StoreBackend {
   private settings: Promise<CommitSettings> | undefined;
   /** The tree ids of the last commit this backend published (they exist while it is reachable). */
   private knownTrees: { readonly revision: string; readonly ids: ReadonlySet<string> } | undefined;
-  /**
-   * The blob of every member of the last cohort this backend committed (null: absent), by revision:
-   * while the branch still names that commit, a read verifies the live files against these
-   * without asking git for HEAD's blobs.
-   */
-  /** Whether the cache another process may have left (known-blobs.ts) was read yet. */
-  private knownBlobsLoaded = false;
+  /** The blobs at the revision this backend committed or verified last: reads of it need no git. */
+  private readonly knownBlobs: KnownBlobCache;
   private readonly remotes: GitRemote;
-  private knownBlobs: { readonly revision: string; readonly blobs: ReadonlyMap<string, string | null> } | undefined;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
     this.info = info;
@@ -284,6 +279,7 @@ export class GitBackend implements StoreBackend {
     this.generation = generation;
     this.lockPath = join(info.commonDir, LOCK_FILE_NAME);
     this.journalPath = join(info.commonDir, JOURNAL_FILE_NAME);
+    this.knownBlobs = new KnownBlobCache(info.commonDir, info.objectFormat);
     this.remotes = new GitRemote({ runner, commonDir: info.commonDir, headBranch: () => this.headBranch() });
   }
 
@@ -407,7 +403,7 @@ export class GitBackend implements StoreBackend {
         if (!isStoreError(error, "worktree-diverged")) throw error;
         // Known blobs can be stale only if a file changed while its cohort was being committed
         // (git add then staged other bytes than the ones read): git itself decides from here on.
-        this.knownBlobs = undefined;
+        this.knownBlobs.forget();
         // Live files written file-only (Git was absent meanwhile) whose session files are the ones
         // the caller's branch selected are that branch's accepted state: current, under its pointer.
         // Its shared files are read as they are, as any file-only restore reads them.
@@ -451,50 +447,13 @@ export class GitBackend implements StoreBackend {
     return { listing: checked.value, files: files.value };
   }
 
-  /** Live files just verified equal to `revision`'s blobs: later reads of that revision need no git. */
-  private rememberBlobs(revision: string, members: readonly string[], files: ReadonlyMap<string, Buffer | null>): void {
-    const blobs = new Map(this.knownBlobs?.revision === revision ? this.knownBlobs.blobs : []);
-    for (const path of members) {
-      const bytes = files.get(path) ?? null;
-      blobs.set(path, bytes === null ? null : gitBlobId(bytes, this.info.objectFormat));
-    }
-    this.knownBlobs = { revision, blobs };
-  }
-
-  /**
-   * A past revision's members when it is the one whose blobs are known (committed or verified by
-   * this backend) and the live files still have exactly those blobs: no git process. Else null.
-   */
-  private async knownRevision(revision: string, members: readonly string[]): Promise<CohortSnapshot | null> {
-    const known = this.knownBlobs;
-    if (known?.revision !== revision || !members.every((path) => known.blobs.has(path))) return null;
-    const files = await readMembers(this.root, members).catch(() => null);
-    if (files === null) return null;
-    for (const path of members) {
-      const bytes = files.get(path) ?? null;
-      const blob = bytes === null ? null : gitBlobId(bytes, this.info.objectFormat);
-      if (blob !== known.blobs.get(path)) return null;
-    }
-    return { pointer: { revision }, files, hashes: hashFiles(files) };
-  }
-
   /** HEAD and the blob of each member at HEAD, in `git cat-file --batch-check`'s output format. */
   private async headBlobsListing(members: readonly string[]): Promise<string> {
-    if (!this.knownBlobsLoaded) {
-      this.knownBlobsLoaded = true;
-      this.knownBlobs ??= (await readKnownBlobs(this.info.commonDir)) ?? undefined;
-    }
-    const known = this.knownBlobs;
     const head = await this.headBranch()
       .then((ref) => this.refValue(ref))
       .catch(() => null);
-    if (head !== null && known?.revision === head && members.every((path) => known.blobs.has(path))) {
-      const lines = members.map((path) => {
-        const blob = known.blobs.get(path)!;
-        return blob === null ? `HEAD:${path} missing` : `${blob} blob`;
-      });
-      return `${head} commit\n${lines.join("\n")}\n`;
-    }
+    const known = await this.knownBlobs.listingAt(head, members);
+    if (known !== null) return known;
     // Another writer moved HEAD (the normal case on a shared store): its objects are loose until a gc.
     const listing =
       head !== null && this.info.objectFormat === "sha1"
@@ -539,7 +498,7 @@ export class GitBackend implements StoreBackend {
         );
       }
     });
-    this.rememberBlobs(revision!, members, files);
+    this.knownBlobs.remember(revision!, members, files);
     return { pointer: { revision }, files, hashes };
   }
 
@@ -568,75 +527,9 @@ export class GitBackend implements StoreBackend {
     }
     const members = [...paths].sort(comparePaths);
     for (const path of members) assertGitPath(path);
-    const known = await this.knownRevision(pointer.revision, members);
-    if (known) return known;
-    let listing: string;
-    try {
-      listing = await this.runner.execText([
-        "ls-tree",
-        "-z",
-        "-r",
-        "--full-tree",
-        `${pointer.revision}^{commit}`,
-        "--",
-        ...members,
-      ]);
-    } catch (error) {
-      if (
-        error instanceof GitCommandError &&
-        /not a valid object|not a tree object|bad object|invalid object|Not a valid/i.test(error.stderr)
-      ) {
-        throw new StoreError(
-          "revision-missing",
-          `Revision ${pointer.revision} is not a commit in the state repository ${this.root}. ` +
-            `Its history is unavailable here ` +
-            `(a different storage root, a reset, or missing objects); ` +
-            `select another checkpoint or restore the original repository.`,
-          { cause: error },
-        );
-      }
-      throw gitFailed(`Listing revision ${pointer.revision}`, error);
-    }
-    const entries = new Map<string, string>();
-    for (const record of listing.split("\0")) {
-      if (record === "") continue;
-      const tab = record.indexOf("\t");
-      const [mode, type, sha] = record.slice(0, tab).split(" ");
-      const path = record.slice(tab + 1);
-      if (type !== "blob" || (mode !== "100644" && mode !== "100755") || !sha) {
-        throw new StoreError(
-          "not-regular-object",
-          `${path} at revision ${pointer.revision} is a ${type} with mode ${mode}, not a regular file; ` +
-            `State Flow reads only regular-file Git objects.`,
-          { file: path },
-        );
-      }
-      entries.set(path, sha);
-    }
-    const files = new Map<string, Buffer | null>(members.map((p) => [p, null]));
-    const wanted = members.filter((p) => entries.has(p));
-    if (wanted.length > 0) {
-      let raw: Buffer;
-      try {
-        raw = await this.runner.exec(["cat-file", "--batch"], {
-          input: wanted.map((p) => `${entries.get(p)}\n`).join(""),
-        });
-      } catch (error) {
-        throw gitFailed(`Reading objects of revision ${pointer.revision}`, error);
-      }
-      const blobs = parseCatFileBatch(raw);
-      wanted.forEach((path, index) => {
-        const blob = blobs[index];
-        if (!blob || blob.sha !== entries.get(path)) {
-          throw new StoreError(
-            "revision-missing",
-            `The object of ${path} at revision ${pointer.revision} is missing from the repository.`,
-            { file: path },
-          );
-        }
-        files.set(path, blob.bytes);
-      });
-    }
+    const live = await this.knownBlobs.liveFilesAt(pointer.revision, members, () => readMembers(this.root, members));
+    if (live) return { pointer: { revision: pointer.revision }, files: live, hashes: hashFiles(live) };
+    const files = await readRevisionFiles(this.runner, this.root, pointer.revision, members);
     return { pointer: { revision: pointer.revision }, files, hashes: hashFiles(files) };
   }
 
@@ -759,8 +652,7 @@ export class GitBackend implements StoreBackend {
       const bytes = request.writes.has(path) ? request.writes.get(path)! : (current.get(path) ?? null);
       committedBlobs.set(path, bytes === null ? null : gitBlobId(bytes, this.info.objectFormat));
     }
-    this.knownBlobs = { revision, blobs: committedBlobs };
-    writeKnownBlobs(this.info.commonDir, this.knownBlobs);
+    this.knownBlobs.committed(revision, committedBlobs);
     // The index.lock protocol above either merged the caller's index or refused: it is always in step.
     return { pointer: { revision }, hashes, changed, committed: true, indexSynced: true };
   }
@@ -1373,31 +1265,4 @@ async function isExecutable(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** Parses `git cat-file --batch` output into objects (missing entries yield undefined). */
-export function parseCatFileBatch(raw: Buffer): Array<{ sha: string; type: string; bytes: Buffer } | undefined> {
-  const objects: Array<{ sha: string; type: string; bytes: Buffer } | undefined> = [];
-  let offset = 0;
-  while (offset < raw.length) {
-    const nl = raw.indexOf(0x0a, offset);
-    if (nl < 0) throw new StoreError("git-failed", "Truncated git cat-file --batch output (header without newline).");
-    const header = raw.subarray(offset, nl).toString("utf8");
-    offset = nl + 1;
-    if (header.endsWith(" missing") || header.endsWith(" ambiguous")) {
-      objects.push(undefined);
-      continue;
-    }
-    const [sha, type, sizeText] = header.split(" ");
-    const size = Number(sizeText);
-    if (!sha || !type || !Number.isSafeInteger(size) || offset + size + 1 > raw.length) {
-      throw new StoreError(
-        "git-failed",
-        `Truncated or malformed git cat-file --batch output at ${JSON.stringify(header)}.`,
-      );
-    }
-    objects.push({ sha, type, bytes: Buffer.from(raw.subarray(offset, offset + size)) });
-    offset += size + 1; // content + LF
-  }
-  return objects;
 }

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { GitBackend, openGitBackend, parseCatFileBatch } from "../../../store/git/git-backend.ts";
+import { GitBackend, openGitBackend } from "../../../store/git/git-backend.ts";
 import { gitObjectId } from "../../../store/git/plumbing/git-objects.ts";
 import { findGitExecutable } from "../../../store/git/git-runner.ts";
 import { legacyFilePointerOf } from "../../../store/cohort-basis.ts";
@@ -55,11 +55,8 @@ describe("git backend", () => {
     await expect(openStore({ root, env: { PATH: empty } })).rejects.toMatchObject({ code: "git-failed" });
   });
 
-  it("computes git blob ids and parses cat-file batches", () => {
+  it("computes git blob ids", () => {
     expect(gitObjectId("blob", Buffer.from("hello\n"))).toBe("ce013625030ba8dba906f756967f9e9ca394464a");
-    const raw = Buffer.from("aaaa blob 3\nabc\nbbbb missing\ncccc blob 0\n\n");
-    expect(parseCatFileBatch(raw).map((o) => o?.bytes.toString())).toEqual(["abc", undefined, ""]);
-    expect(() => parseCatFileBatch(Buffer.from("aaaa blob 10\nabc\n"))).toThrow(/Truncated/);
   });
 
   it("initializes an exact-root repository over a populated directory without deleting files", async () => {
