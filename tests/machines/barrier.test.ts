@@ -20,6 +20,7 @@ import {
   runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
+import { expectCheckFires } from "../support/negative-control.ts";
 
 const batch = (...names: string[]): ToolCallRef[] => names.map((name, i) => ({ id: `c${i}`, name }));
 const batches = [
@@ -160,14 +161,7 @@ function decidingIdle(): AnyStateMachine {
 }
 
 describe("barrier negative controls (each check can fail)", () => {
-  const fails = (machine: AnyStateMachine, id: string) => {
-    const { violations } = runSuite(machine);
-    expect(
-      violations.some((v) => v.startsWith(`${id} `)),
-      `${id} check did not fire:\n${violations.join("\n")}`,
-    ).toBe(true);
-    return violations;
-  };
+  const fails = (machine: AnyStateMachine, id: string) => expectCheckFires(runSuite(machine).violations, id);
   it("I4.1 and I4.5 catch a barrier that lets read_state run beside patch_state", () => {
     const leaky = barrierMachine.provide({ guards: { batchHasPatchState: () => false } });
     fails(leaky, "I4.1");

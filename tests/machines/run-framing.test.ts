@@ -9,6 +9,7 @@ import {
   type RunFramingSnapshot,
 } from "../../machines/run-framing.ts";
 import { assertFullCoverage, runPathSuite, formatReport, type StepInfo } from "../../machines/graph.ts";
+import { expectCheckFires } from "../support/negative-control.ts";
 
 const alphabet: RunFramingEvent[] = [
   { type: "ANNOUNCED", prompt: true },
@@ -114,13 +115,7 @@ function neverSettles(): AnyStateMachine {
 }
 
 describe("run framing negative controls (each check can fail)", () => {
-  const fails = (machine: AnyStateMachine, id: string) => {
-    const { violations } = runSuite(machine);
-    expect(
-      violations.some((v) => v.startsWith(`${id} `)),
-      `${id} check did not fire:\n${violations.join("\n")}`,
-    ).toBe(true);
-  };
+  const fails = (machine: AnyStateMachine, id: string) => expectCheckFires(runSuite(machine).violations, id);
   it("I5.1 catches a run that agent_settled does not close", () => fails(neverSettles(), "I5.1"));
   it("I5.2 catches an unannounced run that is never started", () => {
     fails(runFramingMachine.provide({ actions: { startUnannounced: () => {} } }), "I5.2");
