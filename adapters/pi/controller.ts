@@ -21,7 +21,7 @@ import {
 } from "../../core/temporal.ts";
 import type { SessionStartReason } from "../../machines/episode.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
-import { runFramingMachine } from "../../machines/run-framing.ts";
+import { runFramingMachine, type RunFramingEmitted, type RunFramingEvent } from "../../machines/run-framing.ts";
 import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/flow-runtime.ts";
 import { createFlowActor, type FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
@@ -152,6 +152,7 @@ export class StateFlowController {
   private toolsWanted = false;
   /** Which of Pi's events belong to the open run (M5): a prompt, an addition, a continuation, a source. */
   private readonly framing: Actor<typeof runFramingMachine>;
+  private readonly framingEffects: RunFramingEmitted[] = [];
   /**
    * The UI of the newest event, captured then: Pi marks an event's `ctx` stale once the session is
    * replaced or disposed, and a late push result still reports through the UI it had.
@@ -171,11 +172,7 @@ export class StateFlowController {
       inspection: options.inspection,
     });
     this.framing = createFlowActor(runFramingMachine, { inspection: options.inspection });
-    this.framing.on("run.unannounced", () => {
-      if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
-    });
-    this.framing.on("run.userMessage", ({ text }) => this.runtime.userMessage(text));
-    this.framing.on("run.source", ({ source }) => this.runtime.runSource(source));
+    this.framing.on("*", (effect) => void this.framingEffects.push(effect));
     this.framing.start();
     options.onRuntime?.({
       read: (offset = 0, scope = "effective") => this.runtime.read(offset, scope),
@@ -275,19 +272,35 @@ export class StateFlowController {
   /** before_agent_start: a run begins (a user prompt; in Pi 1.x also a custom message's triggerTurn). */
   beforeAgentStart(event: BeforeAgentStartFields, systemPrompt: string): RunStart | undefined {
     const trigger = runTriggerOf(event);
-    this.framing.send({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
+    this.frame({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
     if (!this.runtime.runStarted(trigger)) return undefined;
     return { systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
   }
 
   /** agent_start: only a run no before_agent_start opened begins here (see pi-versions.ts). */
   agentStart(): void {
-    this.framing.send({ type: "AGENT_START" });
+    this.frame({ type: "AGENT_START" });
+  }
+
+  /**
+   * Sends a Pi event to the run framing and carries out what it emitted after the send returns:
+   * in the hook's own call, so a failure reaches Pi as that hook's error (an error thrown inside an
+   * actor listener would surface later as an uncaught exception).
+   */
+  private frame(event: RunFramingEvent): void {
+    this.framingEffects.length = 0;
+    this.framing.send(event);
+    for (const effect of this.framingEffects.splice(0)) {
+      if (effect.type === "run.unannounced") {
+        if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
+      } else if (effect.type === "run.userMessage") this.runtime.userMessage(effect.text);
+      else this.runtime.runSource(effect.source);
+    }
   }
 
   /** agent_settled: the run is over, with every retry and queued message Pi ran in it. */
   agentSettled(): void {
-    this.framing.send({ type: "SETTLED" });
+    this.frame({ type: "SETTLED" });
     this.runtime.runEnded();
   }
 
@@ -369,10 +382,10 @@ export class StateFlowController {
 
   /** message_end: terminal drafts go to the run's resolution; user messages inside a run, to its specification. */
   async messageEnd(message: AgentMessage): Promise<void> {
-    if (message.role === "user") return void this.framing.send({ type: "USER_MESSAGE", text: userText(message) });
+    if (message.role === "user") return this.frame({ type: "USER_MESSAGE", text: userText(message) });
     if (message.role === "custom") {
       const { customType } = message;
-      this.framing.send({ type: "CUSTOM_MESSAGE", customType, ownAnchor: customType === RUN_ANCHOR });
+      this.frame({ type: "CUSTOM_MESSAGE", customType, ownAnchor: customType === RUN_ANCHOR });
     }
     if (!isAssistant(message)) return;
     const ending = draftEnding(message);
