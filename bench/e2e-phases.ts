@@ -202,8 +202,6 @@ export async function installPhaseWrappers(): Promise<void> {
     "commitInProcess",
     "commitByGit",
     "installPublication",
-    "installIndex",
-    "finishInterrupted",
     "commitSettings",
     "publicationRemote",
     "lastCommitOf",
