@@ -476,11 +476,13 @@ export class GitBackend implements StoreBackend {
     const [revision, type] = headLine.split(" ");
     if (type !== "commit" || !revision)
       throw gitFailed("Reading HEAD", new Error(`unexpected output ${JSON.stringify(headLine)}`));
+    const verified = new Map<string, string | null>();
     members.forEach((path, index) => {
       const line = lines[index + 1] ?? "";
       const committed = line.endsWith(" missing") ? null : (line.split(" ")[0] ?? null);
       const bytes = files.get(path) ?? null;
       const live = bytes === null ? null : gitBlobId(bytes, this.info.objectFormat);
+      verified.set(path, live);
       if (committed !== live) {
         throw new StoreError(
           "worktree-diverged",
@@ -498,7 +500,7 @@ export class GitBackend implements StoreBackend {
         );
       }
     });
-    this.knownBlobs.remember(revision!, members, files);
+    this.knownBlobs.remember(revision!, verified);
     return { pointer: { revision }, files, hashes };
   }
 

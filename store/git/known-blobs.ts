@@ -81,10 +81,13 @@ export class KnownBlobCache {
     writeKnownBlobs(this.commonDir, this.known);
   }
 
-  /** Live files just verified equal to `revision`'s blobs: later reads of that revision need no git. */
-  remember(revision: string, members: readonly string[], files: ReadonlyMap<string, Buffer | null>): void {
+  /**
+   * Live files just verified equal to `revision`'s blobs (each member's blob id, null: absent):
+   * later reads of that revision need no git.
+   */
+  remember(revision: string, verified: ReadonlyMap<string, string | null>): void {
     const blobs = new Map(this.known?.revision === revision ? this.known.blobs : []);
-    for (const path of members) blobs.set(path, this.blobOf(files.get(path) ?? null));
+    for (const [path, blob] of verified) blobs.set(path, blob);
     this.known = { revision, blobs };
   }
 

@@ -49,7 +49,13 @@ describe("the known-blobs cache", () => {
     it("answers HEAD's listing only for the revision and members it knows", async () => {
       const cache = new KnownBlobCache(temps.make("sf-known-"), "sha1");
       expect(await cache.listingAt(A, ["m"])).toBeNull();
-      cache.remember(A, ["m", "gone"], live({ m: "bytes", gone: null }));
+      cache.remember(
+        A,
+        new Map([
+          ["m", blob("bytes")],
+          ["gone", null],
+        ]),
+      );
       expect(await cache.listingAt(A, ["m", "gone"])).toBe(`${A} commit\n${blob("bytes")} blob\nHEAD:gone missing\n`);
       expect(await cache.listingAt(A, ["m", "other"])).toBeNull(); // a member it does not know
       expect(await cache.listingAt("b".repeat(40), ["m"])).toBeNull(); // HEAD moved
@@ -67,7 +73,7 @@ describe("the known-blobs cache", () => {
 
     it("gives the live files for the known revision only while they still have its blobs", async () => {
       const cache = new KnownBlobCache(temps.make("sf-known-"), "sha1");
-      cache.remember(A, ["m"], live({ m: "v1" }));
+      cache.remember(A, new Map([["m", blob("v1")]]));
       const same = await cache.liveFilesAt(A, ["m"], async () => live({ m: "v1" }));
       expect(same?.get("m")?.toString()).toBe("v1");
       expect(await cache.liveFilesAt(A, ["m"], async () => live({ m: "v2" }))).toBeNull();
