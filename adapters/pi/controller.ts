@@ -288,7 +288,6 @@ export class StateFlowController {
    * actor listener would surface later as an uncaught exception).
    */
   private frame(event: RunFramingEvent): void {
-    this.framingEffects.length = 0;
     this.framing.send(event);
     for (const effect of this.framingEffects.splice(0)) {
       if (effect.type === "run.unannounced") {
