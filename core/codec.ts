@@ -232,6 +232,20 @@ const ProvenanceSchema = v.custom<Record<string, unknown>>(
   "must be an object keyed by source path (the runtime's freshness evidence)",
 );
 
+// What a scope's checkpoint/patches pair held when State Flow last wrote it, kept in that scope's
+// meta.json: the pair is read live by every session, and a tail cut short or a checkpoint put back
+// still parses and still fits every lineage, so only a record written with the pair can tell that
+// it is not what was accepted. Exact byte hashes catch any change; the boundaries name it.
+const StreamRecordSchema = v.strictObject({
+  checkpoint: Hash,
+  patches: Hash,
+  through: BoundarySchema,
+  head: BoundarySchema,
+  records: Step,
+});
+
+export type StreamRecord = v.InferOutput<typeof StreamRecordSchema>;
+
 const LineageSchema = v.strictObject({
   id: Id,
   originStep: Step,
@@ -252,6 +266,8 @@ const RuntimeMetaSchema = v.strictObject({
   // The branch pointer this cohort was built on (null at a fresh origin): a process killed after
   // the store accepted a cohort but before Pi's branch recorded it is recognised by it on reopen.
   predecessor: v.optional(v.nullable(Id)),
+  // Absent in files an earlier version wrote: those load unproven and gain it on the next write.
+  stream: v.optional(StreamRecordSchema),
 });
 
 export type RuntimeMeta = v.InferOutput<typeof RuntimeMetaSchema>;
@@ -261,6 +277,7 @@ const ScopeMetaSchema = v.strictObject({
   kind: v.picklist(["global", "cwd"], 'must be "global" or "cwd"'),
   identity: v.optional(v.strictObject({ cwd: Id, cwdKey: Id })),
   artifacts: ProvenanceSchema,
+  stream: v.optional(StreamRecordSchema),
 });
 
 export type ScopeMeta = v.InferOutput<typeof ScopeMetaSchema>;

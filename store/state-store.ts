@@ -8,15 +8,9 @@
 // that advanced under another lineage are adopted at a fresh proven origin, never overwritten;
 // a scope this cohort patches that advanced elsewhere is a named conflict.
 
-import { randomUUID } from "node:crypto";
 import {
   parseRuntimeMeta,
-  parseScopeMeta,
-  parseScopeStream,
-  parseSessionConfig,
   serializeRuntimeMeta,
-  serializeScopeMeta,
-  type ScopeMeta,
   serializeScopeStream,
   serializeSessionConfig,
   type PublicationPolicy,
@@ -24,50 +18,30 @@ import {
   type SessionConfig,
 } from "../core/codec.ts";
 import { stageCohort, type StagedCohort } from "../core/cohort.ts";
-import { StateFlowError } from "../core/errors.ts";
-import { SCOPES, type ScopeName, type ScopePatch, type ScopeState } from "../core/scope-state.ts";
-import {
-  decodeProvenance,
-  encodeProvenanceArtifacts,
-  pruneProvenance,
-  recordProvenance,
-  type ProvenanceRecord,
-} from "../core/provenance.ts";
-import { assertIdentityOwns, cohortPaths, cwdIdentity, scopeFiles, sessionIdentity } from "./layout.ts";
+import { StateFlowError, errorMessage } from "../core/errors.ts";
+import type { ScopeName, ScopePatch, ScopeState } from "../core/scope-state.ts";
+import { cohortPaths, scopeFiles } from "./layout.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import { isFilePointer, loadIfCurrent, provesFileCohort, sameBytes, sameHashes } from "./cohort-basis.ts";
 import { migrateLegacyState, type LegacyMigrationResult, type MigrateOptions } from "./legacy-migration.ts";
+import { sharedMetaWrites, type SharedMetaOptions, type SharedScope } from "./shared-meta.ts";
+import { recordStream, type StoreKind } from "./stream-record.ts";
 import type { CohortSnapshot, Store, StorePointer } from "./open-store.ts";
 import {
-  assertLineage,
-  assertStreamInLineage,
-  createView,
-  emptyStream,
-  headBoundary,
-  originateView,
-  type Lineage,
-  type ScopeStream,
-  type TemporalView,
-} from "../core/temporal.ts";
+  adoptShared,
+  checkCwdOwner,
+  checkSessionOwner,
+  decodeRuntime,
+  newLineageId,
+  provedPair,
+  readStreams,
+  type BranchRuntime,
+  type SessionIdentity,
+} from "./branch-runtime.ts";
 
-export interface SessionIdentity {
-  cwd: string;
-  cwdKey: string;
-  sessionId: string;
-  sessionKey: string;
-}
-
-export interface BranchRuntime {
-  identity: SessionIdentity;
-  /** The durable cohort this runtime is (`{revision}` Pi checkpoint data). */
-  pointer: StorePointer;
-  view: TemporalView;
-  meta: RuntimeMeta;
-  config: SessionConfig;
-  /** Exact bytes' hashes the runtime was read from: the compare-and-swap basis of its next publication. */
-  basis: CohortSnapshot;
-}
+export { decodeRuntime, type BranchRuntime, type SessionIdentity };
+import { emptyStream, originateView, type TemporalView } from "../core/temporal.ts";
 
 const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
 
@@ -75,139 +49,11 @@ function file(snapshot: CohortSnapshot, path: string): Buffer | null {
   return snapshot.files.get(path) ?? null;
 }
 
-function readStreams(snapshot: CohortSnapshot, id: SessionIdentity): Record<ScopeName, ScopeStream> {
-  const streams = {} as Record<ScopeName, ScopeStream>;
-  for (const scope of SCOPES) {
-    const p = scopeFiles(scope, id);
-    streams[scope] = parseScopeStream(
-      scope,
-      { checkpoint: file(snapshot, p.checkpoint), patches: file(snapshot, p.patches) },
-      p.dir || ".",
-    );
-  }
-  return streams;
-}
-
-/** Rejects a cwd key owned by another canonical cwd (two directories mapping to one key). */
-function checkCwdOwner(snapshot: CohortSnapshot, id: SessionIdentity): void {
-  const path = scopeFiles("cwd", id).meta;
-  const bytes = file(snapshot, path);
-  const stored = bytes ? parseScopeMeta(bytes, path).identity : undefined;
-  assertIdentityOwns({
-    file: path,
-    stored: stored ? cwdIdentity(stored.cwd) : undefined,
-    claimed: cwdIdentity(id.cwd),
-  });
-}
-
-function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: string): void {
-  assertIdentityOwns({
-    file: path,
-    stored: sessionIdentity(meta.identity.sessionId, meta.identity.cwd),
-    claimed: sessionIdentity(id.sessionId, id.cwd),
-  });
-}
-
-type SharedScope = "global" | "cwd";
-type ProvenanceRecords = Readonly<Record<string, ProvenanceRecord>>;
-
-export interface CommitOptions {
+export interface CommitOptions extends SharedMetaOptions {
   /** The cohort completes an accepted run (counted in meta). */
   run?: boolean;
-  /**
-   * Freshness evidence the runtime observed, recorded in that scope's meta.json in the same
-   * cohort as the patch that compiled it (never in semantic state).
-   */
-  provenance?: Partial<Record<SharedScope, ProvenanceRecords>>;
-  /** Source paths whose provenance that scope drops in the same cohort (their artifacts were removed). */
-  prune?: Partial<Record<SharedScope, readonly string[]>>;
   /** A rule over every scope's state before and after the staged cohort; throwing refuses it, nothing written. */
   check?: (before: Readonly<Record<ScopeName, ScopeState>>, after: Readonly<Record<ScopeName, ScopeState>>) => void;
-}
-
-/** A shared scope's meta.json with `records` recorded in its provenance (the rest kept as it is). */
-function withProvenance(
-  bytes: Buffer | null,
-  scope: SharedScope,
-  id: SessionIdentity,
-  records: ProvenanceRecords,
-  path: string,
-  prune: readonly string[] = [],
-): string {
-  const identity = scope === "cwd" ? { identity: { cwd: id.cwd, cwdKey: id.cwdKey } } : {};
-  const meta: ScopeMeta = bytes ? parseScopeMeta(bytes, path) : { version: 1, kind: scope, ...identity, artifacts: {} };
-  let section = decodeProvenance(bytes);
-  for (const [source, record] of Object.entries(records)) section = recordProvenance(section, source, record);
-  if (prune.length > 0) section = pruneProvenance(section, prune);
-  return serializeScopeMeta({ ...meta, artifacts: encodeProvenanceArtifacts(section) as ScopeMeta["artifacts"] });
-}
-
-/**
- * Decodes a loaded cohort into a runtime; null when this session has no runtime files there.
- * `liveShared`: the snapshot's global/cwd files are the live ones rather than the ones published
- * with this runtime (a `file:` pointer proves only the session files), so shared streams another
- * session advanced are adopted as a publication would adopt them.
- */
-export function decodeRuntime(
-  snapshot: CohortSnapshot,
-  id: SessionIdentity,
-  options: { liveShared?: boolean } = {},
-): BranchRuntime | null {
-  checkCwdOwner(snapshot, id);
-  const metaPath = scopeFiles("session", id).meta;
-  const metaBytes = file(snapshot, metaPath);
-  const configBytes = file(snapshot, scopeFiles("session", id).config!);
-  if (!metaBytes && !configBytes) return null;
-  if (!metaBytes || !configBytes) {
-    const missing = metaBytes ? scopeFiles("session", id).config! : metaPath;
-    throw new StoreError(
-      "partial-pair",
-      `${missing} is missing while its runtime partner exists; ` +
-        `restore it (e.g. from Git) or select an earlier checkpoint.`,
-      { file: missing },
-    );
-  }
-  const meta = parseRuntimeMeta(metaBytes, metaPath);
-  checkSessionOwner(meta, id, metaPath);
-  const config = parseSessionConfig(configBytes, scopeFiles("session", id).config!);
-  const streams = readStreams(snapshot, id);
-  const view = options.liveShared ? viewOverShared(meta.lineage, streams) : createView(meta.lineage, streams);
-  if (!snapshot.pointer) throw new StoreError("invalid-pointer", "a loaded cohort has no pointer");
-  return { identity: id, pointer: snapshot.pointer, view, meta, config, basis: snapshot };
-}
-
-function newLineageId(): string {
-  return `l-${randomUUID()}`;
-}
-
-/**
- * Adopts live shared streams that advanced outside this lineage at a fresh proven origin,
- * keeping the branch's own session layer. Offsets before the new origin become unavailable.
- */
-function adoptShared(runtime: BranchRuntime, live: CohortSnapshot): TemporalView {
-  const liveStreams = readStreams(live, runtime.identity);
-  return viewOverShared(runtime.view.lineage, {
-    ...runtime.view.streams,
-    global: liveStreams.global,
-    cwd: liveStreams.cwd,
-  });
-}
-
-/**
- * The view of a session layer over shared streams that may have left its lineage: kept in the
- * lineage when they still fit, otherwise adopted at a fresh origin. The session stream must fit
- * the lineage itself: origination would otherwise hide a broken session layer.
- */
-function viewOverShared(lineage: Lineage, streams: Record<ScopeName, ScopeStream>): TemporalView {
-  assertLineage(lineage);
-  assertStreamInLineage(streams.session, lineage);
-  try {
-    for (const scope of ["global", "cwd"] as const) assertStreamInLineage(streams[scope], lineage);
-  } catch (error) {
-    if (!(error instanceof StateFlowError) || error.code !== "invalid-lineage") throw error;
-    return originateView(newLineageId(), streams, headBoundary(lineage).step);
-  }
-  return createView(lineage, streams);
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -267,11 +113,14 @@ export class StateStore {
   readonly store: Store;
   readonly identity: SessionIdentity;
   readonly paths: string[];
+  /** The store's root and kind, for the commands a refusal names. */
+  private readonly where: StoreKind;
   /** Whether the live cohort was, at this session's last fresh read, the one its runtime last published or read. */
   private ownBasisHolds = true;
 
   constructor(store: Store, identity: SessionIdentity) {
     this.store = store;
+    this.where = { root: store.root, git: store.kind === "git" };
     this.identity = identity;
     this.paths = cohortPaths(identity);
   }
@@ -282,7 +131,7 @@ export class StateStore {
 
   /** This session's runtime from the live files (null when it has none). */
   async loadCurrent(): Promise<BranchRuntime | null> {
-    return decodeRuntime(await this.loadCurrentSnapshot(), this.identity);
+    return decodeRuntime(await this.loadCurrentSnapshot(), this.identity, { store: this.where });
   }
 
   /**
@@ -297,8 +146,10 @@ export class StateStore {
         ? isFilePointer(pointer)
           ? loadIfCurrent(pointer, live)
           : live
-        : await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8);
-    const runtime = decodeRuntime(snapshot, this.identity, { liveShared: isFilePointer(pointer) });
+        : await retryTransient(() => this.store.loadRevision(pointer, this.paths), 8).catch((error: unknown) =>
+            this.namedDamage(error, pointer),
+          );
+    const runtime = this.decodeProved(snapshot, isFilePointer(pointer));
     if (!runtime) {
       throw new StoreError(
         "revision-missing",
@@ -306,6 +157,51 @@ export class StateStore {
       );
     }
     return runtime;
+  }
+
+  /**
+   * A file cohort's live files decoded for its pointer. Damage to them (a pair that disagrees with
+   * its record, an unreadable meta.json) makes the pointer's cohort unavailable, and the refusal says
+   * which file and what to do; the branch keeps its pointer for a retry after the repair (spec 001:
+   * unavailable references retain the selected pointer). A Git revision's damage is an invalid target.
+   */
+  private decodeProved(snapshot: CohortSnapshot, filePointer: boolean): BranchRuntime | null {
+    try {
+      return decodeRuntime(snapshot, this.identity, { liveShared: filePointer, store: this.where });
+    } catch (error) {
+      if (!filePointer || !(isStoreError(error, "stream-mismatch") || isStoreError(error, "invalid-scope-meta"))) {
+        throw error;
+      }
+      throw new StoreError("pointer-unavailable", error.message, { file: error.file, cause: error });
+    }
+  }
+
+  /**
+   * A file pointer the live session files no longer form: when those files are damaged rather than
+   * replaced by a later cohort, the damage is the cause the refusal names, not the pointer.
+   */
+  private async namedDamage(error: unknown, pointer: StorePointer): Promise<never> {
+    if (!isStoreError(error, "pointer-unavailable")) throw error;
+    const live = await this.loadCurrentSnapshot().catch(() => null);
+    if (live !== null) {
+      try {
+        decodeRuntime(live, this.identity, { store: this.where });
+      } catch (damage) {
+        const named =
+          isStoreError(damage, "stream-mismatch") ||
+          isStoreError(damage, "partial-pair") ||
+          damage instanceof StateFlowError;
+        if (named) {
+          throw new StoreError(
+            "pointer-unavailable",
+            `The file cohort ${pointer.revision} cannot be proven: this session's files are damaged. ` +
+              errorMessage(damage),
+            { file: (damage as { file?: string }).file, cause: damage },
+          );
+        }
+      }
+    }
+    throw error;
   }
 
   /**
@@ -373,8 +269,8 @@ export class StateStore {
 
   private async startOrigin(policy: PublicationPolicy): Promise<BranchRuntime> {
     const live = await this.loadCurrentSnapshot();
-    checkCwdOwner(live, this.identity);
-    const streams = readStreams(live, this.identity);
+    checkCwdOwner(live, this.identity, this.store.root);
+    const streams = readStreams(live, this.identity, this.where);
     // Every publication of a session stream writes its meta too: a session checkpoint without one
     // is a migrated legacy state.json, this session's base. Otherwise a start begins a new layer.
     const migrated =
@@ -386,7 +282,7 @@ export class StateStore {
       session: migrated ? streams.session : emptyStream("session"),
     });
     const id = this.identity;
-    const meta: RuntimeMeta = {
+    const unrecorded: RuntimeMeta = {
       version: 1,
       kind: "session",
       identity: { cwd: id.cwd, cwdKey: id.cwdKey, sessionId: id.sessionId, sessionKey: id.sessionKey },
@@ -398,27 +294,9 @@ export class StateStore {
       predecessor: null,
     };
     const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };
-    const writes = new Map<string, Buffer | null>();
-    const session = serializeScopeStream(view.streams.session);
-    const sp = scopeFiles("session", id);
-    writes.set(sp.checkpoint, utf8(session.checkpoint));
-    writes.set(sp.patches, utf8(session.patches));
-    writes.set(sp.meta, utf8(serializeRuntimeMeta(meta)));
+    const { writes, meta } = this.sessionWrites(view, unrecorded, live);
     writes.set(scopeFiles("session", id).config!, utf8(serializeSessionConfig(config)));
-    if (!file(live, scopeFiles("global", id).meta)) {
-      writes.set(
-        scopeFiles("global", id).meta,
-        utf8(serializeScopeMeta({ version: 1, kind: "global", artifacts: {} })),
-      );
-    }
-    if (!file(live, scopeFiles("cwd", id).meta)) {
-      writes.set(
-        scopeFiles("cwd", id).meta,
-        utf8(
-          serializeScopeMeta({ version: 1, kind: "cwd", identity: { cwd: id.cwd, cwdKey: id.cwdKey }, artifacts: {} }),
-        ),
-      );
-    }
+    sharedMetaWrites(live.files, id, view.streams, writes);
     const receipt = await this.store.publish({
       basis: live,
       writes,
@@ -454,8 +332,8 @@ export class StateStore {
     ownBasis: boolean,
   ): Promise<BranchRuntime> {
     const { live, view } = ownBasis ? ownBasisOf(runtime) : await this.prepare(runtime);
-    const meta = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
-    const writes = this.sessionWrites(view, meta, live);
+    const unrecorded = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
+    const { writes, meta } = this.sessionWrites(view, unrecorded, live);
     writes.set(scopeFiles("session", this.identity).config!, utf8(serializeSessionConfig(config)));
     const receipt = await this.store.publish({ basis: live, writes, message, basisUnread: ownBasis });
     return this.afterPublish({ ...runtime, view, meta, config }, live, writes, receipt.pointer, receipt.hashes);
@@ -497,7 +375,7 @@ export class StateStore {
       return staged;
     };
     const staged = ownBasis ? onOwnBasis(stage) : stage();
-    const meta: RuntimeMeta = {
+    const unrecorded: RuntimeMeta = {
       ...runtime.meta,
       predecessor: runtime.pointer.revision,
       lineage: staged.view.lineage,
@@ -506,7 +384,7 @@ export class StateStore {
         runs: runtime.meta.counters.runs + (options.run ? 1 : 0),
       },
     };
-    const writes = this.sessionWrites(staged.view, meta, live);
+    const { writes, meta } = this.sessionWrites(staged.view, unrecorded, live);
     for (const scope of ["global", "cwd"] as const) {
       if (!staged.cohort.records[scope]) continue;
       const files = serializeScopeStream(staged.view.streams[scope]);
@@ -514,13 +392,7 @@ export class StateStore {
       writes.set(p.checkpoint, utf8(files.checkpoint));
       writes.set(p.patches, utf8(files.patches));
     }
-    for (const scope of ["global", "cwd"] as const) {
-      const records = options.provenance?.[scope];
-      const prune = options.prune?.[scope];
-      if (!records && !prune) continue;
-      const path = scopeFiles(scope, this.identity).meta;
-      writes.set(path, utf8(withProvenance(file(live, path), scope, this.identity, records ?? {}, path, prune)));
-    }
+    sharedMetaWrites(live.files, this.identity, staged.view.streams, writes, options);
     const receipt = await this.store.publish({ basis: live, writes, message, basisUnread: ownBasis });
     const next = this.afterPublish(
       { ...runtime, view: staged.view, meta },
@@ -577,10 +449,12 @@ export class StateStore {
     // files by its pointer; its next publication commits them (adoption into Git).
     const live = await this.store.loadCurrent(this.paths, { provenCohort: runtime.basis.pointer });
     this.ownBasisHolds = sameHashes(live.hashes, runtime.basis.hashes);
-    checkCwdOwner(live, this.identity);
+    checkCwdOwner(live, this.identity, this.store.root);
     const metaPath = scopeFiles("session", this.identity).meta;
     const liveMeta = file(live, metaPath);
     if (liveMeta) checkSessionOwner(parseRuntimeMeta(liveMeta, metaPath), this.identity, metaPath);
+    // The shared pairs are proved even when they look unmoved: a fresh read is where damage shows.
+    for (const scope of ["global", "cwd"] as const) provedPair(live, this.identity, scope, this.where);
     const moved = (["global", "cwd"] as const).filter((scope) => {
       const p = scopeFiles(scope, this.identity);
       return (
@@ -588,24 +462,30 @@ export class StateStore {
         !sameBytes(file(live, p.patches), file(runtime.basis, p.patches))
       );
     });
-    return { live, view: moved.length > 0 ? adoptShared(runtime, live) : runtime.view, moved };
+    return { live, view: moved.length > 0 ? adoptShared(runtime, live, this.where) : runtime.view, moved };
   }
 
   /**
    * The session layer and meta this branch publishes. A restored branch's session layer replaces
    * whatever a later branch left in the live session files (that stays recoverable from its revision).
    */
-  private sessionWrites(view: TemporalView, meta: RuntimeMeta, live: CohortSnapshot): Map<string, Buffer | null> {
+  private sessionWrites(
+    view: TemporalView,
+    unrecorded: RuntimeMeta,
+    live: CohortSnapshot,
+  ): { writes: Map<string, Buffer | null>; meta: RuntimeMeta } {
     const writes = new Map<string, Buffer | null>();
     const p = scopeFiles("session", this.identity);
     const files = serializeScopeStream(view.streams.session);
+    const pair = { checkpoint: utf8(files.checkpoint), patches: utf8(files.patches) };
+    const meta: RuntimeMeta = { ...unrecorded, stream: recordStream(view.streams.session, pair) };
     const put = (path: string, bytes: Buffer) => {
       if (!sameBytes(file(live, path), bytes)) writes.set(path, bytes);
     };
-    put(p.checkpoint, utf8(files.checkpoint));
-    put(p.patches, utf8(files.patches));
+    put(p.checkpoint, pair.checkpoint);
+    put(p.patches, pair.patches);
     put(p.meta, utf8(serializeRuntimeMeta(meta)));
-    return writes;
+    return { writes, meta };
   }
 
   private afterPublish(

@@ -15,6 +15,8 @@ export type StoreErrorCode =
   | "recovery-conflict" // finishing an interrupted publication found bytes someone else wrote
   | "invalid-request" // a publish request that is not a subset of its cohort, etc.
   | "partial-pair" // one member of a checkpoint/patches pair is missing
+  | "stream-mismatch" // a scope's checkpoint/patches pair is not the one its meta.json records
+  | "invalid-scope-meta" // a shared scope's meta.json cannot be read or belongs to another scope
   | "pointer-unavailable" // a file pointer no longer matches the current files
   | "invalid-pointer" // a pointer with the wrong syntax for the backend
   | "worktree-diverged" // live files differ from the committed HEAD blobs
