@@ -3,8 +3,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StateFlowError } from "../../core/errors.ts";
 import { cwdKey } from "../../store/layout.ts";
-import { StateStore, type SessionIdentity } from "../../store/state-store.ts";
-import { StoreError } from "../../store/store-error.ts";
+import { acquirePublicationLock } from "../../store/fs/lock.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../../store/state-store.ts";
+import { StoreError, isStoreError } from "../../store/store-error.ts";
 import { openStore } from "../../store/open-store.ts";
 import { availableOffsets, readTemporalState } from "../../core/temporal.ts";
 import { SnapshotOracle, stableStringify } from "../support/oracle.ts";
@@ -360,6 +361,37 @@ describe("a Git store that went file-only for a while", () => {
   );
 });
 
+/**
+ * Whether `error` is the named, retryable refusal a live publisher of this process causes: its lock
+ * held (the store retries that for about two seconds, which a loaded machine can outlast) or reads
+ * that kept overlapping its publications. A session retries it, as its message says.
+ */
+function liveWriterRefusal(error: unknown): boolean {
+  if (!isStoreError(error, "lock-held")) return false;
+  const live = new RegExp(
+    `held by (?:pid ${process.pid} on .*that process is still running|an owner that released it while we looked)`,
+  );
+  return live.test(error.message) || /kept publishing while this read ran/.test(error.message);
+}
+
+/** Commits `patch`, retrying the refusals another live publisher causes; each refusal is recorded. */
+async function commitBeside(
+  store: StateStore,
+  runtime: BranchRuntime,
+  patch: Parameters<StateStore["commit"]>[1],
+  reason: string,
+  refusals: string[],
+): Promise<BranchRuntime> {
+  for (;;) {
+    try {
+      return (await store.commit(runtime, patch, reason)).runtime;
+    } catch (error) {
+      if (!liveWriterRefusal(error)) throw error;
+      refusals.push((error as Error).message);
+    }
+  }
+}
+
 describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)", (kind) => {
   it(
     "sessions publishing at the same time neither fail on " + "each other's half-done publication nor lose a cohort",
@@ -370,14 +402,17 @@ describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)
       let ra = await a.start(null, "off");
       let rb = await b.start(null, "off");
       const rounds = 12;
+      // Whatever the interleaving: the only refusals are the retryable ones the other live session causes
+      // (commitBeside rethrows any other), and no cohort is lost.
+      const refusals: string[] = [];
       await Promise.all([
         (async () => {
           for (let i = 1; i <= rounds; i++)
-            ra = (await a.commit(ra, { global: { working: { a: i } } }, `a${i}`)).runtime;
+            ra = await commitBeside(a, ra, { global: { working: { a: i } } }, `a${i}`, refusals);
         })(),
         (async () => {
           for (let i = 1; i <= rounds; i++)
-            rb = (await b.commit(rb, { session: { working: { b: i } } }, `b${i}`)).runtime;
+            rb = await commitBeside(b, rb, { session: { working: { b: i } } }, `b${i}`, refusals);
         })(),
       ]);
       expect(readTemporalState(ra.view, 0, "global").state.working).toEqual({ a: rounds });
@@ -394,6 +429,41 @@ describe.each(["git", "file"] as const)("concurrent publishers on one store (%s)
       }
     },
   );
+
+  it("a session that meets another live publisher's lock waits for it, then publishes on its cohort", async () => {
+    // The collision is made, not hoped for: the test is the other publisher. It holds the store's lock (as
+    // a publication does while it is half done) until A's commit has met it, then lets go.
+    const root = temp.make();
+    const a = await open(kind, root, identity("A"));
+    const b = await open(kind, root, identity("B"));
+    const ra = await a.start(null, "off");
+    const rb = (await b.commit(await b.start(null, "off"), { session: { working: { b: 1 } } }, "b1")).runtime;
+    const held = await acquirePublicationLock(a.store.lockPath, { generation: "test", purpose: "test publisher" });
+    const met: string[] = [];
+    type Call = (...args: unknown[]) => Promise<unknown>;
+    const backend = a.store as unknown as Record<"loadCurrent" | "loadRevision" | "publish", Call>;
+    for (const name of ["loadCurrent", "loadRevision", "publish"] as const) {
+      const real = backend[name].bind(backend);
+      backend[name] = (...args) =>
+        real(...args).catch((error: unknown) => {
+          // Released within this call, before A's store retries: A certainly met the lock, and now gets it.
+          if (isStoreError(error, "lock-held") && met.push(error.message) === 1) void held.release();
+          throw error;
+        });
+    }
+    const refusals: string[] = [];
+    const after = await commitBeside(a, ra, { global: { working: { a: 1 } } }, "a1", refusals);
+    expect(met[0]).toMatch(new RegExp(`held by pid ${process.pid} .*test publisher`));
+    expect(refusals, "the store's own retry covered the wait").toEqual([]);
+    expect(readTemporalState(after.view, 0, "global").state.working).toEqual({ a: 1 });
+    // B's next cohort builds on its own and adopts A's global scope: both cohorts stand.
+    const next = await commitBeside(b, rb, { session: { working: { b: 2 } } }, "b2", refusals);
+    expect(readTemporalState(next.view, 0, "global").state.working).toEqual({ a: 1 });
+    expect(readTemporalState(next.view, 1, "session").state.working).toEqual({ b: 1 });
+    if (kind === "git") {
+      expect(git(root, process.env, "log", "-3", "--format=%s").trim().split("\n")).toEqual(["b2", "a1", "b1"]);
+    }
+  });
 });
 
 describe.each(["git", "file"] as const)("publishing on the runtime's own basis (%s)", (kind) => {

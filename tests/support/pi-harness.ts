@@ -88,6 +88,7 @@ export class PiHarness {
   faux!: ReturnType<typeof fauxProvider>;
   private readonly owned: boolean;
   private binding: (() => Promise<void>) | null = null;
+  private idleWaiters: (() => void)[] = [];
 
   private constructor(options: HarnessOptions) {
     const shared = options.shareWith;
@@ -159,6 +160,14 @@ export class PiHarness {
     await this.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" } as never);
   }
 
+  /**
+   * Resolves when an extension command next calls ctx.waitForIdle(), i.e. once it is known to wait
+   * for the run (a handshake: a test then acts on that, not on a sleep).
+   */
+  commandWaitsForIdle(): Promise<void> {
+    return new Promise((done) => this.idleWaiters.push(done));
+  }
+
   private async bindSession(session: AgentSession): Promise<void> {
     const ui = new Proxy(
       {
@@ -167,6 +176,12 @@ export class PiHarness {
       } as Record<string, unknown>,
       { get: (target, key) => target[key as string] ?? (() => undefined) },
     );
+    const actions = offlineCommandActions(session);
+    const waitForIdle = () => {
+      const waiting = actions.waitForIdle();
+      for (const done of this.idleWaiters.splice(0)) done();
+      return waiting;
+    };
     await session.bindExtensions({
       uiContext: ui as never,
       onError: (error: unknown) =>
@@ -174,7 +189,7 @@ export class PiHarness {
           message: `extension error: ${String((error as { error?: unknown }).error ?? error)}`,
           level: "extension-error",
         }),
-      commandContextActions: offlineCommandActions(session),
+      commandContextActions: { ...actions, waitForIdle },
     });
   }
 
@@ -266,7 +281,10 @@ export function holdForeignLock(path: string): void {
   writeFileSync(path, JSON.stringify({ ...owner, createdAt: new Date().toISOString() }));
 }
 
-/** Polls `done` every 50 ms, at most `attempts` times (asynchronous pushes finish after the run). */
-export async function waitUntil(done: () => boolean, attempts: number): Promise<void> {
-  for (let i = 0; i < attempts && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+/**
+ * Polls `done` every 50 ms until it holds (asynchronous pushes finish after the run). No bound of its
+ * own: how long git takes on a loaded machine decides nothing; the test's timeout ends a real hang.
+ */
+export async function waitUntil(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 50));
 }

@@ -29,22 +29,29 @@ describe("live inspector", () => {
     await new Promise<void>((r) => server.once("listening", () => r()));
     const { port } = server.address() as { port: number };
     const received: Array<{ type: string; event?: { type: string }; snapshot?: { value?: unknown } }> = [];
-    server.on("connection", (socket) => socket.on("message", (data) => received.push(JSON.parse(String(data)))));
+    const done = () =>
+      received.some((m) => m.type === "@xstate.actor") &&
+      received.some((m) => m.type === "@xstate.event" && m.event?.type === "STORAGE_READY") &&
+      received.some(
+        (m) =>
+          m.type === "@xstate.snapshot" && JSON.stringify(m.snapshot?.value) === JSON.stringify({ active: "steady" }),
+      );
+    // Settles when the messages that prove it have arrived (no deadline: the test's timeout ends a hang).
+    let arrived!: () => void;
+    const allArrived = new Promise<void>((resolve) => (arrived = resolve));
+    server.on("connection", (socket) =>
+      socket.on("message", (data) => {
+        received.push(JSON.parse(String(data)));
+        if (done()) arrived();
+      }),
+    );
     const inspection = await loadInspection({ [INSPECT_ENV]: `ws://127.0.0.1:${port}` });
     expect(inspection?.url).toBe(`ws://127.0.0.1:${port}`);
     const actor = createFlowActor(episodeMachine, { input: { autoStart: true }, inspection }).start();
     actor.send({ type: "SESSION_START", reason: "new", branch: "empty" });
     actor.send({ type: "STORAGE_READY" });
     try {
-      const deadline = Date.now() + 5_000;
-      const done = () =>
-        received.some((m) => m.type === "@xstate.actor") &&
-        received.some((m) => m.type === "@xstate.event" && m.event?.type === "STORAGE_READY") &&
-        received.some(
-          (m) =>
-            m.type === "@xstate.snapshot" && JSON.stringify(m.snapshot?.value) === JSON.stringify({ active: "steady" }),
-        );
-      while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await allArrived;
       expect(done(), `received: ${received.map((m) => m.type + ":" + (m.event?.type ?? "")).join(", ")}`).toBe(true);
     } finally {
       actor.stop();

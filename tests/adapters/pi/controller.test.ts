@@ -158,23 +158,33 @@ describe("episode in a real session", () => {
       await h.command("/state-flow-start");
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
+      let thinking!: () => void;
+      const modelCalled = new Promise<void>((resolve) => (thinking = resolve));
       const patch = call("patch_state", { session: { working: { fact: "from the run" } }, final: true });
       h.script(
         // the model is still thinking when the user types the command (the harness passes promises through)
         (async () => {
+          thinking();
           await gate;
           return patch();
         }) as unknown as typeof patch,
         say("answer of the run"),
       );
       const run = h.session.prompt("work");
-      await new Promise((r) => setTimeout(r, 20));
+      await modelCalled; // the run streams: its model was called and cannot answer before release()
       expect(h.session.isStreaming).toBe(true);
-      const stop = h.command("/state-flow-stop"); // Pi runs extension commands at once, even while streaming
-      await new Promise((r) => setTimeout(r, 20));
+      let waited = false;
+      const waiting = h.commandWaitsForIdle().then(() => (waited = true));
+      // Pi runs extension commands at once, even while streaming; this promise settles when the handler returns.
+      const stop = h.session.prompt("/state-flow-stop");
+      const ended = stop.then(() => {
+        if (!waited) throw new Error("the stop ended without waiting for the run");
+      });
+      await Promise.race([waiting, ended]); // the stop's handler now waits for the run, which cannot end yet
       expect(h.accessor.episode(), "the stop waits for the run").toMatch(/^active/);
       release();
-      await Promise.all([run, stop]);
+      await Promise.all([run, stop, ended]);
+      await h.session.waitForIdle();
       expect(h.accessor.episode()).toBe("passive");
       expect(h.accessor.read(0, "session").state).toMatchObject({
         working: { fact: "from the run" },
@@ -616,7 +626,7 @@ describe("publication through Pi", () => {
     const recordPath = join(h.storeRoot, ".git/state-flow/pending", `${sessionKeyFromFile(file)}.json`);
     const record = () => JSON.parse(readFileSync(recordPath, "utf8")) as Record<string, unknown>;
     // Written in intent order but asynchronously: the response cohort's record may land after the run.
-    await waitUntil(() => existsSync(recordPath) && record().revision === head && Number(record().attempts) >= 1, 100);
+    await waitUntil(() => existsSync(recordPath) && record().revision === head && Number(record().attempts) >= 1);
     expect(record()).toMatchObject({ state: "pending", revision: head, lastError: expect.stringMatching(/remote/) });
     expect(record().attempts, "the failed attempts so far").toBeGreaterThanOrEqual(1);
     expect(git(h.storeRoot, "status", "--porcelain"), "the record is not part of the store").toBe("");
@@ -625,9 +635,9 @@ describe("publication through Pi", () => {
     const resumed = await harness({ shareWith: h, openFile: file, config: { remotePublication: "transition" } });
     expect(resumed.accessor.episode()).toBe("active.steady");
     const pushed = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
-    await waitUntil(() => pushed() !== "", 100);
+    await waitUntil(() => pushed() !== "");
     expect(pushed()).toBe(head);
-    await waitUntil(() => record().state === "settled", 100);
+    await waitUntil(() => record().state === "settled");
     expect(record()).toEqual({ state: "settled", revision: head });
   });
 });
@@ -649,7 +659,7 @@ describe("a remote added mid-session", () => {
     await h.prompt("after git remote add");
     const head = git(h.storeRoot, "rev-parse", "HEAD").trim();
     const pushed = () => git(remote, "for-each-ref", "--format=%(objectname)").trim();
-    await waitUntil(() => pushed() === head, 400);
+    await waitUntil(() => pushed() === head);
     expect(pushed()).toBe(head);
     expect(h.notices.filter((n) => n.level !== "info")).toEqual([]);
   });

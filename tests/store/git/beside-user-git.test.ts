@@ -3,8 +3,10 @@
 // --expire=2.weeks.ago, and attributes that would filter and convert the store's files. Every
 // State Flow commit must hold exactly the bytes it wrote, nothing the user staged or committed
 // may be lost, and every refusal must be named. Real git processes, the real StateStore.
+// The collision with the open editor is made, not hoped for: that editor stays open until a
+// publication that started while it was open has been refused, so no timing decides the outcome.
 import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../../core/temporal.ts";
@@ -59,6 +61,19 @@ async function userGit(
   throw new Error(`git ${args.join(" ")} never got index.lock`);
 }
 
+/** Resolves once `done()` holds; rejects when `command` settles first (it would never make it hold). */
+async function whileRunning(command: Promise<unknown>, done: () => boolean, what: string): Promise<void> {
+  let settled = false;
+  void command.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  while (!done()) {
+    if (settled) throw new Error(`${what}: the command ended first`);
+    await new Promise((next) => setTimeout(next, 10));
+  }
+}
+
 describe("State Flow publishing beside a user's own git in the store repository", () => {
   it("every cohort commits exactly State Flow's bytes; nothing the user staged or committed is lost", async () => {
     const home = temps.make("sf-beside-");
@@ -80,23 +95,42 @@ describe("State Flow publishing beside a user's own git in the store repository"
     mkdirSync(join(root, "notes"));
     writeFileSync(join(root, ".gitattributes"), "*.json filter=upper\n*.jsonl text eol=lf\n");
     const editor = join(home, "slow-editor.sh");
-    writeFileSync(editor, '#!/bin/sh\nsleep "$HOLD"\necho "user: edited commit" > "$1"\n', { mode: 0o755 });
+    writeFileSync(editor, '#!/bin/sh\nsleep 0.2\necho "user: edited commit" > "$1"\n', { mode: 0o755 });
+    // The editor left open: it says it is open (git commit holds index.lock from before it starts until
+    // after it ends), then waits for the test's word, given once State Flow has been refused meanwhile.
+    const editorOpen = join(home, "editor-open");
+    const editorMayClose = join(home, "editor-may-close");
+    const heldEditor = join(home, "held-editor.sh");
+    writeFileSync(
+      heldEditor,
+      '#!/bin/sh\n: > "$OPENED"\nwhile [ ! -e "$GO" ]; do sleep 0.01; done\necho "user: edited commit" > "$1"\n',
+      { mode: 0o755 },
+    );
 
     const accepted: { revision: string; files: Map<string, Buffer | null> }[] = [];
     const refusals = new Map<string, number>();
     let userDone = false;
+    // held.open while the held editor is open: a publication that starts then can only be refused, by that commit.
+    const held = { open: false, refusals: 0, onRefusal: null as (() => void) | null };
     // The publisher keeps going until the user is done too, so every user command overlaps publications.
     const publisher = (async () => {
       for (let j = 1; j <= COHORTS || !userDone;) {
         const patch = { working: { n: j, text: `cohort ${j}` } };
+        const startedWhileHeld = held.open;
         try {
           runtime = (await store.commit(runtime, { global: patch, cwd: patch, session: patch }, `t${j}`)).runtime;
         } catch (error) {
           if (!isStoreError(error, "index-locked")) throw error;
           refusals.set(error.code, (refusals.get(error.code) ?? 0) + 1);
+          if (startedWhileHeld) {
+            held.refusals++;
+            held.onRefusal?.();
+          }
           await new Promise((done) => setTimeout(done, 50));
           continue;
         }
+        // Not reached by a publication that started while the held editor was open: the test asserts it.
+        if (startedWhileHeld) throw new Error(`cohort ${j} was committed past the open editor's index.lock`);
         accepted.push({ revision: runtime.pointer.revision, files: new Map(runtime.basis.files) });
         j++;
       }
@@ -117,11 +151,23 @@ describe("State Flow publishing beside a user's own git in the store repository"
           else absorbed++;
         }
         if (i % 8 === 4) {
-          // An editor left open longer than a publication waits: State Flow must refuse, not commit past it.
           writeFileSync(join(root, path), `user note ${i}, edited\n`);
           staged.set(path, `user note ${i}, edited\n`);
-          const held = { GIT_EDITOR: editor, HOLD: i === 4 ? "1.5" : "0.2" };
-          if ((await userGit(root, env, ["commit", "-q", "-a"], held)) === "done")
+          if (i === 4) {
+            // An editor left open longer than a publication waits: State Flow must refuse, not commit past it.
+            // --allow-empty: the editor opens even when a cohort already committed the edit (nothing left).
+            const extra = { GIT_EDITOR: heldEditor, OPENED: editorOpen, GO: editorMayClose };
+            const commit = userGit(root, env, ["commit", "-q", "-a", "--allow-empty"], extra);
+            await whileRunning(commit, () => existsSync(editorOpen), "the held editor's commit");
+            const refused = new Promise<void>((done) => (held.onRefusal = done));
+            held.open = true;
+            await refused;
+            held.open = false;
+            held.onRefusal = null;
+            writeFileSync(editorMayClose, "");
+            expect(await commit).toBe("done");
+            userCommits.push("user: edited commit");
+          } else if ((await userGit(root, env, ["commit", "-q", "-a"], { GIT_EDITOR: editor })) === "done")
             userCommits.push("user: edited commit");
           else absorbed++;
         }
@@ -143,8 +189,9 @@ describe("State Flow publishing beside a user's own git in the store repository"
         expect(git(root, env, "cat-file", "blob", `${revision}:${path}`), `${revision}:${path}`).toBe(bytes.toString());
       }
     }
-    // Every refusal was the named index-locked one, and the editor held open for 1.5 s caused at least one.
+    // Every refusal was the named index-locked one; the open editor's commit caused one by construction.
     expect([...refusals.keys()]).toEqual(["index-locked"]);
+    expect(held.refusals).toBeGreaterThanOrEqual(1);
     // Nothing the user staged or committed is lost.
     for (const [path, text] of staged) expect(git(root, env, "show", `:${path}`), path).toBe(text);
     const log = git(root, env, "log", "--format=%s").split("\n");
@@ -157,7 +204,8 @@ describe("State Flow publishing beside a user's own git in the store repository"
     }
     expect(git(root, env, "fsck", "--full", "--strict", "--no-dangling")).toBe("");
     console.log(
-      `beside-user-git: ${accepted.length} cohorts, refusals ${JSON.stringify([...refusals])}, ` +
+      `beside-user-git: ${accepted.length} cohorts, refusals ${JSON.stringify([...refusals])} ` +
+        `(${held.refusals} while the editor was held open), ` +
         `${userCommits.length} user commits, ${absorbed} found their changes already in a cohort`,
     );
   }, 120_000);

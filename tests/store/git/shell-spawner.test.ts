@@ -149,9 +149,10 @@ describe("shell spawner", () => {
     expect([calm.child.signal, calm.child.status, calm.child.stdout]).toEqual([null, 0, "done"]);
     const killed = run(`process.kill(process.pid, "SIGKILL");`);
     expect([killed.child.signal, killed.child.stdout]).toEqual(["SIGKILL", "done"]);
-    // the helpers see their stdin close and remove their directories (asynchronously: they are other processes)
+    // the helpers see their stdin close and remove their directories (asynchronously: they are other
+    // processes; waited for without a bound of its own, the test's timeout ends a helper that never does)
     for (const { tmp } of [calm, killed]) {
-      for (let i = 0; i < 200 && readdirSync(tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 25));
+      while (readdirSync(tmp).length > 0) await new Promise((r) => setTimeout(r, 25));
       expect(readdirSync(tmp)).toEqual([]);
     }
   });
