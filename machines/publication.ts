@@ -3,6 +3,10 @@
 // decides what to push and when. Pure: every push it starts is announced as an emitted
 // `publication.push{target, generation}` (the driver runs exactly those), and the driver reports
 // each result 1:1 as an event tagged with the target and the generation it was started under.
+// Likewise for the one question it asks the remote: whether it already has an intent restored
+// after a restart. The question is asked in the background (activation never waits on the
+// network), announced as `publication.ask{target, generation}`, and its answer comes back as an
+// event fenced the same way.
 import { setup, assign, emit, enqueueActions, type SnapshotFrom } from "xstate";
 
 export type PublicationPolicy = "off" | "turn-end" | "transition";
@@ -47,7 +51,17 @@ export type PublicationEvent =
    * queued target supersedes it, otherwise the lineage was reset (generation fenced, targets dropped).
    */
   | { type: "PUSH_UNREACHABLE"; target: string; generation: number; error?: string }
-  | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string }
+  /**
+   * The intent a previous runtime left (restart). With `ask`, the remote is first asked whether it
+   * already has the target (`checking`); without, the target is pending at once.
+   */
+  | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string; ask?: boolean }
+  /** The remote already has the asked target: settled, nothing to push. */
+  | { type: "REMOTE_HAS"; target: string; generation: number }
+  /** The remote lacks the asked target: it is pushed. */
+  | { type: "REMOTE_LACKS"; target: string; generation: number }
+  /** The remote could not be asked (unreachable, no answer within the limit): pending, with that cause. */
+  | { type: "REMOTE_UNANSWERED"; target: string; generation: number; error: string }
   /** A publication remote is configured now (the user added one since the route was chosen). */
   | { type: "REMOTE_FOUND" }
   | { type: "SHUTDOWN" };
@@ -58,7 +72,27 @@ export type PublicationEvent =
  * callers that target was superseded without judging the result itself.
  */
 export type PushAnnounced = { type: "publication.push"; target: string; generation: number };
-export type PublicationEmitted = PushAnnounced | { type: "publication.stale"; target: string };
+export type AskAnnounced = { type: "publication.ask"; target: string; generation: number };
+export type PublicationEmitted = PushAnnounced | AskAnnounced | { type: "publication.stale"; target: string };
+
+export type RemoteAnswerEvent = Extract<
+  PublicationEvent,
+  { type: "REMOTE_HAS" | "REMOTE_LACKS" | "REMOTE_UNANSWERED" }
+>;
+
+export function isRemoteAnswer(event: PublicationEvent): event is RemoteAnswerEvent {
+  return event.type === "REMOTE_HAS" || event.type === "REMOTE_LACKS" || event.type === "REMOTE_UNANSWERED";
+}
+
+/** An answer counts only for the target being asked about under the current generation. */
+export function isCurrentAnswer(context: PublicationContext, event: PublicationEvent): boolean {
+  return (
+    isRemoteAnswer(event) &&
+    context.pending !== null &&
+    event.target === context.pending &&
+    event.generation === context.generation
+  );
+}
 
 export type PushResultEvent = Extract<
   PublicationEvent,
@@ -102,6 +136,8 @@ export const publicationMachine = setup({
     hasQueuedUnderTransitionPolicy: ({ context }) => context.queued !== null && context.policy === "transition",
     hasQueued: ({ context }) => context.queued !== null,
     hasPending: ({ context }) => context.pending !== null,
+    asksRemote: ({ event }) => event.type === "RESTORED_PENDING" && event.ask === true,
+    isCurrentAnswer: ({ context, event }) => isCurrentAnswer(context, event),
   },
   actions: {
     // Newest only. A target accepted while its own push is in flight is covered by that push: it
@@ -143,6 +179,16 @@ export const publicationMachine = setup({
       pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null),
       attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
       lastError: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.error ?? null) : null),
+    }),
+    // The question runs in the background; only its answer (an event) moves the machine on.
+    askRemote: enqueueActions(({ context, enqueue }) => {
+      if (context.pending === null) return;
+      enqueue.emit({ type: "publication.ask", target: context.pending, generation: context.generation });
+    }),
+    settlePending: assign({ pending: null, attempts: 0, lastError: null }),
+    /** The cause of the unanswered question becomes the pending target's error (no push was attempted). */
+    noteUnanswered: assign({
+      lastError: ({ event }) => (event.type === "REMOTE_UNANSWERED" ? event.error : "the remote could not be asked"),
     }),
     ignoreStaleResult: emit(
       ({ event }) => ({ type: "publication.stale", target: isPushResult(event) ? event.target : "" }) as const,
@@ -207,7 +253,24 @@ export const publicationMachine = setup({
               { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
               { target: "queued", actions: ["queueNewest"] },
             ],
-            RESTORED_PENDING: { target: "pending", actions: ["restorePending"] },
+            RESTORED_PENDING: [
+              { guard: "asksRemote", target: "checking", actions: ["restorePending", "askRemote"] },
+              { target: "pending", actions: ["restorePending"] },
+            ],
+          },
+        },
+        checking: {
+          description:
+            "A restored target waits for the remote's answer (asked in the background): has it already? " +
+            "A newer accepted target replaces it; a late answer then counts for nothing.",
+          on: {
+            REMOTE_HAS: { guard: "isCurrentAnswer", target: "confirmed", actions: ["settlePending"] },
+            REMOTE_LACKS: { guard: "isCurrentAnswer", target: "pushing", actions: ["startPushPending"] },
+            REMOTE_UNANSWERED: { guard: "isCurrentAnswer", target: "pending", actions: ["noteUnanswered"] },
+            ACCEPTED: [
+              { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
+              { target: "queued", actions: ["queueNewest"] },
+            ],
           },
         },
         queued: {
@@ -306,29 +369,31 @@ export const publicationMachine = setup({
 export type PublicationSnapshot = SnapshotFrom<typeof publicationMachine>;
 
 export type PublicationStatus =
-  "file-only" | "local-only" | "off" | "idle" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
+  "file-only" | "local-only" | "off" | "idle" | "checking" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
 export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("fileOnly")) return "file-only";
   if (s.matches("localOnly")) return "local-only";
   if (s.matches("off")) return "off";
   if (s.matches("closed")) return "closed";
-  for (const k of ["idle", "queued", "pushing", "confirmed", "pending"] as const)
+  for (const k of ["idle", "checking", "queued", "pushing", "confirmed", "pending"] as const)
     if (s.matches({ remote: k })) return k;
   return "idle";
 }
 
 /**
- * What a RETRY can do now: wait for the push in flight, wait for a queued target's turn end, push the pending
- * target, or nothing.
+ * What a RETRY can do now: wait for the push in flight, wait for the remote's answer about a restored
+ * target (it pushes when needed), wait for a queued target's turn end, push the pending target, or nothing.
  */
 export type RetryPlan =
   | { kind: "await"; target: string }
+  | { kind: "checking"; target: string }
   | { kind: "queued"; target: string }
   | { kind: "push"; target: string }
   | { kind: "idle" };
 export function retryPlan(s: PublicationSnapshot): RetryPlan {
   const { inflight, queued, pending } = s.context;
   if (s.matches({ remote: "pushing" }) && inflight !== null) return { kind: "await", target: inflight };
+  if (s.matches({ remote: "checking" }) && pending !== null) return { kind: "checking", target: pending };
   if (queued !== null) return { kind: "queued", target: queued };
   if (s.matches({ remote: "pending" }) && pending !== null) return { kind: "push", target: pending };
   return { kind: "idle" };

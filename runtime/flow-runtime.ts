@@ -93,11 +93,10 @@ export interface FlowRuntimeOptions {
   inspection: FlowInspection | undefined;
 }
 
-/** What the publication of a Git store needs of it beyond pushing: the pending record and the remote's history. */
+/** What the publication of a Git store needs of it beyond pushing and asking the remote: the pending record. */
 interface PublicationStore {
   readPending(sessionKey: string): Promise<PendingRecord | null>;
   writePending(sessionKey: string, record: PendingRecord): Promise<void>;
-  remoteHas(revision: string): Promise<boolean | null>;
 }
 
 /** What the next inference is built from; the host renders it. */
@@ -285,7 +284,7 @@ export class FlowRuntime {
       const { patches } = parsePatchSet(plan.input);
       const message = "state-flow: migrate contract.compiled_skills into Skill artifacts";
       const committed = await this.store.commit(this.runtime, patches, message, { provenance: plan.provenance });
-      await this.accept(committed.runtime);
+      await this.accept(committed.runtime, false); // part of start: never waits on a push
       this.host.notify(legacySkillsNotice(plan.migrated), "info");
     } catch (error) {
       this.host.notify(
@@ -631,8 +630,8 @@ export class FlowRuntime {
       const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
       const runtime = await store.start(selected, this.options.remotePublication);
       // Bind the branch first, then publish: the new driver restores this revision as its
-      // unconfirmed intent and pushes it once.
-      await this.accept(runtime);
+      // unconfirmed intent and pushes it once (in the background: start never waits on the network).
+      await this.accept(runtime, false);
       await this.installPublication(runtime);
       await this.migrateLegacySkills();
       this.episode.send({ type: "STORAGE_READY" });
@@ -658,7 +657,7 @@ export class FlowRuntime {
       // as its unconfirmed intent and pushes it once (as after a start).
       this.publication?.shutdown();
       this.publication = null;
-      await this.accept(runtime);
+      await this.accept(runtime, false);
       await this.installPublication(runtime);
       this.episode.send({ type: "STORAGE_READY" });
     } catch (error) {
@@ -735,8 +734,11 @@ export class FlowRuntime {
     }
   }
 
-  /** A new durable revision: bind the branch to it (a checkpoint entry) and hand it to publication. */
-  private async accept(runtime: BranchRuntime): Promise<void> {
+  /**
+   * A new durable revision: bind the branch to it (a checkpoint entry) and hand it to publication.
+   * `wait` false: under transition policy the push runs without being awaited (activation paths).
+   */
+  private async accept(runtime: BranchRuntime, wait = true): Promise<void> {
     const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
     this.runtime = runtime;
     if (changed) {
@@ -744,7 +746,7 @@ export class FlowRuntime {
       killPoint("branch.appending");
       this.host.appendCheckpoint({ revision: runtime.pointer.revision });
       killPoint("branch.appended");
-      await this.publication?.accepted(runtime.pointer.revision);
+      await this.publication?.accepted(runtime.pointer.revision, { wait });
     }
     this.syncHost();
   }
@@ -769,7 +771,9 @@ export class FlowRuntime {
   /**
    * One driver per runtime generation. It starts from what this session still owes the remote
    * (owedPublication), and every change of its intent is written to the session's durable record,
-   * so a restart pushes exactly that (an existing accepted commit) and nothing it already has.
+   * so a restart pushes exactly that (an existing accepted commit) and nothing it already has:
+   * the driver first asks the remote, in the background — start, resume and /tree return once
+   * local state is established, and the answer reaches the publication machine later.
    */
   private async installPublication(runtime: BranchRuntime): Promise<void> {
     if (this.publication) return;
@@ -779,6 +783,7 @@ export class FlowRuntime {
       policy: runtime.config.remotePublication,
       pusher: git ? gitPusher(git) : null,
       restored: git ? await this.owedPublication(git, runtime) : null,
+      askRestored: true,
       onPendingChange: (pending) => {
         if (git) this.recordPending(git, sessionKey, pending);
         if (!pending?.lastError) return;
@@ -790,14 +795,13 @@ export class FlowRuntime {
       },
       ...(this.options.inspection ? { inspect: this.options.inspection.inspect } : {}),
     });
-    if (this.publication.pending) void this.publication.retry();
   }
 
   /**
    * What this session owes the remote after a restart: the revision its record names as pending;
    * with no record (an older version wrote the session, or it ended between a commit and the
-   * record) the selected revision, unless the record names it settled. Either is first reconciled
-   * with the remote's real history: a revision the remote's branch already has is not owed.
+   * record) the selected revision, unless the record names it settled. The driver then reconciles
+   * it with the remote's real history (askRestored): a revision the remote's branch has is not owed.
    */
   private async owedPublication(git: PublicationStore, runtime: BranchRuntime): Promise<PendingPublication | null> {
     const sessionKey = runtime.identity.sessionKey;
@@ -815,10 +819,7 @@ export class FlowRuntime {
           }
         : { revision: runtime.pointer.revision, attempts: 0 };
     this.owedRevision = owed.revision;
-    if (runtime.config.remotePublication === "off") return owed; // kept local: the machine drops it
-    if ((await git.remoteHas(owed.revision)) !== true) return owed;
-    this.recordPending(git, sessionKey, null);
-    return null;
+    return owed; // policy off keeps it local: the machine drops it and the record says settled
   }
 
   /** Writes the session's pending record in intent order; a failed write is said, never fatal. */

@@ -16,10 +16,18 @@
 // is local-only, not an error; file-only stores have nothing to publish. A late push result never
 // acknowledges a newer target, and shutdown fences the old generation (its late results are
 // ignored).
+//
+// An intent restored after a restart may already be on the remote (another session pushed it, or
+// this one did and ended before recording it). With `askRestored` the machine asks the remote
+// first (emitted `publication.ask{target, generation}`): the driver runs that question in the
+// background, so opening a publication never waits on the network, and reports the answer as an
+// event fenced like a push result. Shutdown also kills a question still running.
 
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import {
   isPushResult,
+  type AskAnnounced,
+  type RemoteAnswerEvent,
   pushingTarget,
   publicationMachine,
   publicationStatus,
@@ -30,7 +38,7 @@ import {
   type PushResultEvent,
   type PublicationSnapshot,
 } from "../machines/publication.ts";
-import type { GitPushResult } from "../store/open-store.ts";
+import type { GitPushResult, RemoteAnswer } from "../store/open-store.ts";
 
 import type { PublicationPolicy } from "../core/codec.ts";
 import { errorMessage } from "../core/errors.ts";
@@ -51,12 +59,19 @@ export interface Pusher {
   push(revision: string): Promise<GitPushResult>;
   /** Whether a publication remote is configured (GitBackend.publicationRemote() !== null); used by openPublication. */
   hasRemote?(): Promise<boolean>;
+  /**
+   * Whether the remote already has `revision` (GitBackend.askRemote); never waits past its limit.
+   * Aborting `signal` means the answer is no longer wanted.
+   */
+  ask?(revision: string, signal: AbortSignal): Promise<RemoteAnswer>;
 }
 
 export type PublicationOutcome =
   | { readonly kind: "file-only" } // no Git: nothing to publish, no fake pending
   | { readonly kind: "kept-local"; readonly revision: string } // policy off
   | { readonly kind: "queued"; readonly revision: string } // turn-end: pushed at turn end
+  // a restored target: the remote is being asked whether it has it (pushed if not, in the background)
+  | { readonly kind: "checking"; readonly revision: string }
   | { readonly kind: "pushing"; readonly revision: string } // turn-end: async push started
   | { readonly kind: "idle" } // nothing queued
   | { readonly kind: "pushed"; readonly revision: string; readonly remote?: string }
@@ -72,13 +87,16 @@ export interface PublicationDriver {
   readonly policy: PublicationPolicy;
   /** The unconfirmed intent to persist (null = nothing unconfirmed). */
   readonly pending: PendingPublication | null;
-  /** A cohort was accepted locally as `revision`. */
-  accepted(revision: string): Promise<PublicationOutcome>;
+  /**
+   * A cohort was accepted locally as `revision`. Under transition policy it resolves with the push's
+   * outcome, unless `wait` is false (activation: start returns once local state is established).
+   */
+  accepted(revision: string, options?: { readonly wait?: boolean }): Promise<PublicationOutcome>;
   /** Turn end: starts the asynchronous push of the newest queued target (does not wait for it). */
   turnEnd(): PublicationOutcome;
   /** Pushes the existing pending target now (e.g. after restart); waits for the result. */
   retry(): Promise<PublicationOutcome>;
-  /** Resolves when no push is in flight. */
+  /** Resolves when no push (and no question to the remote) is in flight. */
   settled(): Promise<void>;
   /** Fences this generation: in-flight and later results are ignored; returns the intent to persist. */
   shutdown(): PendingPublication | null;
@@ -96,6 +114,12 @@ export interface PublicationOptions {
   readonly remote?: boolean;
   /** The intent persisted by a previous generation (restart). */
   readonly restored?: PendingPublication | null;
+  /**
+   * Ask the remote (pusher.ask, in the background) whether it already has the restored intent
+   * before pushing it: settled if it has, pushed if it lacks, pending with the cause if it cannot be
+   * asked. Without it (or without pusher.ask) the restored intent is pending at once.
+   */
+  readonly askRestored?: boolean;
   /** Called whenever the intent to persist changes. */
   readonly onPendingChange?: (pending: PendingPublication | null) => void;
   /** Live inspection observer for the machine actor (adapters/inspect: FlowInspection.inspect). */
@@ -137,6 +161,20 @@ function resultEvent(target: string, generation: number, result: GitPushResult):
       return { type: "PUSH_LOCAL_ONLY", target, generation };
     case "unreachable":
       return { type: "PUSH_UNREACHABLE", target, generation, error: result.detail || "commit not found" };
+  }
+}
+
+/** One answer of the remote about a restored target, translated 1:1. */
+function answerEvent(target: string, generation: number, answer: RemoteAnswer): RemoteAnswerEvent {
+  switch (answer.kind) {
+    case "has":
+      return { type: "REMOTE_HAS", target, generation };
+    // No remote any more: the push finds none too and reports PUSH_LOCAL_ONLY (local-only from then on).
+    case "lacks":
+    case "local-only":
+      return { type: "REMOTE_LACKS", target, generation };
+    case "unanswered":
+      return { type: "REMOTE_UNANSWERED", target, generation, error: answer.detail };
   }
 }
 
@@ -190,6 +228,10 @@ class MachinePublication implements PublicationDriver {
   private readonly announced: PushAnnounced[] = [];
   /** Targets whose result the machine announced as not counted, during the current dispatch. */
   private readonly stale = new Set<string>();
+  /** Questions to the remote the machine announced; they run once the event that started them was reported. */
+  private readonly asks: AskAnnounced[] = [];
+  /** Aborted at shutdown: a question still running is killed, its answer no longer wanted. */
+  private readonly questions = new AbortController();
 
   constructor(options: PublicationOptions) {
     this.options = options;
@@ -202,6 +244,7 @@ class MachinePublication implements PublicationDriver {
     });
     this.actor.on("publication.push", (push) => void this.announced.push(push));
     this.actor.on("publication.stale", ({ target }) => void this.stale.add(target));
+    this.actor.on("publication.ask", (ask) => void this.asks.push(ask));
     this.actor.start();
     if (options.restored) this.restore(options.restored);
   }
@@ -210,14 +253,14 @@ class MachinePublication implements PublicationDriver {
     return this.isOpen() ? intentOf(this.snap().context) : null;
   }
 
-  async accepted(revision: string): Promise<PublicationOutcome> {
+  async accepted(revision: string, options?: { readonly wait?: boolean }): Promise<PublicationOutcome> {
     await this.findRemote();
     const fixed = this.routeOutcome(revision);
     if (fixed) return fixed;
-    const outcome = this.policy === "transition" ? this.outcomeOf(revision) : null;
+    const outcome = this.policy === "transition" && options?.wait !== false ? this.outcomeOf(revision) : null;
     this.dispatch({ type: "ACCEPTED", target: revision });
     if (outcome) return outcome; // transition: resolves after this cohort's push result
-    // turn-end: queued for its turn end, or already covered by its own push in flight
+    // turn-end (or not waiting): queued for its turn end, or covered by its own push in flight
     return (
       this.routeOutcome(revision) ??
       (this.snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision })
@@ -237,6 +280,7 @@ class MachinePublication implements PublicationDriver {
     if (fixed) return fixed;
     const plan = retryPlan(this.snap());
     if (plan.kind === "await") return this.outcomeOf(plan.target);
+    if (plan.kind === "checking") return { kind: "checking", revision: plan.target }; // the answer decides
     if (plan.kind === "queued") return { kind: "queued", revision: plan.target }; // waits for its turn end
     if (plan.kind === "idle") return { kind: "idle" };
     const outcome = this.outcomeOf(plan.target);
@@ -251,6 +295,7 @@ class MachinePublication implements PublicationDriver {
   shutdown(): PendingPublication | null {
     const intent = this.isOpen() ? intentOf(this.snap().context) : null;
     this.dispatch({ type: "SHUTDOWN" });
+    this.questions.abort();
     return intent;
   }
 
@@ -275,7 +320,9 @@ class MachinePublication implements PublicationDriver {
       target: restored.revision,
       attempts: restored.attempts,
       ...(restored.lastError === undefined ? {} : { error: restored.lastError }),
+      ask: this.options.askRestored === true && this.pusher?.ask !== undefined,
     });
+    for (const ask of this.asks.splice(0)) this.ask(ask.target, ask.generation);
     // A route that publishes nothing (file-only, no remote, off) drops the old intent: say so.
     const intent = intentOf(this.snap().context);
     if (!sameIntent(restored, intent)) this.options.onPendingChange?.(intent);
@@ -298,6 +345,7 @@ class MachinePublication implements PublicationDriver {
     if (open && !sameIntent(intentOf(prev.context), intentOf(next.context)))
       this.options.onPendingChange?.(intentOf(next.context));
     for (const push of this.announced.splice(0)) this.run(push.target, push.generation);
+    for (const ask of this.asks.splice(0)) this.ask(ask.target, ask.generation);
     // A result settles its target's callers unless a push of that same target is in flight again
     // (a same-target restart): then they wait for that push, which reports to them in turn.
     if (delivered && isPushResult(event) && !(open && next.context.inflight === event.target))
@@ -343,6 +391,26 @@ class MachinePublication implements PublicationDriver {
     this.running.add(p);
   }
 
+  /**
+   * Asks the remote about a restored target in the background. The answer is sent as its event,
+   * where the machine's generation and target fences decide whether it still counts; after
+   * shutdown it is dropped here (the machine is closed).
+   */
+  private ask(target: string, generation: number): void {
+    const ask = this.pusher?.ask?.bind(this.pusher);
+    if (!ask) return; // unreachable: RESTORED_PENDING asks only when the pusher can
+    const p: Promise<void> = (async () => {
+      let answer: RemoteAnswer;
+      try {
+        answer = await ask(target, this.questions.signal);
+      } catch (error) {
+        answer = { kind: "unanswered", detail: errorMessage(error) };
+      }
+      if (this.isOpen()) this.dispatch(answerEvent(target, generation, answer));
+    })().finally(() => this.running.delete(p));
+    this.running.add(p);
+  }
+
   /** Sends one push result as its event; the outcome is derived from the snapshot after it. */
   private report(target: string, generation: number, result: GitPushResult): void {
     if (!this.isOpen()) return this.settle(target, { kind: "fenced" });
@@ -373,9 +441,12 @@ export function gitPusher(git: {
   publicationRemote?(): Promise<string | null>;
   /** Changes whenever the repository's config file does (null: unknown, ask git). */
   configStamp?(): Promise<string | null>;
+  askRemote?(revision: string, signal?: AbortSignal): Promise<RemoteAnswer>;
 }): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
-  if (!publicationRemote) return { push: (revision) => git.pushRevision(revision) };
+  const askRemote = git.askRemote?.bind(git);
+  const ask = askRemote ? { ask: (revision: string, signal: AbortSignal) => askRemote(revision, signal) } : {};
+  if (!publicationRemote) return { push: (revision) => git.pushRevision(revision), ...ask };
   // Asked on every cohort while local-only: git runs only when the config file changed.
   let known: { stamp: string; remote: boolean } | null = null;
   const hasRemote = async () => {
@@ -385,5 +456,5 @@ export function gitPusher(git: {
     known = stamp === null ? null : { stamp, remote };
     return remote;
   };
-  return { push: (revision) => git.pushRevision(revision), hasRemote };
+  return { push: (revision) => git.pushRevision(revision), hasRemote, ...ask };
 }

@@ -17,7 +17,7 @@ import { findGitExecutable, type GitProcessCounter } from "./git/git-runner.ts";
 import type { LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
 
 export type * from "./backend.ts";
-export type { GitPushResult } from "./git/git-remote.ts";
+export type { GitPushResult, RemoteAnswer } from "./git/git-remote.ts";
 export type { PendingRecord } from "./git/pending-record.ts";
 
 export interface OpenStoreOptions {

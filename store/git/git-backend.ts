@@ -118,7 +118,7 @@ import { TreeConflictError, buildTrees, cacheTreeIds } from "./plumbing/git-tree
 import { batchCheckAtCommit } from "./plumbing/git-lookup.ts";
 import { isPlainBranchRef, prepareRefUpdate } from "./plumbing/git-refs.ts";
 import { GitCommandError, GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
-import { GitRemote, type GitPushResult } from "./git-remote.ts";
+import { GitRemote, type GitPushResult, type RemoteAnswer } from "./git-remote.ts";
 import { readRevisionFiles } from "./git-revision.ts";
 import { identityMissing, looksLikeIdentityError, readCommitSettings, type CommitSettings } from "./git-settings.ts";
 import { StoreError, errnoOf, isStoreError } from "../store-error.ts";
@@ -1178,6 +1178,11 @@ export class GitBackend implements StoreBackend {
   /** Whether the publication remote already has `revision` on this branch; null: no remote or no answer. */
   remoteHas(revision: string): Promise<boolean | null> {
     return this.remotes.remoteHas(revision);
+  }
+
+  /** What the publication remote answers about `revision`, with the cause when it cannot be asked (abortable). */
+  askRemote(revision: string, signal?: AbortSignal): Promise<RemoteAnswer> {
+    return this.remotes.askRemote(revision, signal);
   }
 
   /** What this session still owes the remote (store/git/pending-record.ts); null: nothing. */

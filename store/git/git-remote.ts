@@ -4,11 +4,14 @@
 // Remotes are the operator's: State Flow never adds, fetches or force-pushes. A push that the remote
 // rejects because another session sharing the repository already published newer commits on top of
 // this one counts as published; anything else is reported as failed or unreachable, for the
-// publication machine to retry or show.
+// publication machine to retry or show. Every command that reaches the remote runs through
+// remote-process.ts: no prompt, a time limit, and a remote that does not answer is a failure with
+// that cause, never a wait without end.
 
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { GitCommandError, gitFailed, type GitRunner } from "./git-runner.ts";
+import { execRemote, type RemotePurpose } from "./remote-process.ts";
 
 export interface GitPushResult {
   readonly kind: "pushed" | "local-only" | "failed" | "unreachable";
@@ -16,18 +19,29 @@ export interface GitPushResult {
   readonly detail?: string;
 }
 
+/**
+ * What the publication remote answered about a revision: it has it on this branch (the branch is,
+ * or descends from, the commit), it lacks it, there is no remote, or it could not be asked (detail:
+ * why, e.g. it did not answer within the limit).
+ */
+export type RemoteAnswer =
+  { readonly kind: "has" | "lacks" | "local-only" } | { readonly kind: "unanswered"; readonly detail: string };
+
 export interface GitRemoteOptions {
   readonly runner: GitRunner;
   /** The common Git directory, whose config names the remotes. */
   readonly commonDir: string;
   /** The branch HEAD names (`refs/heads/<b>`); throws on a detached HEAD. */
   readonly headBranch: () => Promise<string>;
+  /** Limits of remote commands in milliseconds (default: remote-process.ts, or STATE_FLOW_REMOTE_TIMEOUT_MS). */
+  readonly timeoutMs?: Partial<Record<RemotePurpose, number>>;
 }
 
 export class GitRemote {
   private readonly runner: GitRunner;
   private readonly commonDir: string;
   private readonly headBranch: () => Promise<string>;
+  private readonly timeoutMs: Partial<Record<RemotePurpose, number>>;
   private remoteCache:
     { readonly stamp: string; readonly ref: string; readonly remote: Promise<string | null> } | undefined;
 
@@ -35,6 +49,17 @@ export class GitRemote {
     this.runner = options.runner;
     this.commonDir = options.commonDir;
     this.headBranch = options.headBranch;
+    this.timeoutMs = options.timeoutMs ?? {};
+  }
+
+  /** Runs a command that reaches the remote (no prompt, killed at its limit). */
+  private remoteCommand(args: readonly string[], purpose: RemotePurpose, signal?: AbortSignal): Promise<Buffer> {
+    const timeoutMs = this.timeoutMs[purpose];
+    return execRemote(this.runner, args, {
+      purpose,
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(signal ? { signal } : {}),
+    });
   }
 
   /** Size and mtime of the repository's config file: a remote added or removed changes it. */
@@ -94,7 +119,7 @@ export class GitRemote {
     if (remote === null) return { kind: "local-only" };
     const ref = await this.headBranch();
     try {
-      await this.runner.exec(["push", "--quiet", remote, `${revision}:${ref}`]);
+      await this.remoteCommand(["push", "--quiet", remote, `${revision}:${ref}`], "push");
       return { kind: "pushed", remote };
     } catch (error) {
       const stderr = error instanceof GitCommandError ? error.stderr : String(error);
@@ -121,22 +146,36 @@ export class GitRemote {
    * asked. One `ls-remote` (plus a local `merge-base`), no push.
    */
   async remoteHas(revision: string): Promise<boolean | null> {
-    const remote = await this.publicationRemote();
-    if (remote === null) return null;
-    const ref = await this.headBranch();
-    const head = await this.remoteHead(remote, ref);
-    if (head === undefined) return null;
-    return head !== null && (await this.isAncestor(revision, head));
+    const answer = await this.askRemote(revision);
+    return answer.kind === "has" ? true : answer.kind === "lacks" ? false : null;
   }
 
-  /** The remote's commit for `ref`: null when the remote has no such branch, undefined when it cannot be asked. */
-  private async remoteHead(remote: string, ref: string): Promise<string | null | undefined> {
+  /**
+   * What the publication remote answers about `revision` (see RemoteAnswer), with the cause when it
+   * cannot be asked. Aborting `signal` kills the question (the caller no longer wants the answer).
+   */
+  async askRemote(revision: string, signal?: AbortSignal): Promise<RemoteAnswer> {
+    const remote = await this.publicationRemote();
+    if (remote === null) return { kind: "local-only" };
+    const ref = await this.headBranch();
+    const head = await this.remoteHead(remote, ref, signal);
+    if ("error" in head) return { kind: "unanswered", detail: head.error };
+    return head.head !== null && (await this.isAncestor(revision, head.head)) ? { kind: "has" } : { kind: "lacks" };
+  }
+
+  /** The remote's commit for `ref` (null: the remote has no such branch), or why the remote could not be asked. */
+  private async remoteHead(
+    remote: string,
+    ref: string,
+    signal?: AbortSignal,
+  ): Promise<{ readonly head: string | null } | { readonly error: string }> {
     try {
-      const line = (await this.runner.execText(["ls-remote", remote, ref])).split("\n")[0] ?? "";
-      const head = line.split("\t")[0]?.trim() ?? "";
-      return /^[0-9a-f]{40,64}$/.test(head) ? head : null;
-    } catch {
-      return undefined;
+      const out = (await this.remoteCommand(["ls-remote", remote, ref], "ask", signal)).toString("utf8");
+      const head = out.split("\n")[0]?.split("\t")[0]?.trim() ?? "";
+      return { head: /^[0-9a-f]{40,64}$/.test(head) ? head : null };
+    } catch (error) {
+      const detail = error instanceof GitCommandError ? error.stderr.trim() : String(error);
+      return { error: detail || `git ls-remote ${remote} failed` };
     }
   }
 
@@ -152,6 +191,6 @@ export class GitRemote {
   /** Whether `<remote>`'s `<ref>` is a commit this repository has that descends from (or is) `revision`. */
   private async remoteContains(remote: string, ref: string, revision: string): Promise<boolean> {
     const head = await this.remoteHead(remote, ref);
-    return typeof head === "string" && (await this.isAncestor(revision, head));
+    return "head" in head && head.head !== null && (await this.isAncestor(revision, head.head));
   }
 }

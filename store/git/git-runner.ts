@@ -17,8 +17,10 @@
 //     git talk. Apart from that, simple-git adds a builder, plugin chain and task queue per call
 //     (measured ≈ 0.3–1 ms per process on the bench machine, against ≈ 3–5 ms for the process).
 //   - `run` keeps simple-git (the project's Git library) for cold, talkative commands where it
-//     costs nothing measurable: `--version`, `config`, `var`, `push`. (`rev-parse` at open is
+//     costs nothing measurable: `--version`, `config`, `var`. (`rev-parse` at open is
 //     spawned directly: a resume's CPU profile showed 4–7 ms of simple-git for that one call.)
+// Commands that talk to a remote (ls-remote, push) use neither: remote-process.ts runs them
+// without any way to prompt and kills them at a time limit.
 
 import { spawn } from "node:child_process";
 import { accessSync, constants as fsConstants, statSync } from "node:fs";
@@ -160,6 +162,18 @@ export class GitRunner {
   /** A variable of the environment every git process of this runner gets (per-call overrides aside). */
   envValue(name: string): string | undefined {
     return this.env[name];
+  }
+
+  /** The complete environment of a process this runner's caller spawns itself (remote-process.ts). */
+  spawnEnv(extra: Record<string, string>): Record<string, string> {
+    return { ...this.env, ...extra };
+  }
+
+  /** Counts a git process spawned outside this runner (remote-process.ts); call the result when it ended. */
+  started(args: readonly string[]): () => void {
+    this.counter.count += 1;
+    const started = performance.now();
+    return () => this.record(args, started, "spawn");
   }
 
   private client(

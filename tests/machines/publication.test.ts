@@ -4,6 +4,7 @@ import {
   publicationMachine,
   publicationStatus,
   type PublicationContext,
+  type AskAnnounced,
   type PushAnnounced,
   type PublicationEvent,
   type PublicationInput,
@@ -40,6 +41,18 @@ function eventsFor(s: AnyMachineSnapshot): PublicationEvent[] {
     }
     results.push({ type, target: c.inflight === "t0" ? "t-stale" : "t0", generation: c.generation });
   }
+  // The remote's answers about a restored target: current, of an older generation, of another target.
+  for (const type of ["REMOTE_HAS", "REMOTE_LACKS", "REMOTE_UNANSWERED"] as const) {
+    const answer = (target: string, generation: number): PublicationEvent =>
+      type === "REMOTE_UNANSWERED"
+        ? { type, target, generation, error: "no answer within 10 s" }
+        : { type, target, generation };
+    if (c.pending) {
+      results.push(answer(c.pending, c.generation));
+      results.push(answer(c.pending, c.generation - 1));
+    }
+    results.push(answer(c.pending === "t0" ? "t-stale" : "t0", c.generation));
+  }
   return [
     { type: "ACCEPTED", target: freshTarget(c) },
     // ISS-2: the target whose push is in flight is accepted again (restored intent + new cohort)
@@ -47,6 +60,7 @@ function eventsFor(s: AnyMachineSnapshot): PublicationEvent[] {
     { type: "TURN_END" },
     { type: "RETRY" },
     { type: "RESTORED_PENDING", target: "t0", attempts: 2, error: "offline" },
+    { type: "RESTORED_PENDING", target: "t0", attempts: 1, ask: true },
     { type: "REMOTE_FOUND" },
     { type: "SHUTDOWN" },
     ...results,
@@ -80,7 +94,11 @@ export function checkPublicationStep(
     event.type === "PUSH_LOCAL_ONLY" ||
     event.type === "PUSH_UNREACHABLE";
   const isCurrent = isResult && event.target === p.inflight && event.generation === p.generation;
+  const isAnswer = event.type === "REMOTE_HAS" || event.type === "REMOTE_LACKS" || event.type === "REMOTE_UNANSWERED";
+  const wasChecking = before === "remote.checking";
+  const isCurrentAnswer = isAnswer && wasChecking && event.target === p.pending && event.generation === p.generation;
   const pushes = step.emitted.filter((e): e is PushAnnounced => e.type === "publication.push");
+  const asks = step.emitted.filter((e): e is AskAnnounced => e.type === "publication.ask");
   const started = pushes[0] ?? null;
   const wasPushing = before.startsWith("remote.pushing");
   const isPushing = after.startsWith("remote.pushing");
@@ -108,8 +126,9 @@ export function checkPublicationStep(
     if (before !== after || JSON.stringify(p) !== JSON.stringify(n) || started)
       v.push(`I3.2 stale result ${JSON.stringify(event)} changed ${before} → ${after}`);
   }
-  if (after === "remote.confirmed" && before !== "remote.confirmed" && !(event.type === "PUSH_OK" && isCurrent))
-    v.push(`I3.2 confirmed reached on ${JSON.stringify(event)} (only a current PUSH_OK confirms)`);
+  const confirms = (event.type === "PUSH_OK" && isCurrent) || (event.type === "REMOTE_HAS" && isCurrentAnswer);
+  if (after === "remote.confirmed" && before !== "remote.confirmed" && !confirms)
+    v.push(`I3.2 confirmed reached on ${JSON.stringify(event)} (only a current PUSH_OK or REMOTE_HAS confirms)`);
   if (event.type === "PUSH_OK" && isCurrent && (n.pending !== null || (n.inflight === p.inflight && !started)))
     v.push(`I3.2 confirmed ${p.inflight} is still pending or in flight`);
   // I3.3
@@ -135,7 +154,8 @@ export function checkPublicationStep(
     started &&
     input.policy === "turn-end" &&
     !["TURN_END", "RETRY"].includes(event.type) &&
-    !(before === "remote.pushing.turnEnded" && isCurrent)
+    !(before === "remote.pushing.turnEnded" && isCurrent) &&
+    !(event.type === "REMOTE_LACKS" && isCurrentAnswer)
   )
     v.push(`I3.4 turn-end push started by ${event.type} (from ${before})`);
   // a turn end while a newer target is queued behind a push is not lost: the current result pushes it
@@ -188,7 +208,7 @@ export function checkPublicationStep(
     event.type === "RESTORED_PENDING" &&
     before === "remote.idle" &&
     !(
-      after === "remote.pending" &&
+      after === (event.ask ? "remote.checking" : "remote.pending") &&
       n.pending === event.target &&
       n.attempts === (event.attempts ?? 0) &&
       n.lastError === (event.error ?? null)
@@ -215,6 +235,50 @@ export function checkPublicationStep(
     if (p.queued !== null && (n.generation !== p.generation || (n.queued !== p.queued && n.inflight !== p.queued)))
       v.push(`I3.7 unreachable ${p.inflight} dropped the newer queued target ${p.queued}`);
   }
+  v.push(...checkRemoteQuestion(step, { before, after, isAnswer, isCurrentAnswer, asks, pushes }));
+  return v;
+}
+
+/** I3.10: the one question to the remote (a restored target) is announced, fenced and answered as drawn. */
+function checkRemoteQuestion(
+  step: StepInfo<PublicationEvent>,
+  s: {
+    before: string;
+    after: string;
+    isAnswer: boolean;
+    isCurrentAnswer: boolean;
+    asks: AskAnnounced[];
+    pushes: PushAnnounced[];
+  },
+): string[] {
+  const v: string[] = [];
+  const { prev, event, next } = step;
+  const p = prev.context as PublicationContext;
+  const n = next.context as PublicationContext;
+  const entered = s.after === "remote.checking" && s.before !== "remote.checking";
+  if (entered !== (s.asks.length === 1) || s.asks.length > 1)
+    v.push(`I3.10 ${s.asks.length} questions announced on ${event.type} (${s.before} → ${s.after})`);
+  const ask = s.asks[0];
+  if (ask && (ask.target !== n.pending || ask.generation !== n.generation))
+    v.push(`I3.10 asked about ${ask.target}@${ask.generation}, not the restored ${n.pending}@${n.generation}`);
+  if (s.isAnswer && !s.isCurrentAnswer && prev.status === "active") {
+    if (s.before !== s.after || JSON.stringify(p) !== JSON.stringify(n) || step.emitted.length > 0)
+      v.push(`I3.10 a stale answer ${JSON.stringify(event)} changed ${s.before} → ${s.after}`);
+  }
+  if (!s.isCurrentAnswer) return v;
+  if (event.type === "REMOTE_HAS" && (s.after !== "remote.confirmed" || n.pending !== null || s.pushes.length > 0))
+    v.push(`I3.10 the remote has ${p.pending}, yet ${s.after} holds pending ${n.pending}`);
+  if (event.type === "REMOTE_LACKS" && (n.inflight !== p.pending || s.pushes[0]?.target !== p.pending))
+    v.push(`I3.10 the remote lacks ${p.pending}, yet ${n.inflight} is pushed`);
+  if (
+    event.type === "REMOTE_UNANSWERED" &&
+    (s.after !== "remote.pending" ||
+      n.pending !== p.pending ||
+      n.attempts !== p.attempts ||
+      n.lastError !== event.error ||
+      s.pushes.length > 0)
+  )
+    v.push(`I3.10 an unanswered question left ${s.after} (${n.pending}, ${n.attempts}, ${n.lastError})`);
   return v;
 }
 
@@ -233,7 +297,7 @@ describe("publication machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(publicationMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I3.1–I3.9 hold after every step of every shortest, simple and edge path", () => {
+  it("I3.1–I3.10 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.simple).toBeGreaterThan(50);
     expect(violations, violations.join("\n")).toEqual([]);
   });
@@ -323,6 +387,20 @@ describe("publication negative controls (explicit push events, ISS-2)", () => {
   });
 });
 
+describe("publication negative controls (the remote's answer about a restored target)", () => {
+  it("I3.10 check catches an answer that counts without its target/generation fence", () => {
+    const unfenced = publicationMachine.provide({ guards: { isCurrentAnswer: () => true } });
+    const { violations } = runSuite(unfenced, 10_000);
+    expect(violations.some((v) => v.startsWith("I3.10 a stale answer"))).toBe(true);
+  });
+
+  it("I3.10 check catches a question that is never announced (the driver would never ask, checking forever)", () => {
+    const silent = publicationMachine.provide({ actions: { askRemote: assign({}) as never } });
+    const { violations } = runSuite(silent, 10_000);
+    expect(violations.some((v) => v.startsWith("I3.10 0 questions announced"))).toBe(true);
+  });
+});
+
 /** An actor whose announced pushes are recorded (what the driver would run). */
 function started(input: PublicationInput) {
   const actor = createActor(publicationMachine, { input });
@@ -379,6 +457,53 @@ describe("publication scenarios", () => {
     expect(pushes, "I3.6 retry pushes the pending commit").toEqual([{ target: "c9", generation: 7 }]);
     a.stop();
   });
+
+  it("I3.10 a restored target is asked about first: " + "has → confirmed, lacks → pushed, unanswered → pending", () => {
+    const answers = [
+      { type: "REMOTE_HAS", expect: "confirmed", pushes: [] },
+      { type: "REMOTE_LACKS", expect: "pushing", pushes: ["r1"] },
+      { type: "REMOTE_UNANSWERED", expect: "pending", pushes: [] },
+    ] as const;
+    for (const answer of answers) {
+      const { actor: a, pushes } = started({ policy: "turn-end", backend: "git", remote: true, generation: 3 });
+      const asks: string[] = [];
+      a.on("publication.ask", ({ target, generation }) => asks.push(`${target}@${generation}`));
+      a.send({ type: "RESTORED_PENDING", target: "r1", attempts: 1, error: "offline", ask: true });
+      expect(publicationStatus(a.getSnapshot())).toBe("checking");
+      expect(asks).toEqual(["r1@3"]);
+      a.send({ type: "RETRY" });
+      a.send({ type: "TURN_END" });
+      expect(publicationStatus(a.getSnapshot()), "only the answer moves it on").toBe("checking");
+      a.send({ type: answer.type, target: "r1", generation: 2, error: "old" }); // an older runtime's answer
+      expect(publicationStatus(a.getSnapshot())).toBe("checking");
+      a.send({ type: answer.type, target: "r1", generation: 3, error: "no answer within 10 s" });
+      expect(publicationStatus(a.getSnapshot())).toBe(answer.expect);
+      expect(pushes.map((p) => p.target)).toEqual(answer.pushes);
+      if (answer.type === "REMOTE_UNANSWERED")
+        expect(a.getSnapshot().context).toMatchObject({
+          pending: "r1",
+          attempts: 1,
+          lastError: "no answer within 10 s",
+        });
+      a.stop();
+    }
+  });
+
+  it(
+    "I3.10 a newer accepted target replaces the restored one being asked about; " +
+      "the late answer counts for nothing",
+    () => {
+      const { actor: a, pushes } = started({ policy: "turn-end", backend: "git", remote: true });
+      a.send({ type: "RESTORED_PENDING", target: "r1", ask: true });
+      a.send({ type: "ACCEPTED", target: "c2" });
+      a.send({ type: "REMOTE_HAS", target: "r1", generation: 0 });
+      expect(publicationStatus(a.getSnapshot())).toBe("queued");
+      expect(a.getSnapshot().context.queued).toBe("c2");
+      a.send({ type: "TURN_END" });
+      expect(pushes.map((p) => p.target)).toEqual(["c2"]);
+      a.stop();
+    },
+  );
 
   it("I3.3 no remote is local-only, not pending", () => {
     const { actor: a, pushes } = started({ policy: "turn-end", backend: "git", remote: false });

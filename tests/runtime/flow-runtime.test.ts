@@ -3,7 +3,7 @@
 // an enabled run, stop, a restart from a fresh runtime and a failed-closed restore. What Pi adds
 // (messages, tools, the footer) is covered by tests/adapters/pi; here the point is that every
 // lifecycle step works with nothing of Pi loaded.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -12,12 +12,18 @@ import { FlowRuntime } from "../../runtime/flow-runtime.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
 import { cwdKey } from "../../store/layout.ts";
 import type { RunTrigger } from "../../runtime/specification.ts";
+import { BLOCKED_URL, alive, blockingSsh, until, type BlockingSsh } from "../support/blocking-remote.ts";
 import { RecordingHost } from "../support/recording-host.ts";
-import { gitTestEnv } from "../support/store-fixtures.ts";
+import { git as gitIn, gitTestEnv } from "../support/store-fixtures.ts";
 
 const dirs: string[] = [];
+const blocked: BlockingSsh[] = [];
+/** Runtimes of the blocked-remote tests: shut down even when a test failed before it did (its questions end). */
+const opened: FlowRuntime[] = [];
 const prompt = (text: string): RunTrigger => ({ kind: "prompt", text });
 afterEach(() => {
+  for (const runtime of opened.splice(0)) runtime.shutdown();
+  for (const remote of blocked.splice(0)) remote.killLeft();
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 function temp(): string {
@@ -26,11 +32,17 @@ function temp(): string {
   return dir;
 }
 
-function world(git: boolean) {
+interface WorldOptions {
+  readonly env?: Record<string, string>;
+  readonly autoStart?: boolean;
+  readonly policy?: "turn-end" | "transition";
+}
+
+function world(git: boolean, { env: extraEnv = {}, autoStart = false, policy = "turn-end" }: WorldOptions = {}) {
   const root = join(temp(), "store");
   const cfg = join(temp(), "gitconfig");
   writeFileSync(cfg, "");
-  const env = git ? gitTestEnv(cfg) : { ...gitTestEnv(cfg), PATH: temp() };
+  const env = { ...(git ? gitTestEnv(cfg) : { ...gitTestEnv(cfg), PATH: temp() }), ...extraEnv };
   const cwd = temp();
   const identity: SessionIdentity = {
     cwd,
@@ -38,17 +50,42 @@ function world(git: boolean) {
     sessionId: "11111111-2222-7333-8444-555555555555",
     sessionKey: "2026-01-01T00-00-00-000Z_11111111-2222-7333-8444-555555555555",
   };
-  const open = (host: RecordingHost) =>
+  const open = (host: RecordingHost, moreEnv: Record<string, string> = {}) =>
     new FlowRuntime(host, {
       storeRoot: root,
       knowledgeRoot: join(temp(), "knowledge"),
-      env,
-      autoStart: false,
-      remotePublication: "turn-end",
+      env: { ...env, ...moreEnv },
+      autoStart,
+      remotePublication: policy,
       diagnostics: { agentDir: temp(), enabled: false },
       inspection: undefined,
     });
-  return { root, identity, open };
+  return { root, env, identity, open };
+}
+
+/**
+ * A Git world whose store publishes to a remote that really blocks: git reaches it through an ssh
+ * command that never answers. `limit` is the remote commands' limit (STATE_FLOW_REMOTE_TIMEOUT_MS).
+ */
+function blockedWorld(limit: number, options: Omit<WorldOptions, "env"> = {}) {
+  const ssh = blockingSsh(temp());
+  blocked.push(ssh);
+  const w = world(true, {
+    env: { GIT_SSH_COMMAND: ssh.command, STATE_FLOW_REMOTE_TIMEOUT_MS: String(limit) },
+    ...options,
+  });
+  mkdirSync(w.root, { recursive: true });
+  gitIn(w.root, w.env, "init", "-q");
+  gitIn(w.root, w.env, "remote", "add", "origin", BLOCKED_URL);
+  const record = join(w.root, ".git", "state-flow", "pending", `${w.identity.sessionKey}.json`);
+  const pending = () =>
+    existsSync(record) ? (JSON.parse(readFileSync(record, "utf8")) as Record<string, unknown>) : null;
+  const open = (host: RecordingHost, moreEnv: Record<string, string> = {}) => {
+    const runtime = w.open(host, moreEnv);
+    opened.push(runtime);
+    return runtime;
+  };
+  return { ...w, open, ssh, pending };
 }
 
 for (const git of [true, false]) {
@@ -168,3 +205,89 @@ for (const git of [true, false]) {
     });
   });
 }
+
+describe("activation never waits on the network (a remote that really blocks)", () => {
+  it(
+    "start, and a resume that owes the remote a push, return while the remote blocks; " + "shutdown kills the question",
+    async () => {
+      const { identity, open, ssh } = blockedWorld(600_000); // a limit no test reaches
+      const host = new RecordingHost(identity.sessionId);
+      const runtime = open(host);
+      await runtime.sessionStart("startup", identity, "empty");
+      await runtime.command("start");
+      expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
+      await until(() => ssh.contacts().length === 1, "the remote to be asked, in the background");
+      const [asked] = ssh.contacts();
+      expect(alive(asked!.pid), "start returned; the remote has not answered").toBe(true);
+      expect(runtime.status()).toMatch(/pending [0-9a-f]{40}/); // owed until the remote answers
+      runtime.shutdown();
+      await until(() => !alive(asked!.pid), "shutdown to kill the question");
+
+      const resumed = open(host);
+      await resumed.sessionStart("resume", identity, "marked");
+      expect(resumed.episodeName(), "the branch is restored").toBe("active.steady");
+      await until(() => ssh.contacts().length === 2, "the resumed runtime to ask the remote");
+      const again = ssh.contacts()[1]!;
+      expect(alive(again.pid), "the resume returned; the remote has not answered").toBe(true);
+      expect(again).toMatchObject({ terminalPrompt: "0", gcmInteractive: "never" });
+      expect(again.args).toMatch(/^-o BatchMode=yes /);
+      resumed.shutdown();
+      await until(() => !alive(again.pid), "shutdown to kill the question");
+      expect(host.notices.filter((n) => n.level !== "info")).toEqual([]);
+    },
+  );
+
+  it(
+    "a remote that does not answer within the limit is a pending publication naming that cause, " + "kept on resume",
+    async () => {
+      const { identity, open, ssh, pending } = blockedWorld(1000);
+      const host = new RecordingHost(identity.sessionId);
+      const runtime = open(host);
+      await runtime.sessionStart("startup", identity, "empty");
+      await runtime.command("start");
+      const cause = /the remote origin did not answer within 1 s, so git ls-remote was stopped/;
+      await until(() => host.notices.some((n) => cause.test(n.message)), "the unanswered question to be said");
+      expect(host.notices.at(-1)?.message).toMatch(/^State Flow: push of [0-9a-f]{12} is pending \(the remote origin/);
+      await until(() => pending()?.state === "pending", "the pending record");
+      expect(pending()).toMatchObject({ state: "pending", attempts: 0, lastError: expect.stringMatching(cause) });
+      await until(() => ssh.contacts().every((c) => !alive(c.pid)), "the blocked ssh to be killed at the limit");
+      runtime.shutdown();
+
+      // Resumed with the same owed revision: asked again in the background, the record kept until an answer.
+      const resumed = open(host, { STATE_FLOW_REMOTE_TIMEOUT_MS: "600000" });
+      await resumed.sessionStart("resume", identity, "marked");
+      expect(resumed.episodeName(), "the branch is restored").toBe("active.steady");
+      await until(() => ssh.contacts().length === 2, "the resumed runtime to ask the remote");
+      expect(alive(ssh.contacts()[1]!.pid)).toBe(true);
+      expect(pending()).toMatchObject({ state: "pending", lastError: expect.stringMatching(cause) });
+      resumed.shutdown();
+      await until(() => ssh.contacts().every((c) => !alive(c.pid)), "shutdown to kill the question");
+    },
+  );
+
+  it("autoStart at Pi startup returns while the remote blocks", async () => {
+    const { identity, open, ssh } = blockedWorld(600_000, { autoStart: true });
+    const runtime = open(new RecordingHost(identity.sessionId));
+    await runtime.sessionStart("startup", identity, "empty");
+    expect(runtime.episodeName(), "started by itself").toMatch(/^active\./);
+    await until(() => ssh.contacts().length === 1, "the remote to be asked, in the background");
+    expect(alive(ssh.contacts()[0]!.pid), "startup returned; the remote has not answered").toBe(true);
+    runtime.shutdown();
+    await until(() => !alive(ssh.contacts()[0]!.pid), "shutdown to kill the question");
+  });
+
+  it("under transition policy, a start after a stop does not wait for the push it starts", async () => {
+    const { identity, open, ssh } = blockedWorld(600_000, { policy: "transition" });
+    const runtime = open(new RecordingHost(identity.sessionId));
+    await runtime.sessionStart("startup", identity, "empty");
+    await runtime.command("start");
+    await runtime.command("stop");
+    expect(runtime.episodeName()).toBe("passive");
+    await runtime.command("start");
+    expect(runtime.episodeName()).toMatch(/^active\./);
+    const pushing = () => ssh.contacts().find((c) => c.args.includes("git-receive-pack"));
+    await until(() => pushing() !== undefined, "the push of the new start revision, in the background");
+    expect(alive(pushing()!.pid), "start returned; the push has not").toBe(true);
+    runtime.shutdown(); // (a push is not killed at shutdown, only fenced: it may still land; afterEach ends it)
+  });
+});

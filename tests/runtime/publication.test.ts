@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { GitPushResult } from "../../store/git/git-remote.ts";
+import type { GitPushResult, RemoteAnswer } from "../../store/git/git-remote.ts";
 import { openGitBackend } from "../../store/git/git-backend.ts";
 import { findGitExecutable } from "../../store/git/git-runner.ts";
 import { cohortPaths, scopeFiles } from "../../store/layout.ts";
@@ -36,8 +36,20 @@ function counting(inner: Pusher) {
       return inner.push(revision);
     },
     ...(inner.hasRemote ? { hasRemote: () => inner.hasRemote!() } : {}),
+    ...(inner.ask ? { ask: (revision: string, signal: AbortSignal) => inner.ask!(revision, signal) } : {}),
   };
   return { pusher, pushed };
+}
+
+/** A manual pusher that can also be asked about a restored target; the test gives each answer. */
+function askingPusher() {
+  const { pusher, calls } = manualPusher();
+  const asks: Array<{ revision: string; signal: AbortSignal; answer: (a: RemoteAnswer) => void }> = [];
+  const asking: Pusher = {
+    ...pusher,
+    ask: (revision, signal) => new Promise((answer) => asks.push({ revision, signal, answer })),
+  };
+  return { pusher: asking, calls, asks };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
@@ -440,29 +452,33 @@ describe("publication policies", () => {
 
 describe("regression: a target accepted while its own push is in flight", () => {
   it("is not re-queued, so a failed push never strands later transition-policy callers", async () => {
-    const pushes: string[] = [];
+    // The test answers each push itself, so r1 is accepted again while its push is certainly in flight,
+    // and a stranded caller shows as a push never asked for (no timeout decides it).
+    const { pusher, calls } = manualPusher();
     const driver = createPublication({
       policy: "transition",
       remote: true,
       restored: { revision: "r1", attempts: 0 },
-      pusher: {
-        push: async (revision) => {
-          pushes.push(revision);
-          await new Promise((resolve) => setTimeout(resolve, 5));
-          return { kind: "failed", detail: "remote down" };
-        },
-      },
+      pusher,
     });
-    const retry = driver.retry();
-    const same = driver.accepted("r1");
-    expect(await same).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
-    expect(await retry).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
-    const next = await Promise.race([
-      driver.accepted("r2"),
-      new Promise((resolve) => setTimeout(() => resolve("stranded"), 2000)),
-    ]);
-    expect(next).toEqual({ kind: "pending", revision: "r2", error: "remote down" });
-    expect(pushes).toEqual(["r1", "r2"]);
+    const retry = track(driver.retry());
+    const same = track(driver.accepted("r1"));
+    await tick();
+    expect(calls.map((c) => c.revision)).toEqual(["r1"]);
+    expect([retry.done, same.done], "both wait for r1's push").toEqual([false, false]);
+    calls[0]!.resolve({ kind: "failed", detail: "remote down" });
+    await tick();
+    expect(same.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    expect(retry.value).toEqual({ kind: "pending", revision: "r1", error: "remote down" });
+    const next = track(driver.accepted("r2"));
+    await tick();
+    expect(
+      calls.map((c) => c.revision),
+      "r2 is pushed, not stranded behind a re-queued r1",
+    ).toEqual(["r1", "r2"]);
+    calls[1]!.resolve({ kind: "failed", detail: "remote down" });
+    await tick();
+    expect(next.value).toEqual({ kind: "pending", revision: "r2", error: "remote down" });
   });
 
   it(
@@ -537,5 +553,105 @@ describe("gitPusher", () => {
     pub.turnEnd();
     await pub.settled();
     expect(pushed).toEqual(["r2"]);
+  });
+});
+
+describe("asking the remote about a restored intent (askRestored), in the background", () => {
+  const restored = { revision: "r1", attempts: 1, lastError: "offline" };
+
+  it(
+    "opening waits for no answer; has → settled, lacks → pushed, " + "unanswered → pending with its cause",
+    async () => {
+      const answers: Array<[RemoteAnswer, string[], PendingPublication | null]> = [
+        [{ kind: "has" }, [], null],
+        [{ kind: "lacks" }, ["r1"], restored],
+        [
+          { kind: "unanswered", detail: "the remote origin did not answer within 10 s" },
+          [],
+          { ...restored, lastError: "the remote origin did not answer within 10 s" },
+        ],
+      ];
+      for (const [answer, pushes, intent] of answers) {
+        const { pusher, calls, asks } = askingPusher();
+        const persisted: Array<PendingPublication | null> = [];
+        const pub = createPublication({
+          pusher,
+          restored,
+          askRestored: true,
+          onPendingChange: (p) => persisted.push(p),
+        });
+        expect(
+          asks.map((a) => a.revision),
+          "asked at once, answered later",
+        ).toEqual(["r1"]);
+        expect(pub.pending, "owed until the remote answers").toEqual(restored);
+        expect(await pub.retry()).toEqual({ kind: "checking", revision: "r1" });
+        expect(pub.turnEnd()).toEqual({ kind: "idle" });
+        asks[0]!.answer(answer);
+        await tick();
+        expect(calls.map((c) => c.revision)).toEqual(pushes);
+        expect(pub.pending).toEqual(intent);
+        expect(persisted, "a settled target is recorded settled (null); a changed cause is recorded").toEqual(
+          answer.kind === "lacks" ? [] : [intent],
+        );
+        pub.shutdown();
+      }
+    },
+  );
+
+  it(
+    "an answer after shutdown, or after a newer accepted target, counts for nothing; " + "shutdown aborts the question",
+    async () => {
+      const { pusher, calls, asks } = askingPusher();
+      const persisted: Array<PendingPublication | null> = [];
+      const pub = createPublication({ pusher, restored, askRestored: true, onPendingChange: (p) => persisted.push(p) });
+      expect(await pub.accepted("r2")).toEqual({ kind: "queued", revision: "r2" });
+      asks[0]!.answer({ kind: "lacks" });
+      await tick();
+      expect(calls, "r1 is not pushed behind the newer r2's back").toEqual([]);
+      expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "r2" });
+      calls[0]!.resolve({ kind: "pushed" });
+      await pub.settled();
+
+      const again = askingPusher();
+      const second = createPublication({ pusher: again.pusher, restored, askRestored: true });
+      expect(again.asks[0]!.signal.aborted).toBe(false);
+      expect(second.shutdown()).toEqual(restored);
+      expect(again.asks[0]!.signal.aborted, "the question is killed").toBe(true);
+      again.asks[0]!.answer({ kind: "has" });
+      await second.settled();
+      expect(again.calls).toEqual([]);
+      expect(persisted).toEqual([{ revision: "r2", attempts: 0 }, null]);
+    },
+  );
+
+  it("transition policy: an activation's accepted cohort is pushed, not waited for (wait: false)", async () => {
+    const { pusher, calls } = manualPusher();
+    const pub = createPublication({ policy: "transition", pusher });
+    expect(await pub.accepted("r1", { wait: false })).toEqual({ kind: "pushing", revision: "r1" });
+    expect(calls.map((c) => c.revision)).toEqual(["r1"]);
+    const waited = track(pub.accepted("r2"));
+    calls[0]!.resolve({ kind: "pushed" });
+    await tick();
+    expect(waited.done, "a transition's own cohort still waits for its push").toBe(false);
+    calls[1]!.resolve({ kind: "pushed" });
+    await tick();
+    expect(waited.value).toEqual({ kind: "pushed", revision: "r2" });
+  });
+
+  it("a remote that already has the restored revision is settled; one that lacks it gets it (real git)", async () => {
+    const { backend, commit, remote, root, env } = await gitStore();
+    git(root, env, "remote", "add", "origin", remote);
+    const r1 = await commit();
+    const { pusher, pushed } = counting(gitPusher(backend));
+    const first = await openPublication({ pusher, restored: { revision: r1, attempts: 0 }, askRestored: true });
+    await first.settled();
+    expect(pushed, "the remote lacked it").toEqual([r1]);
+    expect(first.pending).toBeNull();
+    first.shutdown();
+    const second = await openPublication({ pusher, restored: { revision: r1, attempts: 0 }, askRestored: true });
+    await second.settled();
+    expect(pushed, "the remote has it: not pushed again").toEqual([r1]);
+    expect(second.pending).toBeNull();
   });
 });

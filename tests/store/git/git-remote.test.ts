@@ -3,14 +3,19 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitRemote } from "../../../store/git/git-remote.ts";
 import { GitRunner, findGitExecutable, type GitProcessCounter } from "../../../store/git/git-runner.ts";
+import { BLOCKED_URL, alive, blockingSsh, until, type BlockingSsh } from "../../support/blocking-remote.ts";
 import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
 
 const temps = new TempDirs();
-afterEach(() => temps.cleanup());
+const blocked: BlockingSsh[] = [];
+afterEach(() => {
+  for (const remote of blocked.splice(0)) remote.killLeft();
+  temps.cleanup();
+});
 const GIT = findGitExecutable()!;
 
 /** A repository on branch `main` with one commit, a bare remote beside it (not configured) and a GitRemote. */
-function repository() {
+function repository(extraEnv: Record<string, string> = {}, timeoutMs?: { ask?: number; push?: number }) {
   const root = temps.make("sf-remote-");
   const bare = temps.make("sf-remote-bare-");
   const config = join(temps.make("sf-remote-cfg-"), "gitconfig");
@@ -26,11 +31,12 @@ function repository() {
   };
   const first = commit("first");
   const counter: GitProcessCounter = { count: 0 };
-  const runner = new GitRunner({ cwd: root, env, binary: GIT, counter });
+  const runner = new GitRunner({ cwd: root, env: { ...env, ...extraEnv }, binary: GIT, counter });
   const remote = new GitRemote({
     runner,
     commonDir: join(root, ".git"),
     headBranch: async () => "refs/heads/main",
+    ...(timeoutMs ? { timeoutMs } : {}),
   });
   return { root, bare, env, commit, first, counter, remote };
 }
@@ -41,6 +47,7 @@ describe("git remote", () => {
     expect(await remote.publicationRemote()).toBeNull();
     expect(await remote.pushRevision(first)).toEqual({ kind: "local-only" });
     expect(await remote.remoteHas(first)).toBeNull();
+    expect(await remote.askRemote(first)).toEqual({ kind: "local-only" });
     expect(counter.count).toBe(1); // one config read; the config file did not change after it
   });
 
@@ -93,5 +100,27 @@ describe("git remote", () => {
     expect(failed).toMatchObject({ kind: "failed", remote: "origin" });
     expect(failed.detail).toMatch(/no-such-remote/);
     expect(await remote.remoteHas(first)).toBeNull(); // the remote cannot be asked
+    const answer = await remote.askRemote(first);
+    expect(answer).toMatchObject({ kind: "unanswered", detail: expect.stringMatching(/no-such-remote/) });
+  });
+
+  it("a remote that does not answer: the question and the push fail at their limit, naming it", async () => {
+    const ssh = blockingSsh(temps.make("sf-remote-ssh-"));
+    blocked.push(ssh);
+    const { root, env, first, remote } = repository({ GIT_SSH_COMMAND: ssh.command }, { ask: 1000, push: 1200 });
+    git(root, env, "remote", "add", "origin", BLOCKED_URL);
+    expect(await remote.askRemote(first)).toEqual({
+      kind: "unanswered",
+      detail: expect.stringMatching(/^the remote origin did not answer within 1 s, so git ls-remote was stopped/),
+    });
+    const pushed = await remote.pushRevision(first);
+    expect(pushed).toMatchObject({ kind: "failed", remote: "origin" });
+    expect(pushed.detail).toMatch(/^the remote origin did not answer within 1\.2 s, so git push was stopped/);
+    expect(ssh.contacts().map((c) => c.args.split(" ").slice(0, 2).join(" "))).toEqual([
+      "-o BatchMode=yes",
+      "-o BatchMode=yes",
+    ]);
+    const killed = () => ssh.contacts().every((c) => !alive(c.pid));
+    await until(killed, "each blocked ssh to be killed at its limit");
   });
 });
