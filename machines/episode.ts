@@ -25,10 +25,11 @@ export interface EpisodeInput {
 }
 /** The pointer a restore could not complete and why: kept while the branch is failed closed. */
 export interface RetainedPointer {
-  kind: "unproven" | "lockBusy";
-  /** The selected revision (null when no checkpoint of the branch was valid). */
+  /** `unanchored`: the branch's newest entry is an older form that names no revision. */
+  kind: "unproven" | "lockBusy" | "unanchored";
+  /** The selected revision (null when no checkpoint of the branch was valid, or it names none). */
   revision: string | null;
-  /** What the store said, when a restore failed before any pointer was checked. */
+  /** What the store said, when a restore failed before any pointer was checked (`unanchored`: what the entry held). */
   detail?: string;
 }
 export interface EpisodeContext {
@@ -66,7 +67,9 @@ export type EpisodeNoticeCode =
   | "adoption-failed"
   | "stop-failed"
   | "restore-lock-busy"
-  | "restore-unproven";
+  | "restore-unproven"
+  | "restore-unanchored"
+  | "stop-refused-unanchored";
 /**
  * What the runtime carries out. The three starts are told apart here, so nothing outside the
  * machine reads the state to learn which start it is.
@@ -89,10 +92,10 @@ const restoreIs =
 function retainedOf(event: EpisodeEvent): RetainedPointer | null {
   if (event.type !== "RESTORE_RESULT") return null;
   const { result } = event;
-  if (result.kind !== "unproven" && result.kind !== "lockBusy") return null;
+  if (result.kind !== "unproven" && result.kind !== "lockBusy" && result.kind !== "unanchored") return null;
   return {
     kind: result.kind,
-    revision: result.revision,
+    revision: result.kind === "unanchored" ? null : result.revision,
     ...(result.detail === undefined ? {} : { detail: result.detail }),
   };
 }
@@ -124,6 +127,7 @@ export const episodeMachine = setup({
     restoredNone: restoreIs("none"),
     restoredUnproven: restoreIs("unproven"),
     restoredLockBusy: restoreIs("lockBusy"),
+    restoredUnanchored: restoreIs("unanchored"),
     toolsNotRegistered: ({ context }) => !context.toolsRegistered,
   },
   actors: { resolution: resolutionMachine },
@@ -156,6 +160,8 @@ export const episodeMachine = setup({
     retryStopFromRestored: raise({ type: "STOP" }),
     reportLockBusy: emit({ type: "episode.notice", code: "restore-lock-busy" } as const),
     reportUnproven: emit({ type: "episode.notice", code: "restore-unproven" } as const),
+    reportUnanchored: emit({ type: "episode.notice", code: "restore-unanchored" } as const),
+    reportStopRefusedUnanchored: emit({ type: "episode.notice", code: "stop-refused-unanchored" } as const),
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
     clearRetainedRevision: assign({ retained: () => null }),
   },
@@ -212,6 +218,16 @@ export const episodeMachine = setup({
           on: {
             STORAGE_READY: { target: "#episode.active.bootstrap.fromHandoff" },
             STORAGE_FAILED: { target: "#episode.passive", actions: ["reportStartFailed"] },
+          },
+        },
+        fromUnanchored: {
+          description:
+            "Start on a branch whose newest entry is an unanchored older form: an empty session origin, as on a " +
+            "pre-runtime branch; the older entry is not imported, the transcript migrates in one bootstrap run.",
+          entry: ["startOrigin"],
+          on: {
+            STORAGE_READY: { target: "#episode.active.bootstrap.fromTranscript", actions: ["clearRetainedRevision"] },
+            STORAGE_FAILED: { target: "#episode.failedClosed.unanchored", actions: ["reportStartFailed"] },
           },
         },
         adopting: {
@@ -293,6 +309,11 @@ export const episodeMachine = setup({
             target: "#episode.failedClosed.lockBusy",
             actions: ["retainRevision", "reportLockBusy"],
           },
+          {
+            guard: "restoredUnanchored",
+            target: "#episode.failedClosed.unanchored",
+            actions: ["retainRevision", "reportUnanchored"],
+          },
         ],
       },
       states: {
@@ -345,6 +366,15 @@ export const episodeMachine = setup({
           on: {
             START: { target: "#episode.restoring.branch" },
             STOP: { target: "#episode.restoring.retryStop" },
+          },
+        },
+        unanchored: {
+          description:
+            "The newest entry is an older form carrying state or an enabled runtime but no revision: neither " +
+            "restored nor reduced to off. STOP fails visibly; START establishes an empty session origin.",
+          on: {
+            STOP: { actions: ["reportStopRefusedUnanchored"] },
+            START: { target: "#episode.starting.fromUnanchored" },
           },
         },
       },

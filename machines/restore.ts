@@ -5,9 +5,15 @@
 
 /** A State Flow checkpoint marker found on the selected Pi branch (oldest first). */
 export type BranchMarker =
-  | { kind: "revision"; revision: string }
-  /** A checkpoint entry that is not a valid `{revision}` / `{disabled:true}`: always skipped. */
+  /** `legacy`: an older entry form carrying copied config/meta/state beside its pointer (only the pointer is read). */
+  | { kind: "revision"; revision: string; legacy?: true }
+  /** A checkpoint entry that is not a valid `{revision}` / `{disabled:true}` nor an older form: always skipped. */
   | { kind: "malformed" }
+  /**
+   * An older entry form with semantic state or an enabled runtime's config/meta but no immutable
+   * pointer (`members`: what it carried): nothing proves it, and it is no disabled marker either.
+   */
+  | { kind: "unanchored"; members: readonly string[] }
   | {
       kind: "disabled";
       /** physical session whose STOP wrote this marker and its frozen handoff */ stoppedBy?: string;
@@ -25,19 +31,23 @@ export type BranchMarker =
 export type PointerCheck = "valid" | "stopped" | "invalid" | "unavailable" | "lockBusy";
 
 export type RestoreResult =
-  | { kind: "revision"; revision: string; skippedInvalid: number }
+  /** `legacy`: the selected pointer came from an older entry form. */
+  | { kind: "revision"; revision: string; skippedInvalid: number; legacy?: true }
   | { kind: "passive" }
   | { kind: "disabled" }
   | { kind: "none" }
   | { kind: "unproven"; revision: string | null; reason: "unavailable" | "noValidPointer"; detail?: string }
-  | { kind: "lockBusy"; revision: string; detail?: string };
+  | { kind: "lockBusy"; revision: string; detail?: string }
+  /** The newest decisive marker is an unanchored older entry: fails closed, an explicit start replaces it. */
+  | { kind: "unanchored"; members: readonly string[]; detail?: string };
 
 /**
  * Walks markers newest → oldest. Invalid immutable targets (and malformed entries) fall back to
  * older markers; unavailable cohorts and lock failures retain the selected pointer instead of
  * falling through to an older disabled marker. A disabled marker written by this physical
  * session, or a stopped runtime revision, restores the passive handoff; a disabled marker
- * inherited from another session (fork, copy) is an ordinary disabled branch.
+ * inherited from another session (fork, copy) is an ordinary disabled branch. An unanchored older
+ * entry ends the walk too: falling back past it would pass older state off as the branch's.
  */
 export async function selectRestore(
   markers: readonly BranchMarker[],
@@ -51,12 +61,20 @@ export async function selectRestore(
       skippedInvalid++;
       continue;
     }
+    if (marker.kind === "unanchored") return { kind: "unanchored", members: marker.members };
     if (marker.kind === "disabled") {
       if (marker.stoppedBy !== undefined && marker.stoppedBy === physicalSessionId) return { kind: "passive" };
       return { kind: "disabled" };
     }
     const verdict = await check(marker.revision);
-    if (verdict === "valid") return { kind: "revision", revision: marker.revision, skippedInvalid };
+    if (verdict === "valid") {
+      return {
+        kind: "revision",
+        revision: marker.revision,
+        skippedInvalid,
+        ...(marker.legacy ? { legacy: true as const } : {}),
+      };
+    }
     if (verdict === "stopped") return { kind: "passive" };
     if (verdict === "lockBusy") return { kind: "lockBusy", revision: marker.revision };
     if (verdict === "unavailable") return { kind: "unproven", revision: marker.revision, reason: "unavailable" };

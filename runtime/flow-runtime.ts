@@ -343,7 +343,7 @@ export class FlowRuntime {
     const snapshot = this.episode.getSnapshot();
     if (projectionMode(snapshot) !== "failedClosed") return null;
     const retained = retainedPointer(snapshot);
-    return inputRefusedNotice(retained?.kind === "lockBusy", retained?.detail ?? null);
+    return inputRefusedNotice(retained?.kind ?? "unproven", retained?.detail ?? null);
   }
 
   /** The patch_state barrier over the current assistant batch (`batch` reads it when a new one begins). */
@@ -679,6 +679,7 @@ export class FlowRuntime {
         host: this.host,
         sessionId: this.identity!.sessionId,
         current: () => this.runtime,
+        policy: this.options.remotePublication,
         freeze: (stopped) => {
           this.runtime = stopped;
           this.freezeHandoff();

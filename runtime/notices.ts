@@ -52,6 +52,22 @@ export const NOTICES: Record<EpisodeNoticeCode, { text: string; level: NoticeLev
       "Select a valid checkpoint with /tree.",
     level: "error",
   },
+  "restore-unanchored": {
+    text:
+      "State Flow could not restore this branch: its newest checkpoint entry is an older State Flow form that " +
+      "carries state or runtime config/meta but names no revision, so nothing in the store proves it; it stays " +
+      "failed-closed rather than turning the branch off. Run /state-flow-start to establish an empty session " +
+      "origin here (the earlier conversation is migrated in one bootstrap run; the older entry is not imported), " +
+      "or select an anchored checkpoint with /tree.",
+    level: "error",
+  },
+  "stop-refused-unanchored": {
+    text:
+      "State Flow cannot stop: this branch holds no durable runtime to disable, only an older checkpoint entry " +
+      "that names no revision. Run /state-flow-start to establish an empty session origin here, select an " +
+      "anchored checkpoint with /tree, or start a new session with /new.",
+    level: "error",
+  },
 };
 
 /** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */
@@ -65,13 +81,21 @@ export function toolsMissingNotice(missing: readonly string[]): string {
 }
 
 /** Said when a user prompt reaches a failed-closed branch (the prompt is not run). */
-export function inputRefusedNotice(lockBusy: boolean, detail: string | null): string {
-  const why = lockBusy
-    ? "the store's publication lock was held when it restored this branch"
-    : `it cannot prove this branch's recorded revision${detail ? ` (${detail})` : ""}`;
-  const remedy = lockBusy
-    ? "Retry /state-flow-start once the other writer is done, or start a new session with /new."
-    : "Select a valid checkpoint with /tree, or start a new session with /new.";
+export function inputRefusedNotice(kind: "unproven" | "lockBusy" | "unanchored", detail: string | null): string {
+  const why =
+    kind === "lockBusy"
+      ? "the store's publication lock was held when it restored this branch"
+      : kind === "unanchored"
+        ? `this branch's newest checkpoint entry cannot be proven${detail ? ` (${detail})` : ""}`
+        : `it cannot prove this branch's recorded revision${detail ? ` (${detail})` : ""}`;
+  const remedy =
+    kind === "lockBusy"
+      ? "Retry /state-flow-start once the other writer is done, or start a new session with /new."
+      : kind === "unanchored"
+        ? "Run /state-flow-start to establish an empty session origin here (the earlier conversation is migrated " +
+          "in one bootstrap run; the older entry is not imported), select an anchored checkpoint with /tree, or " +
+          "start a new session with /new."
+        : "Select a valid checkpoint with /tree, or start a new session with /new.";
   return (
     `State Flow did not run this prompt: it is failed closed on this branch because ${why}, and neither its ` +
     `state nor the raw transcript may stand in for it. ${remedy}`
@@ -98,5 +122,47 @@ export function legacySkillsNotice(
     `artifacts (${moved.map((m) => `${m.path} → ${m.to}`).join(", ") || "none"}).` +
     (unverified.length > 0 ? ` Unverified (source unreadable): ${unverified.join(", ")}.` : "") +
     (superseded.length > 0 ? ` Dropped, a Skill artifact already held them: ${superseded.join(", ")}.` : "")
+  );
+}
+
+/** Why a branch whose newest entry is an unanchored older form is failed closed (the retained pointer's detail). */
+export function unanchoredDetail(members: readonly string[]): string {
+  return (
+    `its newest State Flow entry is an older form carrying ${members.join(", ")} but no revision, ` +
+    "so nothing in the store proves it"
+  );
+}
+
+/** Said once when a restore selected an older entry form's pointer; the branch then records the current form. */
+export function olderEntryNotice(step: number, revision: string): string {
+  return (
+    `State Flow restored step ${step} (${revision.slice(0, 17)}) from an older State Flow checkpoint entry: only ` +
+    "its revision was read, never the config, meta or state it carries. The branch now records that revision " +
+    'in the current form ({"revision": …}).'
+  );
+}
+
+/** Said once when a predecessor's state.json snapshot at the branch's revision became this session's checkpoint. */
+export function predecessorRestoredNotice(from: string, step: number, to: string): string {
+  return (
+    `State Flow restored this branch from an older version's state.json snapshot (revision ${from.slice(0, 12)}): ` +
+    `it is now the session scope's checkpoint with an empty tail, at step ${step} of revision ${to.slice(0, 12)}, ` +
+    "which the branch records from now on. The semantic state is unchanged; offsets before this origin are " +
+    `unavailable, and ${from.slice(0, 12)} stays in Git as that history.`
+  );
+}
+
+/**
+ * Said once when startup moved this session's pre-0.4 directories (SHA-256-suffixed names) to
+ * Pi's names; `replaced`: the branch's selected revision was that layout's HEAD and is replaced.
+ */
+export function layoutAdoptedNotice(moved: string, revision: string, replaced: boolean, selected: string): string {
+  return (
+    `State Flow moved this session's pre-0.4 store layout (${moved}) to Pi-native paths in revision ` +
+    `${revision.slice(0, 12)}, with the same bytes: state, step, lineage and hot history are unchanged. ` +
+    (replaced
+      ? `The branch now records ${revision.slice(0, 12)} in place of ${selected.slice(0, 12)}, which stays in Git.`
+      : `This branch's selected revision ${selected.slice(0, 12)} is older and is read as it is there; its next ` +
+        "transition is written in the Pi-native layout.")
   );
 }

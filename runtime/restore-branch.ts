@@ -3,7 +3,13 @@
 // pointer checks from the store and, first, settles what a killed process left behind: a
 // publisher that died holding the lock, or a cohort the store accepted that the branch never
 // recorded. Its answer is the RESTORE_RESULT the episode machine decides on.
+//
+// Sessions older State Flow versions recorded restore here too (spec 001 "Runtime ownership",
+// "Existing stores and migration"): an older entry form's pointer is checked like any other and
+// the branch then records it in the current form; a revision in an older store form restores
+// through runtime/legacy-restore.ts and the branch records what replaces it. Each is said once.
 
+import type { PublicationPolicy } from "../core/codec.ts";
 import { errorMessage } from "../core/errors.ts";
 import { headBoundary } from "../core/temporal.ts";
 import {
@@ -17,6 +23,8 @@ import type { CohortSnapshot } from "../store/backend.ts";
 import type { BranchRuntime, StateStore } from "../store/state-store.ts";
 import { isStoreError } from "../store/store-error.ts";
 import type { BranchHost } from "./host.ts";
+import { restoreOlderRevision, type OlderRestore } from "./legacy-restore.ts";
+import { olderEntryNotice, unanchoredDetail } from "./notices.ts";
 
 export interface RestoreContext {
   readonly store: StateStore;
@@ -26,6 +34,8 @@ export interface RestoreContext {
   readonly current: () => BranchRuntime | null;
   /** Completes a durable stop the branch never recorded (handoff + markers). */
   readonly freeze: (stopped: BranchRuntime) => void;
+  /** The publication policy of a runtime a restore has to build anew (a predecessor's snapshot). */
+  readonly policy: PublicationPolicy;
 }
 
 export interface RestoreOutcome {
@@ -42,24 +52,54 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
   const runtimes = new Map<string, BranchRuntime>();
   const failures: string[] = [];
   const unavailable = new Map<string, string>();
+  const older = new Map<string, OlderRestore>();
+  const found = { runtimes, failures, unavailable, older };
   const result = await selectRestore(
     markers,
-    (revision) => check(context, revision, runtimes, failures, unavailable, settled.live),
+    (revision) => check(context, revision, found, settled.live),
     context.sessionId,
   );
+  // What an older store form's restore wrote is said whatever the walk then decided (it stops there).
+  for (const restored of older.values()) for (const notice of restored.notices) host.notify(notice, "info");
   if (result.kind === "revision") {
     const runtime = runtimes.get(result.revision)!;
     if (result.skippedInvalid > 0) notifySkipped(host, runtime, result.skippedInvalid, failures);
-    return { result, runtime };
+    return { result: recordCurrentForm(host, result, runtime, older.get(result.revision)), runtime };
+  }
+  if (result.kind === "unanchored") {
+    return { result: { ...result, detail: unanchoredDetail(result.members) }, runtime: null };
   }
   if (result.kind === "unproven" && result.reason === "unavailable" && result.detail === undefined) {
     const detail = unavailable.get(result.revision ?? "");
     return { result: detail ? { ...result, detail } : result, runtime: null };
   }
   if (result.kind === "passive") {
-    return { result, runtime: await frozenRuntime(context.current(), markers, store).catch(() => null) };
+    const restored = runtimes.get(frozenRevision(markers) ?? "");
+    return { result, runtime: await frozenRuntime(context.current(), markers, store).catch(() => restored ?? null) };
   }
   return { result, runtime: null };
+}
+
+/**
+ * Once an older form restored, the branch records its result in the current form, so the next
+ * restore reads an ordinary `{revision}`: the revision that replaces an older store form (an
+ * "immediate replacement revision pointer"), or the pointer an older entry form carried, said once.
+ */
+function recordCurrentForm(
+  host: BranchHost,
+  result: Extract<RestoreResult, { kind: "revision" }>,
+  runtime: BranchRuntime,
+  restored: OlderRestore | undefined,
+): RestoreResult {
+  if (restored?.replaces) {
+    host.appendCheckpoint({ revision: runtime.pointer.revision });
+    return { ...result, revision: runtime.pointer.revision };
+  }
+  if (result.legacy) {
+    host.appendCheckpoint({ revision: result.revision });
+    host.notify(olderEntryNotice(headBoundary(runtime.view.lineage).step, result.revision), "info");
+  }
+  return result;
 }
 
 /** The runtime frozen at stop: the newest valid revision recorded before the disabled marker. */
@@ -131,20 +171,72 @@ async function recordUnrecordedSuccessor(
   return true;
 }
 
+/** What the pointer checks of one restore found, by revision. */
+interface Found {
+  readonly runtimes: Map<string, BranchRuntime>;
+  readonly failures: string[];
+  readonly unavailable: Map<string, string>;
+  readonly older: Map<string, OlderRestore>;
+}
+
+/** A revision in an older store form that is this session's but could not be restored: never fallen back past. */
+class OlderFormFailed extends Error {
+  constructor(revision: string, cause: unknown) {
+    super(
+      `the revision ${revision.slice(0, 12)} holds this session in an older State Flow store form, which could ` +
+        `not be restored: ${errorMessage(cause)} (Here, "start again" means: once that is fixed, reopen the ` +
+        "session or select this point with /tree; the restore then runs again.)",
+      { cause },
+    );
+  }
+}
+
+/**
+ * The runtime a revision names: read as it is, or, when it holds no runtime of this session, from
+ * an older store form (restoring that writes the replacement the branch will record).
+ */
+async function load(context: RestoreContext, revision: string, found: Found, live: CohortSnapshot | null) {
+  try {
+    return await context.store.loadPointer({ revision }, live);
+  } catch (error) {
+    if (!isStoreError(error, "revision-missing")) throw error;
+    let restored: OlderRestore | null;
+    try {
+      restored = await restoreOlderRevision(context.store, revision, context.policy);
+    } catch (failure) {
+      // A missing commit is what it was: an invalid target; anything else is this session's older state.
+      if (isStoreError(failure, "revision-missing")) throw error;
+      throw new OlderFormFailed(revision, failure);
+    }
+    if (!restored) throw error;
+    found.older.set(revision, restored);
+    return restored.runtime;
+  }
+}
+
 /** A runtime revision this session stopped restores the frozen boundary (passive), never plain off. */
 async function check(
   context: RestoreContext,
   revision: string,
-  runtimes: Map<string, BranchRuntime>,
-  failures: string[],
-  unavailable: Map<string, string>,
+  found: Found,
   live: CohortSnapshot | null,
 ): Promise<PointerCheck> {
+  const { runtimes, failures, unavailable } = found;
   try {
-    const runtime = await context.store.loadPointer({ revision }, live);
+    const runtime = await load(context, revision, found, live);
     runtimes.set(revision, runtime);
     return runtime.config.enabled ? "valid" : "stopped";
   } catch (error) {
+    if (error instanceof OlderFormFailed) {
+      const cause = error.cause;
+      // Another writer meanwhile is transient: the pointer is kept for a retried start.
+      if (isStoreError(cause, "lock-held") || isStoreError(cause, "stale-basis")) {
+        context.host.notify(errorMessage(error), "warning");
+        return "lockBusy";
+      }
+      unavailable.set(revision, errorMessage(error));
+      return "unavailable";
+    }
     if (isStoreError(error, "lock-held")) {
       context.host.notify(errorMessage(error), "warning");
       return "lockBusy";

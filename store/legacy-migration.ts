@@ -73,7 +73,8 @@ function bytesOf(snapshot: CohortSnapshot, path: string): Buffer | null {
   return snapshot.files.get(path) ?? null;
 }
 
-function parseLegacyState(path: string, bytes: Buffer): ScopeState {
+/** One scope's state document from a state.json's bytes; anything else is the named `invalid-legacy-state`. */
+export function parseLegacyState(path: string, bytes: Buffer): ScopeState {
   const fail = (detail: string, cause?: unknown): never => {
     throw new StoreError(
       "invalid-legacy-state",

@@ -1,6 +1,15 @@
 // Reading State Flow's provenance from the selected Pi branch: checkpoint entries
 // (`{revision}` / `{disabled:true}`, appended with pi.appendEntry) become restore markers, and the
 // branch's shape tells the episode machine whether a session is genuinely new. Pure over entries.
+//
+// Older State Flow versions copied runtime config/meta, counters, lineage, the specification and
+// semantic state into these entries (spec 001 "Runtime ownership": "Older config/meta and
+// state-bearing checkpoints remain read-only compatibility input"). Such an entry is read for its
+// revision pointer only, which then undergoes the same fallback checks as a current one; the
+// members it carries are never trusted as state. One without an immutable pointer cannot be
+// proven, and when it carries semantic state or an enabled runtime it is not reduced to an
+// ordinary disabled marker either ("an unanchored legacy semantic payload cannot be silently
+// reduced to an ordinary-disabled marker"): it becomes an `unanchored` marker, which fails closed.
 
 import type { SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { BranchMarker } from "../../machines/restore.ts";
@@ -14,25 +23,58 @@ export const DISCARDED_ENTRY = "state-flow-discarded";
 
 export type CheckpointData = { revision: string } | { disabled: true };
 
-function parseCheckpoint(data: unknown): CheckpointData | "malformed" {
-  if (typeof data !== "object" || data === null || Array.isArray(data)) return "malformed";
-  const record = data as Record<string, unknown>;
-  const keys = Object.keys(record);
-  if (keys.length === 1 && record.disabled === true) return { disabled: true };
-  if (
-    keys.length === 1 &&
-    typeof record.revision === "string" &&
-    /^([0-9a-f]{40}|[0-9a-f]{64}|file:[0-9a-f]{64})$/.test(record.revision)
-  ) {
-    return { revision: record.revision };
+/** An older entry form: what it anchors (if anything) and which copied members it carried. */
+type LegacyCheckpoint =
+  { legacy: "anchored"; revision: string } | { legacy: "disabled" } | { legacy: "unanchored"; members: string[] };
+
+const POINTER = /^([0-9a-f]{40}|[0-9a-f]{64}|file:[0-9a-f]{64})$/;
+
+/** What 001 says older entries copied ("Configuration, counters, specification, lineage, and semantic state"). */
+const LEGACY_MEMBERS = new Map<string, (value: unknown) => boolean>([
+  ["revision", (value) => typeof value === "string"],
+  ["config", (value) => isRecord(value) && (value.enabled === undefined || typeof value.enabled === "boolean")],
+  ["meta", isRecord],
+  ["state", isRecord],
+  ["counters", isRecord],
+  ["lineage", isRecord],
+  ["specification", (value) => typeof value === "string" || isRecord(value)],
+]);
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function parseCheckpoint(data: unknown): CheckpointData | LegacyCheckpoint | "malformed" {
+  if (!isRecord(data)) return "malformed";
+  const keys = Object.keys(data);
+  if (keys.length === 1 && data.disabled === true) return { disabled: true };
+  if (keys.length === 1 && typeof data.revision === "string" && POINTER.test(data.revision)) {
+    return { revision: data.revision };
   }
-  return "malformed";
+  return parseLegacy(data, keys);
+}
+
+/**
+ * An older entry form: only the members older versions wrote, each of its type, and at least one
+ * besides the revision (a lone `{revision}` with a bad pointer stays malformed, as before).
+ */
+function parseLegacy(data: Record<string, unknown>, keys: string[]): LegacyCheckpoint | "malformed" {
+  const members = keys.filter((key) => key !== "revision");
+  if (members.length === 0 || !keys.every((key) => LEGACY_MEMBERS.get(key)?.(data[key]))) return "malformed";
+  if (typeof data.revision === "string" && POINTER.test(data.revision)) {
+    return { legacy: "anchored", revision: data.revision };
+  }
+  // A stop an older version recorded carries no semantic state: it is the older form of {disabled:true}.
+  const config = data.config as { enabled?: boolean } | undefined;
+  if (config?.enabled === false && data.state === undefined) return { legacy: "disabled" };
+  return { legacy: "unanchored", members: members.sort() };
 }
 
 /**
  * Markers of the branch, oldest first. A malformed entry is kept as such so the restore falls
  * back past it; a disabled entry records whether this physical session wrote the
  * stop handoff just before it (then it restores the passive projection, otherwise plain off).
+ * An older entry form becomes the marker of what it anchors (see the header).
  */
 export function branchMarkers(entries: readonly SessionEntry[], sessionId: string): BranchMarker[] {
   const markers: BranchMarker[] = [];
@@ -45,6 +87,10 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
     if (entry.type !== "custom" || entry.customType !== CHECKPOINT_ENTRY) continue;
     const data = parseCheckpoint(entry.data);
     if (data === "malformed") markers.push({ kind: "malformed" });
+    else if ("legacy" in data && data.legacy === "anchored")
+      markers.push({ kind: "revision", revision: data.revision, legacy: true });
+    else if ("legacy" in data && data.legacy === "unanchored")
+      markers.push({ kind: "unanchored", members: data.members });
     else if ("revision" in data) markers.push({ kind: "revision", revision: data.revision });
     else markers.push(handoffBy === sessionId ? { kind: "disabled", stoppedBy: sessionId } : { kind: "disabled" });
   }

@@ -23,16 +23,20 @@ import {
 import { EPISODE_EVENTS } from "../support/alphabets.ts";
 
 const allEvents = EPISODE_EVENTS;
-// One representative per SESSION_START guard branch; SHUTDOWN and the adoption START (a detour
-// that returns to the active state it left, multiplying every simple path) left to shortest
-// paths and edge tours.
+// One representative per SESSION_START guard branch; SHUTDOWN, the adoption START (a detour
+// that returns to the active state it left, multiplying every simple path) and the unanchored
+// restore (a second way into a start from a failed-closed branch) left to shortest paths and edge tours.
 const simpleEvents: EpisodeEvent[] = [
   { type: "SESSION_START", reason: "new", branch: "empty" },
   { type: "SESSION_START", reason: "fork", branch: "marked" },
   { type: "SESSION_START", reason: "resume", branch: "unmarked" },
   { type: "SESSION_START", reason: "resume", branch: "marked" },
   ...allEvents.filter(
-    (e) => e.type !== "SESSION_START" && e.type !== "SHUTDOWN" && !(e.type === "START" && e.adoptGit),
+    (e) =>
+      e.type !== "SESSION_START" &&
+      e.type !== "SHUTDOWN" &&
+      !(e.type === "START" && e.adoptGit) &&
+      !(e.type === "RESTORE_RESULT" && e.result.kind === "unanchored"),
   ),
 ];
 
@@ -110,7 +114,12 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   // A start that cannot open storage returns to where it started from: a failed restart keeps the
   // frozen handoff (passive), a failed first start is ordinary mode again; both say so.
   if (event.type === "STORAGE_FAILED" && before.startsWith("starting") && before !== "starting.adopting") {
-    const expected = before === "starting.fromPassive" ? "passive" : "off";
+    const expected =
+      before === "starting.fromPassive"
+        ? "passive"
+        : before === "starting.fromUnanchored"
+          ? "failedClosed.unanchored"
+          : "off";
     if (after !== expected) v.push(`I1.5 a failed start from ${before} went to ${after}, not back to ${expected}`);
     if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === "start-failed"))
       v.push(`I1.5 a failed start from ${before} was silent`);
@@ -133,6 +142,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     after === "active.bootstrap.fromTranscript" &&
     before !== after &&
     before !== "starting.fromOff" &&
+    before !== "starting.fromUnanchored" &&
     !returnedFromFailedStop
   )
     v.push(`I1.6 transcript bootstrap entered from ${before}`);
@@ -159,11 +169,15 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     const expected =
       result.kind === "unproven" || result.kind === "lockBusy"
         ? { kind: result.kind, revision: result.revision, ...detail }
-        : null;
+        : result.kind === "unanchored"
+          ? { kind: result.kind, revision: null, ...detail }
+          : null;
     if (!isDeepStrictEqual(next.context.retained, expected))
       v.push(`I1.9 retained ${JSON.stringify(next.context.retained)} after the restore said ${JSON.stringify(result)}`);
   }
-  const retains = after.startsWith("failedClosed") || after.startsWith("restoring");
+  // (a start replacing an unanchored entry keeps it until the start succeeds: a failed one returns there)
+  const retains =
+    after.startsWith("failedClosed") || after.startsWith("restoring") || after === "starting.fromUnanchored";
   if (
     (after.startsWith("failedClosed") && next.context.retained === null) ||
     (next.context.retained !== null && !retains)
@@ -198,6 +212,35 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     if (after !== expected) v.push(`I1.12 a failed stop went to ${after} instead of back to ${expected}`);
     if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.12 a failed stop was silent");
   }
+  // I1.17: an unanchored older entry fails closed, never off; STOP is refused visibly; only START leaves
+  // it, for a fresh session origin, and a failed start returns to it.
+  if (event.type === "RESTORE_RESULT" && event.result.kind === "unanchored" && before.startsWith("restoring")) {
+    if (after !== "failedClosed.unanchored") v.push(`I1.17 an unanchored older entry restored to ${after}`);
+    if (
+      !step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === "restore-unanchored")
+    )
+      v.push("I1.17 an unanchored older entry failed closed silently");
+  }
+  if (before === "failedClosed.unanchored" && event.type === "STOP") {
+    if (changed) v.push(`I1.17 STOP on an unanchored branch moved to ${after}`);
+    if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.17 STOP on an unanchored branch was silent");
+  }
+  if (before === "failedClosed.unanchored" && event.type === "START") {
+    if (after !== "starting.fromUnanchored") v.push(`I1.17 START on an unanchored branch went to ${after}`);
+    if (!emittedEffect(step, "start-origin")) v.push("I1.17 START on an unanchored branch did not start an origin");
+  }
+  if (before !== "failedClosed.unanchored" && after === "failedClosed.unanchored") {
+    const ok =
+      (event.type === "RESTORE_RESULT" && event.result.kind === "unanchored") ||
+      (event.type === "STORAGE_FAILED" && before === "starting.fromUnanchored");
+    if (!ok) v.push(`I1.17 failedClosed.unanchored entered from ${before} on ${JSON.stringify(event)}`);
+  }
+  if (
+    before === "starting.fromUnanchored" &&
+    event.type === "STORAGE_READY" &&
+    after !== "active.bootstrap.fromTranscript"
+  )
+    v.push(`I1.17 a start replacing an unanchored entry reached ${after}, not the transcript bootstrap`);
   // I1.16 (the adapter refuses input there; the machine gives it nothing to run with)
   if (after.startsWith("failedClosed")) {
     const snapshot = next as EpisodeSnapshot;
@@ -396,6 +439,41 @@ describe("episode scenarios", () => {
     ]);
     expect(episodeStateName(s)).toBe("failedClosed.unproven");
     expect(notices, "I1.8 stop must fail visibly").toContain("stop-refused-unproven");
+  });
+
+  it("I1.17 an unanchored older entry fails closed; STOP is refused, START starts a fresh origin", () => {
+    const unanchored = rr({ kind: "unanchored", members: ["config", "state"], detail: "why" });
+    const { s, notices } = run(false, [
+      { type: "SESSION_START", reason: "resume", branch: "marked" },
+      unanchored,
+      { type: "STOP" },
+    ]);
+    expect(episodeStateName(s), "I1.17 never reduced to off").toBe("failedClosed.unanchored");
+    expect(s.context.retained).toEqual({ kind: "unanchored", revision: null, detail: "why" });
+    expect(notices).toEqual(["restore-unanchored", "stop-refused-unanchored"]);
+    const failed = run(false, [
+      { type: "SESSION_START", reason: "resume", branch: "marked" },
+      unanchored,
+      { type: "START" },
+      { type: "STORAGE_FAILED" },
+    ]);
+    expect(episodeStateName(failed.s), "I1.17 a failed start stays failed closed").toBe("failedClosed.unanchored");
+    expect(failed.s.context.retained).toEqual({ kind: "unanchored", revision: null, detail: "why" });
+    expect(failed.notices).toContain("start-failed");
+    const started = run(false, [
+      { type: "SESSION_START", reason: "resume", branch: "marked" },
+      unanchored,
+      { type: "START" },
+      { type: "STORAGE_READY" },
+    ]);
+    expect(projectionMode(started.s), "I1.17 the transcript migrates in one bootstrap run").toBe("bootstrapTranscript");
+    expect(started.s.context.retained).toBeNull();
+  });
+
+  it("I1.17 check catches an unanchored older entry reduced to off", () => {
+    const mutated = episodeMachine.provide({ guards: { restoredUnanchored: () => false } });
+    const { violations } = runSuite(mutated);
+    expect(violations.some((v) => v.startsWith("I1.17"))).toBe(true);
   });
 
   it("I1.9 lock-busy retains the revision and STOP retries restoration before disabling", () => {

@@ -84,9 +84,44 @@ describe("selectRestore (I1.11)", () => {
     },
   );
 
+  it("I1.11 an older entry form's pointer undergoes the same checks and says it was legacy when selected", async () => {
+    const legacy = (revision: string): BranchMarker => ({ kind: "revision", revision, legacy: true });
+    expect(await selectRestore([rev("a"), legacy("b")], checks({ a: "valid", b: "valid" }), "S")).toEqual({
+      kind: "revision",
+      revision: "b",
+      skippedInvalid: 0,
+      legacy: true,
+    });
+    expect(await selectRestore([rev("a"), legacy("x")], checks({ a: "valid" }), "S")).toEqual({
+      kind: "revision",
+      revision: "a",
+      skippedInvalid: 1,
+    });
+    expect(await selectRestore([legacy("a")], checks({ a: "unavailable" }), "S")).toMatchObject({ kind: "unproven" });
+    expect(await selectRestore([legacy("a")], checks({ a: "lockBusy" }), "S")).toMatchObject({ kind: "lockBusy" });
+  });
+
+  it("I1.17 an unanchored older entry ends the walk: no older revision, no older disabled marker", async () => {
+    const unanchored: BranchMarker = { kind: "unanchored", members: ["meta", "state"] };
+    const asked: string[] = [];
+    const result = await selectRestore(
+      [{ kind: "disabled" }, rev("a"), unanchored],
+      (r) => (asked.push(r), "valid"),
+      "S",
+    );
+    expect(result).toEqual({ kind: "unanchored", members: ["meta", "state"] });
+    expect(asked, "nothing older than it is read").toEqual([]);
+    // A newer decisive marker still wins over it.
+    expect(await selectRestore([unanchored, rev("a")], checks({ a: "valid" }), "S")).toMatchObject({
+      kind: "revision",
+      revision: "a",
+    });
+  });
+
   it("I1.11 property: the result is decided by the newest non-invalid marker", async () => {
     const marker = fc.oneof(
       fc.constantFrom("a", "b", "c", "d").map((r) => rev(r)),
+      fc.constant<BranchMarker>({ kind: "unanchored", members: ["state"] }),
       fc
         .option(fc.constantFrom("S", "T"), { nil: undefined })
         .map((by): BranchMarker => (by === undefined ? { kind: "disabled" } : { kind: "disabled", stoppedBy: by })),
@@ -100,9 +135,18 @@ describe("selectRestore (I1.11)", () => {
           const result = await selectRestore(markers, checks(table), "S");
           const decisive = [...markers]
             .reverse()
-            .find((m) => m.kind === "disabled" || (m.kind === "revision" && table[m.revision as "a"] !== "invalid"));
+            .find(
+              (m) =>
+                m.kind === "disabled" ||
+                m.kind === "unanchored" ||
+                (m.kind === "revision" && table[m.revision as "a"] !== "invalid"),
+            );
           if (!decisive) {
             expect(result.kind, "I1.11 no decisive marker").toBe(markers.length ? "unproven" : "none");
+            return;
+          }
+          if (decisive.kind === "unanchored") {
+            expect(result.kind, "I1.17 an unanchored older entry fails closed").toBe("unanchored");
             return;
           }
           if (decisive.kind === "disabled") {

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { NOTICES, legacyMigratedNotice, legacySkillsNotice } from "../../runtime/notices.ts";
+import {
+  NOTICES,
+  inputRefusedNotice,
+  layoutAdoptedNotice,
+  legacyMigratedNotice,
+  legacySkillsNotice,
+  olderEntryNotice,
+  predecessorRestoredNotice,
+  unanchoredDetail,
+} from "../../runtime/notices.ts";
 
 describe("episode notices", () => {
   it("every error and warning says what to do next (or points at the error that does)", () => {
@@ -30,5 +39,27 @@ describe("legacy migration notices", () => {
     expect(text).toContain("(/a/SKILL.md → cwd, /b/SKILL.md → global)");
     expect(text).toContain("Unverified (source unreadable): /b/SKILL.md.");
     expect(text).toContain("Dropped, a Skill artifact already held them: /c/SKILL.md.");
+  });
+});
+
+describe("older sessions", () => {
+  it("a refused prompt names why and what to do, per failed-closed kind", () => {
+    const unanchored = inputRefusedNotice("unanchored", unanchoredDetail(["config", "state"]));
+    expect(unanchored).toMatch(/^State Flow did not run this prompt: it is failed closed on this branch because/);
+    expect(unanchored).toContain("an older form carrying config, state but no revision");
+    expect(unanchored).toContain("Run /state-flow-start to establish an empty session origin here");
+    expect(inputRefusedNotice("lockBusy", null)).toContain("Retry /state-flow-start once the other writer is done");
+    expect(inputRefusedNotice("unproven", "gone")).toMatch(/recorded revision \(gone\).*Select a valid checkpoint/);
+  });
+
+  it("say what was restored from an older form, once, and what the branch records now", () => {
+    const r = "a".repeat(40);
+    const n = "b".repeat(40);
+    expect(olderEntryNotice(3, r)).toContain(`restored step 3 (${r.slice(0, 17)}) from an older State Flow checkpoint`);
+    expect(predecessorRestoredNotice(r, 0, n)).toContain(`revision ${n.slice(0, 12)}, which the branch records`);
+    expect(layoutAdoptedNotice("--a--1234abcd/, --a--1234abcd/s/", n, true, r)).toContain(
+      `The branch now records ${n.slice(0, 12)} in place of ${r.slice(0, 12)}`,
+    );
+    expect(layoutAdoptedNotice("x/", n, false, r)).toContain("is older and is read as it is there");
   });
 });

@@ -1,16 +1,17 @@
 // restoreBranch over a real Git store: which cohort a branch's markers bind it to, what it says
 // about checkpoints it had to skip, and a cohort the store accepted that the branch never recorded.
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parsePatchSet } from "../../core/cohort.ts";
 import type { BranchHost } from "../../runtime/host.ts";
 import { restoreBranch } from "../../runtime/restore-branch.ts";
-import { cwdKey } from "../../store/layout.ts";
+import { cwdKey, scopeFiles } from "../../store/layout.ts";
 import { openStore } from "../../store/open-store.ts";
 import { StateStore, type BranchRuntime } from "../../store/state-store.ts";
 import { RecordingHost } from "../support/recording-host.ts";
-import { TempDirs, gitTestEnv } from "../support/store-fixtures.ts";
+import type { BranchMarker } from "../../machines/restore.ts";
+import { TempDirs, git, gitTestEnv, initRepo } from "../support/store-fixtures.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
@@ -45,6 +46,7 @@ const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
   host: h,
   sessionId,
   current: () => null,
+  policy: "turn-end" as const,
   freeze: (_: BranchRuntime) => {
     throw new Error("no stop to complete here");
   },
@@ -117,4 +119,91 @@ describe("restoreBranch", () => {
     expect(await restoreBranch(context(store, h, sessionId))).toEqual({ result: { kind: "none" }, runtime: null });
     expect(notices).toEqual([]);
   });
+
+  // Spec 001 "Runtime ownership": "Older config/meta and state-bearing checkpoints remain read-only
+  // compatibility input"; "Legacy checkpoint syntax and immutable targets undergo the same fallback checks".
+  it("an older entry form's pointer restores, and the branch then records it in the current form, once", async () => {
+    const { store, second, sessionId } = await storeWithTwoCohorts();
+    const { h, appended, notices } = host(sessionId, []);
+    const older: BranchMarker[] = [{ kind: "revision", revision: second.pointer.revision, legacy: true }];
+    h.markers = () => [...older, ...RecordingHost.prototype.markers.call(h)];
+    const outcome = await restoreBranch(context(store, h, sessionId));
+    expect(outcome.result).toEqual({
+      kind: "revision",
+      revision: second.pointer.revision,
+      skippedInvalid: 0,
+      legacy: true,
+    });
+    expect(appended()).toEqual([{ revision: second.pointer.revision }]);
+    expect(notices).toEqual([
+      { level: "info", message: expect.stringContaining("from an older State Flow checkpoint entry") },
+    ]);
+    const again = await restoreBranch(context(store, h, sessionId));
+    expect(again.result).toEqual({ kind: "revision", revision: second.pointer.revision, skippedInvalid: 0 });
+    expect(notices).toHaveLength(1);
+  });
+
+  // Spec 001: "an unanchored legacy semantic payload cannot be silently reduced to an ordinary-disabled marker".
+  it("an unanchored older entry fails closed with a named reason, reading nothing", async () => {
+    const { store, sessionId } = await storeWithTwoCohorts();
+    const { h } = host(sessionId, []);
+    h.markers = () => [{ kind: "disabled" }, { kind: "unanchored", members: ["config", "state"] }];
+    const outcome = await restoreBranch(context(store, h, sessionId));
+    expect(outcome).toEqual({
+      result: {
+        kind: "unanchored",
+        members: ["config", "state"],
+        detail: expect.stringContaining("an older form carrying config, state but no revision"),
+      },
+      runtime: null,
+    });
+  });
+
+  // Spec 001 "Existing stores and migration": "revision-linked predecessor snapshots have a one-way restoration path".
+  it("a predecessor's revision restores through the one-way path; the branch records its replacement", async () => {
+    const f = await predecessor();
+    const { h, appended, notices } = host(f.sessionId, [f.revision]);
+    const outcome = await restoreBranch(context(f.store, h, f.sessionId));
+    const head = git(f.dir, f.env, "rev-parse", "HEAD").trim();
+    expect(outcome.result).toEqual({ kind: "revision", revision: head, skippedInvalid: 0 });
+    expect(appended()).toEqual([{ revision: head }]);
+    expect(notices.map((n) => n.message)).toEqual([
+      expect.stringContaining("migrated the legacy state.json"),
+      expect.stringContaining("older version's state.json snapshot"),
+    ]);
+    const again = await restoreBranch(context(f.store, h, f.sessionId));
+    expect(again.result).toEqual({ kind: "revision", revision: head, skippedInvalid: 0 });
+    expect(notices, "once").toHaveLength(2);
+  });
+
+  it("an older store form that is this session's but cannot be restored is retained, not skipped", async () => {
+    const f = await predecessor();
+    writeFileSync(join(f.dir, "state.json"), "[1]\n"); // the live global state.json is no state document
+    git(f.dir, f.env, "commit", "-q", "-am", "broken global");
+    const { h } = host(f.sessionId, []);
+    h.markers = () => [{ kind: "disabled" }, { kind: "revision", revision: f.revision }];
+    const outcome = await restoreBranch(context(f.store, h, f.sessionId));
+    expect(outcome.result).toMatchObject({ kind: "unproven", reason: "unavailable", revision: f.revision });
+    expect(outcome.result.kind === "unproven" && outcome.result.detail).toMatch(
+      /holds this session in an older State Flow store form, which could not be restored: state\.json is not a scope/,
+    );
+  });
 });
+
+/** A predecessor's Git store (spec 001: "An existing current state.json"): global and session state.json. */
+async function predecessor() {
+  const repo = initRepo(temps, "sf-restore-pred-");
+  const cwd = temps.make();
+  const sessionId = "11111111-2222-7333-8444-666666666666";
+  const identity = { cwd, cwdKey: cwdKey(cwd), sessionId, sessionKey: `2026-01-01T00-00-00-000Z_${sessionId}` };
+  const session = scopeFiles("session", identity).dir;
+  mkdirSync(join(repo.dir, session), { recursive: true });
+  const state = (working: object) => JSON.stringify({ artifacts: {}, contract: {}, working, response: "" });
+  writeFileSync(join(repo.dir, "state.json"), state({ g: 1 }));
+  writeFileSync(join(repo.dir, session, "state.json"), state({ s: 1 }));
+  git(repo.dir, repo.env, "add", "-A");
+  git(repo.dir, repo.env, "commit", "-q", "-m", "predecessor");
+  const revision = git(repo.dir, repo.env, "rev-parse", "HEAD").trim();
+  const store = new StateStore(await openStore({ root: repo.dir, env: repo.env }), identity);
+  return { ...repo, store, revision, sessionId };
+}

@@ -16,6 +16,7 @@ export const RESTORE_RESULTS: RestoreResult[] = [
   { kind: "none" },
   { kind: "unproven", revision: "r-sel", reason: "unavailable" },
   { kind: "lockBusy", revision: "r-sel" },
+  { kind: "unanchored", members: ["state"] },
 ];
 
 export const EPISODE_EVENTS: EpisodeEvent[] = [

@@ -6,8 +6,8 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cwdKey, sessionKeyFromHeader } from "../../../store/layout.ts";
-import { call, harnessFactory, say } from "../../support/pi-harness.ts";
+import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../../store/layout.ts";
+import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
 
@@ -116,5 +116,51 @@ describe("a predecessor's store", () => {
     const [refused] = h.toolResults();
     expect(refused!.isError).toBe(true);
     expect(refused!.text).toContain("contract.compiled_skills is retired and cannot be recreated");
+  });
+
+  // Spec 001 "Existing stores and migration": "Pi initialization now invokes this migration when
+  // establishing the temporal runtime"; "Manual-mode startup is read-only" (001 "Usage and activation").
+  it("a resumed session migrates the predecessor's state.json on /state-flow-start, once, visibly", async () => {
+    const h = await harness({ sessionKind: "file" });
+    h.script(say("before State Flow"));
+    await h.prompt("a conversation an older version saw");
+    const file = h.session.sessionManager.getSessionFile()!;
+    const sessionDir = join(h.storeRoot, cwdKey(h.cwd), sessionKeyFromFile(file));
+    write(join(h.storeRoot, "state.json"), { artifacts: {}, contract: { tone: "terse" }, working: {}, response: "" });
+    write(join(sessionDir, "state.json"), { artifacts: {}, contract: {}, working: { step: 7 }, response: "done" });
+    const resumed = await harness({ shareWith: h, openFile: file });
+    expect(resumed.accessor.episode(), "a resumed pre-runtime branch stays off").toBe("off");
+    expect(existsSync(join(sessionDir, "state.json")), "resuming reads nothing into a new format").toBe(true);
+    await resumed.command("/state-flow-start");
+    const migrated = resumed.notices.filter((n) => n.message.includes("migrated the legacy state.json"));
+    expect(migrated.map((n) => n.message)).toEqual([expect.stringContaining("of the global, session scope(s)")]);
+    expect(resumed.accessor.read(0, "session").state).toMatchObject({ working: { step: 7 }, response: "done" });
+    resumed.script(call("patch_state", { session: { working: { step: 8 } }, final: true }), say("Step 8."));
+    await resumed.prompt("Next step");
+    expect(contextText(resumed.contexts[0]!)).toContain("terse");
+    const again = await harness({ shareWith: h, openFile: file });
+    expect(again.accessor.episode()).toBe("active.steady");
+    expect(
+      again.notices.some((n) => n.message.includes("migrated the legacy state.json")),
+      "once",
+    ).toBe(false);
+    expect(again.accessor.read(0, "session").state.working).toEqual({ step: 8 });
+    expect(existsSync(join(sessionDir, "state.json"))).toBe(false);
+  });
+
+  it("autoStart on a genuinely new session migrates the predecessor's shared state.json at startup", async () => {
+    const seed = await harness();
+    write(join(seed.storeRoot, "state.json"), {
+      artifacts: {},
+      contract: { tone: "terse" },
+      working: {},
+      response: "",
+    });
+    const h = await harness({ shareWith: seed, config: { autoStart: true } });
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.notices.map((n) => n.message).join("\n")).toContain(
+      "migrated the legacy state.json of the global scope(s)",
+    );
+    expect(h.accessor.read(0, "global").state.contract).toEqual({ tone: "terse" });
   });
 });

@@ -186,6 +186,8 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "stop-failed": /could not persist the stop/,
   "restore-lock-busy": /publication lock is held/,
   "restore-unproven": /could not prove this branch's revision/,
+  "restore-unanchored": /older State Flow form that carries state or runtime config\/meta but names no revision/,
+  "stop-refused-unanchored": /cannot stop: this branch holds no durable runtime to disable/,
 };
 
 /** Texts planted in setup sessions: raw user requests that some projections must never show. */
@@ -240,10 +242,14 @@ class EpisodeWorld {
       config: { autoStart: false },
       ...(fileOnly ? { git: false } : {}),
     });
-    if (branch === "unmarked") {
+    if (branch === "unmarked" || restore === "unanchored") {
       s.script(say("pre-flow answer"));
       await s.prompt(PRE_FLOW);
       this.planted.push(PRE_FLOW);
+      // Spec 001: "an unanchored legacy semantic payload cannot be silently reduced to an
+      // ordinary-disabled marker": an older version's state-bearing entry that names no revision.
+      if (restore === "unanchored")
+        s.session.sessionManager.appendCustomEntry("state-flow", { state: { session: { working: { old: 1 } } } });
       return s.session.sessionFile!;
     }
     await s.command("/state-flow-start");
@@ -415,8 +421,24 @@ class EpisodeWorld {
         message: expect.stringMatching(/^State Flow did not run this prompt: it is failed closed/),
       });
       this.noticesSeen = h.notices.length;
-      // I1.8: STOP and START fail visibly on an unproven branch and change nothing.
+      // I1.8: STOP and START fail visibly on an unproven branch and change nothing (I1.17: STOP alike
+      // on an unanchored one, where START is the remedy the refusal names).
       await this.step("/state-flow-stop", [{ type: "STOP" }], () => h.command("/state-flow-stop"));
+      if (name === "failedClosed.unanchored") {
+        await this.step("/state-flow-start", [{ type: "START" }], () => h.command("/state-flow-start"));
+        expect(h.accessor.episode(), `I1.17 the start establishes a fresh origin — ${where}`).toBe(
+          "active.bootstrap.fromTranscript",
+        );
+        const m = h.contexts.length;
+        h.script(call("patch_state", { session: { working: { probe: name } }, final: true }), say("after start"));
+        await this.step('run "AFTER START"', [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () =>
+          h.prompt("AFTER START"),
+        );
+        const text = contextText(h.contexts[m]!);
+        expect(text, `I1.17 the earlier conversation migrates in one bootstrap run — ${where}`).toContain(PRE_FLOW);
+        expect(text, `I1.17 the older entry's state is not imported — ${where}`).not.toContain('"old"');
+        return;
+      }
       await this.step("/state-flow-start", [{ type: "START" }], () => h.command("/state-flow-start"));
       expect(h.accessor.episode(), `I1.8 unproven stays failed-closed — ${where}`).toBe(name);
       return;
@@ -519,7 +541,10 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
       if (first.reason !== "startup") throw new Error(`no Pi action mapped for ${eventKey(first)} as a first event`);
       openFile = await world.plant(first.branch, restore, adopts);
     }
-    await world.open(openFile, restore === "unproven" || restore === "lockBusy" || adopts);
+    // (an unanchored branch starts file-only too: with git on PATH its restore opened a store that is
+    // not a repository yet, so its /state-flow-start would be sent as START{adoptGit}, the same edge)
+    const fileOnly = restore === "unproven" || restore === "lockBusy" || restore === "unanchored" || adopts;
+    await world.open(openFile, fileOnly);
     let i = 0;
     let steps = 0;
     while (i < events.length) {
