@@ -552,11 +552,17 @@ export class FlowRuntime {
   private async flush(): Promise<void> {
     while (this.effects.length > 0 || this.notices.length > 0) {
       const notice = this.notices.shift();
-      if (notice) this.host.notify(NOTICES[notice].text, NOTICES[notice].level);
+      if (notice) this.host.notify(this.noticeText(notice), NOTICES[notice].level);
       const effect = this.effects.shift();
       if (effect) await this.carryOut(effect);
     }
     this.syncHost();
+  }
+
+  /** A notice's text; an unproven restore says why (the named cause), which its code alone cannot. */
+  private noticeText(code: EpisodeNoticeCode): string {
+    const detail = code === "restore-unproven" ? retainedPointer(this.episode.getSnapshot())?.detail : undefined;
+    return detail ? `${NOTICES[code].text} Reason: ${detail}` : NOTICES[code].text;
   }
 
   private async carryOut(effect: EpisodeEffect): Promise<void> {

@@ -48,8 +48,8 @@ export const NOTICES: Record<EpisodeNoticeCode, { text: string; level: NoticeLev
   },
   "restore-unproven": {
     text:
-      "State Flow could not prove this branch's revision (replaced or missing); it stays failed-closed. " +
-      "Select a valid checkpoint with /tree.",
+      "State Flow could not prove this branch's revision; it stays failed-closed and runs no prompt. Select a " +
+      "valid checkpoint with /tree, or repair what the reason names and /reload.",
     level: "error",
   },
   "restore-unanchored": {
@@ -95,7 +95,8 @@ export function inputRefusedNotice(kind: "unproven" | "lockBusy" | "unanchored",
         ? "Run /state-flow-start to establish an empty session origin here (the earlier conversation is migrated " +
           "in one bootstrap run; the older entry is not imported), select an anchored checkpoint with /tree, or " +
           "start a new session with /new."
-        : "Select a valid checkpoint with /tree, or start a new session with /new.";
+        : "Select a valid checkpoint with /tree, or start a new session with /new. Where the reason names a " +
+          "damaged file, repair it as it says, then /reload to restore this branch again.";
   return (
     `State Flow did not run this prompt: it is failed closed on this branch because ${why}, and neither its ` +
     `state nor the raw transcript may stand in for it. ${remedy}`
