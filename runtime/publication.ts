@@ -56,7 +56,8 @@ export interface PendingPublication {
 
 /** What pushes an existing commit (GitBackend.pushRevision). */
 export interface Pusher {
-  push(revision: string): Promise<GitPushResult>;
+  /** Aborting `signal` kills the push (the runtime shut down; the intent stays owed). */
+  push(revision: string, signal?: AbortSignal): Promise<GitPushResult>;
   /** Whether a publication remote is configured (GitBackend.publicationRemote() !== null); used by openPublication. */
   hasRemote?(): Promise<boolean>;
   /**
@@ -230,8 +231,12 @@ class MachinePublication implements PublicationDriver {
   private readonly stale = new Set<string>();
   /** Questions to the remote the machine announced; they run once the event that started them was reported. */
   private readonly asks: AskAnnounced[] = [];
-  /** Aborted at shutdown: a question still running is killed, its answer no longer wanted. */
-  private readonly questions = new AbortController();
+  /**
+   * Aborted at shutdown: a question or push still running is killed. Its result would be fenced
+   * anyway, and a live child would keep Pi's process from exiting (print mode waited for a hung
+   * push's whole limit). The intent stays owed: the next runtime asks the remote again.
+   */
+  private readonly remoteWork = new AbortController();
 
   constructor(options: PublicationOptions) {
     this.options = options;
@@ -295,7 +300,7 @@ class MachinePublication implements PublicationDriver {
   shutdown(): PendingPublication | null {
     const intent = this.isOpen() ? intentOf(this.snap().context) : null;
     this.dispatch({ type: "SHUTDOWN" });
-    this.questions.abort();
+    this.remoteWork.abort();
     return intent;
   }
 
@@ -382,7 +387,7 @@ class MachinePublication implements PublicationDriver {
     const p: Promise<void> = (async () => {
       let result: GitPushResult;
       try {
-        result = await pusher.push(target);
+        result = await pusher.push(target, this.remoteWork.signal);
       } catch (error) {
         result = { kind: "failed", detail: errorMessage(error) };
       }
@@ -402,7 +407,7 @@ class MachinePublication implements PublicationDriver {
     const p: Promise<void> = (async () => {
       let answer: RemoteAnswer;
       try {
-        answer = await ask(target, this.questions.signal);
+        answer = await ask(target, this.remoteWork.signal);
       } catch (error) {
         answer = { kind: "unanswered", detail: errorMessage(error) };
       }
@@ -437,7 +442,7 @@ class MachinePublication implements PublicationDriver {
 
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
 export function gitPusher(git: {
-  pushRevision(revision: string): Promise<GitPushResult>;
+  pushRevision(revision: string, signal?: AbortSignal): Promise<GitPushResult>;
   publicationRemote?(): Promise<string | null>;
   /** Changes whenever the repository's config file does (null: unknown, ask git). */
   configStamp?(): Promise<string | null>;
@@ -446,7 +451,7 @@ export function gitPusher(git: {
   const publicationRemote = git.publicationRemote?.bind(git);
   const askRemote = git.askRemote?.bind(git);
   const ask = askRemote ? { ask: (revision: string, signal: AbortSignal) => askRemote(revision, signal) } : {};
-  if (!publicationRemote) return { push: (revision) => git.pushRevision(revision), ...ask };
+  if (!publicationRemote) return { push: (revision, signal) => git.pushRevision(revision, signal), ...ask };
   // Asked on every cohort while local-only: git runs only when the config file changed.
   let known: { stamp: string; remote: boolean } | null = null;
   const hasRemote = async () => {
@@ -456,5 +461,5 @@ export function gitPusher(git: {
     known = stamp === null ? null : { stamp, remote };
     return remote;
   };
-  return { push: (revision) => git.pushRevision(revision), hasRemote, ...ask };
+  return { push: (revision, signal) => git.pushRevision(revision, signal), hasRemote, ...ask };
 }

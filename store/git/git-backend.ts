@@ -1171,8 +1171,8 @@ export class GitBackend implements StoreBackend {
   }
 
   /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */
-  pushRevision(revision: string): Promise<GitPushResult> {
-    return this.remotes.pushRevision(revision);
+  pushRevision(revision: string, signal?: AbortSignal): Promise<GitPushResult> {
+    return this.remotes.pushRevision(revision, signal);
   }
 
   /** Whether the publication remote already has `revision` on this branch; null: no remote or no answer. */

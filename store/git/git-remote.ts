@@ -114,12 +114,12 @@ export class GitRemote {
   }
 
   /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */
-  async pushRevision(revision: string): Promise<GitPushResult> {
+  async pushRevision(revision: string, signal?: AbortSignal): Promise<GitPushResult> {
     const remote = await this.publicationRemote();
     if (remote === null) return { kind: "local-only" };
     const ref = await this.headBranch();
     try {
-      await this.remoteCommand(["push", "--quiet", remote, `${revision}:${ref}`], "push");
+      await this.remoteCommand(["push", "--quiet", remote, `${revision}:${ref}`], "push", signal);
       return { kind: "pushed", remote };
     } catch (error) {
       const stderr = error instanceof GitCommandError ? error.stderr : String(error);

@@ -276,7 +276,7 @@ describe("activation never waits on the network (a remote that really blocks)", 
     await until(() => !alive(ssh.contacts()[0]!.pid), "shutdown to kill the question");
   });
 
-  it("under transition policy, a start after a stop does not wait for the push it starts", async () => {
+  it("under transition policy, a start after a stop does not wait for its push, which shutdown kills", async () => {
     const { identity, open, ssh } = blockedWorld(600_000, { policy: "transition" });
     const runtime = open(new RecordingHost(identity.sessionId));
     await runtime.sessionStart("startup", identity, "empty");
@@ -288,6 +288,13 @@ describe("activation never waits on the network (a remote that really blocks)", 
     const pushing = () => ssh.contacts().find((c) => c.args.includes("git-receive-pack"));
     await until(() => pushing() !== undefined, "the push of the new start revision, in the background");
     expect(alive(pushing()!.pid), "start returned; the push has not").toBe(true);
-    runtime.shutdown(); // (a push is not killed at shutdown, only fenced: it may still land; afterEach ends it)
+    // Its result would be fenced, and a live child would keep Pi's process (print mode) from exiting.
+    runtime.shutdown();
+    await until(() => !alive(pushing()!.pid), "shutdown to kill the push");
+    const resumed = open(new RecordingHost(identity.sessionId));
+    await resumed.sessionStart("resume", identity, "marked");
+    const asked = () => ssh.contacts().filter((c) => c.args.includes("git-upload-pack"));
+    await until(() => asked().length > 0, "the resumed runtime to ask again about the revision it still owes");
+    resumed.shutdown();
   });
 });
