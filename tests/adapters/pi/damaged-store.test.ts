@@ -49,7 +49,7 @@ describe("a damaged shared scope, through Pi (file-only store)", () => {
     expect(b.accessor.read(0, "global").state.working).toEqual({ g: 1 });
   });
 
-  it("the open session's next patch names the damage and writes nothing; putting the bytes back lets it go on", async () => {
+  it("the open session's next patch names the damage, writes nothing, goes on once the bytes are back", async () => {
     const a = await harness({ git: false, sessionKind: "file" });
     await twoGlobalPatches(a);
     const patches = join(a.storeRoot, "patches.jsonl");
