@@ -47,7 +47,8 @@ export interface BranchRuntime {
   basis: CohortSnapshot;
 }
 
-function file(snapshot: CohortSnapshot, path: string): Buffer | null {
+/** One member's bytes in a snapshot (null: absent). */
+export function file(snapshot: CohortSnapshot, path: string): Buffer | null {
   return snapshot.files.get(path) ?? null;
 }
 

@@ -90,16 +90,19 @@ export interface SharedMetaChange {
   readonly prune?: readonly string[];
 }
 
-/** A shared scope's meta.json bytes with `change` applied; the rest of the file kept as it is. */
+/**
+ * A shared scope's meta.json bytes with `change` applied; the rest of the file kept as it is.
+ * `stored` is `bytes` as readSharedMeta read them (the caller has already read them once).
+ */
 export function sharedMetaWith(
   bytes: Uint8Array | null,
+  stored: ScopeMeta | null,
   scope: SharedScope,
   cwd: { readonly cwd: string; readonly cwdKey: string },
   change: SharedMetaChange,
-  path: string,
 ): string {
   const identity = scope === "cwd" ? { identity: { cwd: cwd.cwd, cwdKey: cwd.cwdKey } } : {};
-  const meta: ScopeMeta = readSharedMeta(bytes, scope, path) ?? { version: 1, kind: scope, ...identity, artifacts: {} };
+  const meta: ScopeMeta = stored ?? { version: 1, kind: scope, ...identity, artifacts: {} };
   let artifacts = meta.artifacts;
   if (change.provenance || change.prune) {
     let section = decodeProvenance(bytes);
@@ -130,7 +133,8 @@ export function sharedMetaWrites(
     const written = writes.has(p.checkpoint) || writes.has(p.patches);
     const checkpoint = written ? (writes.get(p.checkpoint) ?? null) : (live.get(p.checkpoint) ?? null);
     const patches = written ? (writes.get(p.patches) ?? null) : (live.get(p.patches) ?? null);
-    const stored = readSharedMeta(live.get(p.meta) ?? null, scope, p.meta);
+    const bytes = live.get(p.meta) ?? null;
+    const stored = readSharedMeta(bytes, scope, p.meta);
     const stream =
       checkpoint && patches && (written || !stored?.stream)
         ? recordStream(streams[scope], { checkpoint, patches })
@@ -143,6 +147,6 @@ export function sharedMetaWrites(
       ...(provenance ? { provenance } : {}),
       ...(prune ? { prune } : {}),
     };
-    writes.set(p.meta, Buffer.from(sharedMetaWith(live.get(p.meta) ?? null, scope, keys, change, p.meta), "utf8"));
+    writes.set(p.meta, Buffer.from(sharedMetaWith(bytes, stored, scope, keys, change), "utf8"));
   }
 }

@@ -33,6 +33,7 @@ import {
   checkCwdOwner,
   checkSessionOwner,
   decodeRuntime,
+  file,
   newLineageId,
   provedPair,
   readStreams,
@@ -40,14 +41,11 @@ import {
   type SessionIdentity,
 } from "./branch-runtime.ts";
 
-export { decodeRuntime, type BranchRuntime, type SessionIdentity };
 import { emptyStream, originateView, type TemporalView } from "../core/temporal.ts";
 
-const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
+export { decodeRuntime, type BranchRuntime, type SessionIdentity };
 
-function file(snapshot: CohortSnapshot, path: string): Buffer | null {
-  return snapshot.files.get(path) ?? null;
-}
+const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
 
 export interface CommitOptions extends SharedMetaOptions {
   /** The cohort completes an accepted run (counted in meta). */
@@ -453,8 +451,6 @@ export class StateStore {
     const metaPath = scopeFiles("session", this.identity).meta;
     const liveMeta = file(live, metaPath);
     if (liveMeta) checkSessionOwner(parseRuntimeMeta(liveMeta, metaPath), this.identity, metaPath);
-    // The shared pairs are proved even when they look unmoved: a fresh read is where damage shows.
-    for (const scope of ["global", "cwd"] as const) provedPair(live, this.identity, scope, this.where);
     const moved = (["global", "cwd"] as const).filter((scope) => {
       const p = scopeFiles(scope, this.identity);
       return (
@@ -462,6 +458,11 @@ export class StateStore {
         !sameBytes(file(live, p.patches), file(runtime.basis, p.patches))
       );
     });
+    // Pairs that look unmoved are proved too (a fresh read is where damage shows, e.g. a meta.json
+    // put back); moved ones are proved once, by their adoption below.
+    for (const scope of ["global", "cwd"] as const) {
+      if (!moved.includes(scope)) provedPair(live, this.identity, scope, this.where);
+    }
     return { live, view: moved.length > 0 ? adoptShared(runtime, live, this.where) : runtime.view, moved };
   }
 

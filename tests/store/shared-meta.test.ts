@@ -47,7 +47,11 @@ describe("shared meta", () => {
       sourceHash: `sha256:${"a".repeat(64)}`,
       compilerRevision: "artifact-v1",
     };
-    const next = JSON.parse(sharedMetaWith(bytes, "cwd", cwd, { provenance: { "/k.md": record } }, "--w--/meta.json"));
+    const next = JSON.parse(
+      sharedMetaWith(bytes, readSharedMeta(bytes, "cwd", "--w--/meta.json"), "cwd", cwd, {
+        provenance: { "/k.md": record },
+      }),
+    );
     expect(next.identity).toEqual(cwd);
     expect(next.artifacts["/k.md"]).toMatchObject({ sourceHash: record.sourceHash });
   });
