@@ -3,7 +3,6 @@
 // its historical Git revisions"; "if the selected layout is current HEAD, startup adopts [it] ...
 // and an immediate replacement revision pointer") and a predecessor's state.json snapshots
 // ("revision-linked predecessor snapshots have a one-way restoration path").
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -15,38 +14,22 @@ import { openStore } from "../../store/open-store.ts";
 import { StateStore, type SessionIdentity } from "../../store/state-store.ts";
 import { isStoreError } from "../../store/store-error.ts";
 import { TempDirs, git, initRepo } from "../support/store-fixtures.ts";
+import { preFourRepo, suffixedDirs } from "../support/pre-four.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
 
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 const ID: SessionIdentity = {
   cwd: "/work/project",
   cwdKey: cwdKey("/work/project"),
   sessionId: "0b5e7a1c-0000-4000-8000-000000000004",
   sessionKey: "2026-06-01T08-00-00-000Z_0b5e7a1c-0000-4000-8000-000000000004",
 };
-const CWD_DIR = `${ID.cwdKey}-${sha256(ID.cwd)}`;
-const SESSION_DIR = `${CWD_DIR}/${ID.sessionKey}-${sha256(ID.sessionId)}`;
+const { cwdDir: CWD_DIR, sessionDir: SESSION_DIR } = suffixedDirs(ID);
 
 async function preFourStore() {
-  const repo = initRepo(temps, "sf-older-");
-  const state = new StateStore(await openStore({ root: repo.dir, env: repo.env, initGit: true }), ID);
-  let runtime = await state.start(null, "off");
-  for (const n of [1, 2]) {
-    const { patches } = parsePatchSet({ cwd: { working: { n } }, session: { working: { n } } });
-    runtime = (await state.commit(runtime, patches, `step ${n}`)).runtime;
-  }
-  git(repo.dir, repo.env, "mv", "--", ID.cwdKey, CWD_DIR);
-  git(repo.dir, repo.env, "mv", "--", `${CWD_DIR}/${ID.sessionKey}`, SESSION_DIR);
-  git(repo.dir, repo.env, "commit", "-q", "-m", "pre-0.4 layout");
-  const revision = git(repo.dir, repo.env, "rev-parse", "HEAD").trim();
-  return {
-    ...repo,
-    store: new StateStore(await openStore({ root: repo.dir, env: repo.env }), ID),
-    revision,
-    before: runtime,
-  };
+  const repo = await preFourRepo(temps, "sf-older-", ID, 2);
+  return { ...repo, store: new StateStore(await openStore({ root: repo.dir, env: repo.env }), ID) };
 }
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;

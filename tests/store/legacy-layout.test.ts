@@ -2,11 +2,9 @@
 // stores and migration" ("The untagged pre-0.4 development layout that appended SHA-256
 // suffixes"): a store State Flow wrote is moved, with git mv, into cwd and session directories
 // whose names carry a SHA-256 digest after Pi's names, and committed as that version would have.
-import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
 import { readTemporalState } from "../../core/temporal.ts";
 import {
   adoptSuffixedLayout,
@@ -19,12 +17,11 @@ import { cwdKey } from "../../store/layout.ts";
 import { openStore } from "../../store/open-store.ts";
 import { StateStore, decodeRuntime, type SessionIdentity } from "../../store/state-store.ts";
 import { isStoreError } from "../../store/store-error.ts";
-import { TempDirs, git, initRepo } from "../support/store-fixtures.ts";
+import { TempDirs, git } from "../support/store-fixtures.ts";
+import { preFourRepo, sha256, suffixedDirs } from "../support/pre-four.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 function identity(sessionId: string): SessionIdentity {
   return {
@@ -35,24 +32,13 @@ function identity(sessionId: string): SessionIdentity {
   };
 }
 const ID = identity("0b5e7a1c-0000-4000-8000-000000000003");
-const CWD_DIR = `${ID.cwdKey}-${sha256(ID.cwd)}`;
-const SESSION_DIR = `${CWD_DIR}/${ID.sessionKey}-${sha256(ID.sessionId)}`;
+const { cwdDir: CWD_DIR, sessionDir: SESSION_DIR } = suffixedDirs(ID);
 
 /** A store with three transitions, then moved into the pre-0.4 layout and committed (HEAD). */
 async function preFourStore() {
-  const repo = initRepo(temps, "sf-pre04-");
-  const state = new StateStore(await openStore({ root: repo.dir, env: repo.env, initGit: true }), ID);
-  let runtime = await state.start(null, "off");
-  for (const n of [1, 2, 3]) {
-    const { patches } = parsePatchSet({ cwd: { working: { n } }, session: { working: { n } } });
-    runtime = (await state.commit(runtime, patches, `step ${n}`)).runtime;
-  }
-  git(repo.dir, repo.env, "mv", "--", ID.cwdKey, CWD_DIR);
-  git(repo.dir, repo.env, "mv", "--", `${CWD_DIR}/${ID.sessionKey}`, SESSION_DIR);
-  git(repo.dir, repo.env, "commit", "-q", "-m", "pre-0.4 layout");
-  const revision = git(repo.dir, repo.env, "rev-parse", "HEAD").trim();
+  const repo = await preFourRepo(temps, "sf-pre04-", ID, 3);
   const store = await openStore({ root: repo.dir, env: repo.env });
-  return { ...repo, store, git: store.git!, revision, before: runtime };
+  return { ...repo, store, git: store.git! };
 }
 
 describe("isSuffixed", () => {
