@@ -18,10 +18,10 @@ import { SessionManager } from "@earendil-works/pi-coding-agent";
 import { StateFlowController } from "../adapters/pi/controller.ts";
 import { FlowRuntime } from "../runtime/flow-runtime.ts";
 import { KnowledgeRun } from "../runtime/knowledge-run.ts";
-import { StateStore } from "../store/state-store.ts";
-import { FileBackend } from "../store/file/file-backend.ts";
-import { GitBackend } from "../store/git/git-backend.ts";
-import { GitRunner } from "../store/git/git-runner.ts";
+import { StateStore } from "../storage/state-store.ts";
+import { FileBackend } from "../storage/file/file-backend.ts";
+import { GitBackend } from "../storage/git/git-backend.ts";
+import { GitRunner } from "../storage/git/git-runner.ts";
 
 export interface Interval {
   readonly name: string;
@@ -210,7 +210,7 @@ export async function installPhaseWrappers(): Promise<void> {
   wrapMethods("GitRunner", GitRunner.prototype, ["exec", "run"], gitName);
   wrapMethods("StateFlowController", StateFlowController.prototype, ["context", "prepareContext"]);
   wrapMethods("SessionManager", SessionManager.prototype, ["_persist", "getBranch", "getEntries"]);
-  // State Flow's fsyncs go through node:fs fsync (store/fs/fs-safe.ts fsyncDescriptor: temp copies, the
+  // State Flow's fsyncs go through node:fs fsync (storage/fs/fs-safe.ts fsyncDescriptor: temp copies, the
   // journal, directories, the ref) or FileHandle.sync (loose objects when core.fsync asks for it).
   wrapMethods("fs", await fileHandlePrototype(), ["sync"], () => "fsync");
   const fs = createRequire(import.meta.url)("node:fs") as Record<string, AnyFn>;

@@ -34,7 +34,7 @@ import type { Context } from "@earendil-works/pi-ai";
 import { VERSION } from "@earendil-works/pi-coding-agent";
 import { scriptedSteps, type ScriptedStep, type ToolArgs } from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
-import { findGitExecutable } from "../store/git/git-runner.ts";
+import { findGitExecutable } from "../storage/git/git-runner.ts";
 import { PrefixCache, cost, type BilledRequest, type CapturedRequest } from "./e2e-tokens.ts";
 import { installPhaseWrappers, missing, phaseTable, setDetail, takeIntervals, type Interval } from "./e2e-phases.ts";
 import { profiled, summarizeProfile, type CpuProfile, type ProfileSummary } from "./e2e-profile.ts";

@@ -15,12 +15,12 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { FileBackend } from "../store/file/file-backend.ts";
-import { openGitBackend } from "../store/git/git-backend.ts";
-import { writeOwnedFilesAtomic } from "../store/fs/fs-safe.ts";
-import { GitRunner, findGitExecutable, type GitProcessCounter } from "../store/git/git-runner.ts";
-import { cohortPaths, scopeFiles } from "../store/layout.ts";
-import { openStore } from "../store/open-store.ts";
+import { FileBackend } from "../storage/file/file-backend.ts";
+import { openGitBackend } from "../storage/git/git-backend.ts";
+import { writeOwnedFilesAtomic } from "../storage/fs/fs-safe.ts";
+import { GitRunner, findGitExecutable, type GitProcessCounter } from "../storage/git/git-runner.ts";
+import { cohortPaths, scopeFiles } from "../storage/layout.ts";
+import { openStore } from "../storage/open-store.ts";
 
 const ITERATIONS = 25;
 const WARMUP = 3;

@@ -3,10 +3,10 @@
 // 1 MiB of state, each as a ratio to JSON.stringify + JSON.parse of the same state measured in
 // the same run. Ends with one `BENCH {json}` line for comparison across commits.
 
-import { parsePatchSet, stageCohort } from "../core/cohort.ts";
-import { serializeScopeStream } from "../core/codec.ts";
-import { SCOPES } from "../core/scope-state.ts";
-import { originateView, readTemporalState, type TemporalView } from "../core/temporal.ts";
+import { parsePatchSet, stageCohort } from "../storage/core/cohort.ts";
+import { serializeScopeStream } from "../storage/core/codec.ts";
+import { SCOPES } from "../storage/core/scope-state.ts";
+import { originateView, readTemporalState, type TemporalView } from "../storage/core/temporal.ts";
 
 const SIZES = [
   { label: "8KiB", bytes: 8 * 1024, iterations: 400 },

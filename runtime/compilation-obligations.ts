@@ -5,10 +5,10 @@
 // revision in that scope's provenance in the same cohort; a patch_state without the artifact is
 // refused and says exactly what to add. Pure over the obligations and the patch.
 
-import type { PatchSet } from "../core/cohort.ts";
-import { StateFlowError } from "../core/errors.ts";
-import { isJsonObject, type JsonObject, type JsonValue } from "../core/json.ts";
-import { ARTIFACT_COMPILER_REVISION, type ProvenanceRecord } from "../core/provenance.ts";
+import type { PatchSet } from "../storage/core/cohort.ts";
+import { StateFlowError } from "../storage/core/errors.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../storage/core/json.ts";
+import { ARTIFACT_COMPILER_REVISION, type ProvenanceRecord } from "../storage/core/provenance.ts";
 
 /** The compiler revision a Skill's cwd provenance records. */
 export const SKILL_COMPILER_REVISION = "skill-artifact-v1";

@@ -6,15 +6,15 @@
 
 import { basename, join } from "node:path";
 import type { Actor } from "xstate";
-import { parsePatchSet, type PatchSet } from "../core/cohort.ts";
-import { StateFlowError, errorMessage } from "../core/errors.ts";
-import type { ScopeSelector } from "../core/scope-state.ts";
-import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../core/temporal.ts";
-import type { JsonObject } from "../core/json.ts";
-import { projectArtifacts } from "../core/artifacts.ts";
-import { isJsonObject } from "../core/json.ts";
-import { assertPromotedBodiesKept, assertPromotions } from "../core/promotions.ts";
-import { applyScopePatch } from "../core/scope-state.ts";
+import { parsePatchSet, type PatchSet } from "../storage/core/cohort.ts";
+import { StateFlowError, errorMessage } from "../storage/core/errors.ts";
+import type { ScopeSelector } from "../storage/core/scope-state.ts";
+import { headBoundary, readTemporalState, type TemporalRead, type TemporalView } from "../storage/core/temporal.ts";
+import type { JsonObject } from "../storage/core/json.ts";
+import { projectArtifacts } from "../storage/core/artifacts.ts";
+import { isJsonObject } from "../storage/core/json.ts";
+import { assertPromotedBodiesKept, assertPromotions } from "../storage/core/promotions.ts";
+import { applyScopePatch } from "../storage/core/scope-state.ts";
 import {
   barrierMachine,
   inCurrentBatch,
@@ -44,10 +44,10 @@ import {
   type ResolutionEmitted,
   type ResolutionEvent,
 } from "../machines/resolution.ts";
-import { killPoint } from "../store/fs/crash-points.ts";
-import { scopeFiles } from "../store/layout.ts";
-import { gitInstalled, openStore, type PendingRecord } from "../store/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../store/state-store.ts";
+import { killPoint } from "../storage/fs/crash-points.ts";
+import { scopeFiles } from "../storage/layout.ts";
+import { gitInstalled, openStore, type PendingRecord } from "../storage/open-store.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../storage/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
 import {
@@ -480,7 +480,7 @@ export class FlowRuntime {
     }
   }
 
-  /** A global patch may not leave a memory promotion it touches malformed (core/promotions.ts). */
+  /** A global patch may not leave a memory promotion it touches malformed (storage/core/promotions.ts). */
   private checkPromotions(set: PatchSet): void {
     const touched = set.patches.global?.working?.memory_promotions;
     if (touched === undefined || !this.runtime) return;

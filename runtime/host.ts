@@ -2,7 +2,7 @@
 // selected branch's checkpoint markers, a way to append to that branch, hidden messages, notices
 // and tool switching. Nothing here names Pi; the runtime is tested through the real Pi adapter.
 
-import type { ScopeState } from "../core/scope-state.ts";
+import type { ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchMarker } from "../machines/restore.ts";
 
 export type NoticeLevel = "info" | "warning" | "error";

@@ -8,7 +8,7 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from "node:fs";
 import { readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { sha256Hex } from "../store/fs/fs-safe.ts";
+import { sha256Hex } from "../storage/fs/fs-safe.ts";
 
 export interface KnowledgeSource {
   /** Absolute path beneath the canonical root: the artifact key. */

@@ -5,16 +5,20 @@
 // published by the runtime's store, in its cohorts.
 
 import { readFile } from "node:fs/promises";
-import type { PatchSet } from "../core/cohort.ts";
-import { errorMessage } from "../core/errors.ts";
-import { planArtifactInvalidations, type ArtifactInvalidation, type InvalidationPlan } from "../core/invalidation.ts";
-import type { JsonObject } from "../core/json.ts";
-import type { ProvenanceRecord } from "../core/provenance.ts";
-import { decodeProvenance } from "../core/provenance.ts";
-import { planRehydration } from "../core/rehydration.ts";
-import { readTemporalState } from "../core/temporal.ts";
-import { scopeFiles } from "../store/layout.ts";
-import type { BranchRuntime } from "../store/state-store.ts";
+import type { PatchSet } from "../storage/core/cohort.ts";
+import { errorMessage } from "../storage/core/errors.ts";
+import {
+  planArtifactInvalidations,
+  type ArtifactInvalidation,
+  type InvalidationPlan,
+} from "../storage/core/invalidation.ts";
+import type { JsonObject } from "../storage/core/json.ts";
+import type { ProvenanceRecord } from "../storage/core/provenance.ts";
+import { decodeProvenance } from "../storage/core/provenance.ts";
+import { planRehydration } from "../storage/core/rehydration.ts";
+import { readTemporalState } from "../storage/core/temporal.ts";
+import { scopeFiles } from "../storage/layout.ts";
+import type { BranchRuntime } from "../storage/state-store.ts";
 import { provenanceOf, unmetObligations, type CompilationObligation } from "./compilation-obligations.ts";
 import { discoverKnowledge, sourceHash, type KnowledgeDiscovery, type KnowledgeSource } from "./knowledge-discovery.ts";
 
@@ -82,7 +86,7 @@ export class KnowledgeRun {
   }
 
   /**
-   * A successful read of `path` (absolute). When the run's rehydration plan (core/rehydration.ts)
+   * A successful read of `path` (absolute). When the run's rehydration plan (storage/core/rehydration.ts)
    * names it, the next patch_state must compile it; the bytes' hash is taken now, as the read saw
    * them, beside the candidate hash discovery planned with.
    */

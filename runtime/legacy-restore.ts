@@ -2,11 +2,11 @@
 // migration"). A branch's Git revision that holds no runtime of this session at the Pi-native
 // paths may still be this session's, in one of the two older store forms 001 names:
 //
-// - the pre-0.4 layout (store/legacy-layout.ts): the same files under SHA-256-suffixed cwd and
+// - the pre-0.4 layout (storage/legacy-layout.ts): the same files under SHA-256-suffixed cwd and
 //   session directories. It "remains readable at its historical Git revisions"; when HEAD still
 //   holds it, startup moves it to Pi-native paths (compare-and-swap, rollback), and when the
 //   selected revision is that HEAD the branch gets "an immediate replacement revision pointer";
-// - a predecessor's current-state document, the session's state.json (store/predecessor-snapshot.ts):
+// - a predecessor's current-state document, the session's state.json (storage/predecessor-snapshot.ts):
 //   "revision-linked predecessor snapshots have a one-way restoration path". The live store's
 //   state.json files migrate as on start, the snapshot becomes the session's checkpoint, and a
 //   start builds the runtime over it at a fresh origin; the branch records that new revision.
@@ -15,17 +15,21 @@
 // as an ordinary current revision.
 
 import { isDeepStrictEqual } from "node:util";
-import type { PublicationPolicy } from "../core/codec.ts";
-import { headBoundary } from "../core/temporal.ts";
+import type { PublicationPolicy } from "../storage/core/codec.ts";
+import { headBoundary } from "../storage/core/temporal.ts";
 import {
   adoptSuffixedLayout,
   findSuffixedLayout,
   readSuffixedRevision,
   type SuffixedLayout,
-} from "../store/legacy-layout.ts";
-import { placeSessionBase, readPredecessorSnapshot, type PredecessorSnapshot } from "../store/predecessor-snapshot.ts";
-import { decodeRuntime, type BranchRuntime, type StateStore } from "../store/state-store.ts";
-import { StoreError } from "../store/store-error.ts";
+} from "../storage/legacy-layout.ts";
+import {
+  placeSessionBase,
+  readPredecessorSnapshot,
+  type PredecessorSnapshot,
+} from "../storage/predecessor-snapshot.ts";
+import { decodeRuntime, type BranchRuntime, type StateStore } from "../storage/state-store.ts";
+import { StoreError } from "../storage/store-error.ts";
 import { layoutAdoptedNotice, legacyMigratedNotice, predecessorRestoredNotice } from "./notices.ts";
 
 export interface OlderRestore {

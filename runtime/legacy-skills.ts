@@ -10,9 +10,9 @@
 // path that is a complete Skill compilation wins over the retired entry, which is then dropped.
 
 import { isAbsolute, resolve } from "node:path";
-import { isJsonObject, type JsonObject, type JsonValue } from "../core/json.ts";
-import { isSourceHash, parseTimestamp, type ProvenanceRecord } from "../core/provenance.ts";
-import type { ScopeName, ScopeState } from "../core/scope-state.ts";
+import { isJsonObject, type JsonObject, type JsonValue } from "../storage/core/json.ts";
+import { isSourceHash, parseTimestamp, type ProvenanceRecord } from "../storage/core/provenance.ts";
+import type { ScopeName, ScopeState } from "../storage/core/scope-state.ts";
 import { SKILL_COMPILER_REVISION } from "./compilation-obligations.ts";
 
 type Target = "global" | "cwd";

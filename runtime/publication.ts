@@ -38,10 +38,10 @@ import {
   type PushResultEvent,
   type PublicationSnapshot,
 } from "../machines/publication.ts";
-import type { GitPushResult, RemoteAnswer } from "../store/open-store.ts";
+import type { GitPushResult, RemoteAnswer } from "../storage/open-store.ts";
 
-import type { PublicationPolicy } from "../core/codec.ts";
-import { errorMessage } from "../core/errors.ts";
+import type { PublicationPolicy } from "../storage/core/codec.ts";
+import { errorMessage } from "../storage/core/errors.ts";
 export type { PublicationPolicy };
 export const DEFAULT_PUBLICATION_POLICY: PublicationPolicy = "turn-end";
 

@@ -9,9 +9,9 @@
 // the branch then records it in the current form; a revision in an older store form restores
 // through runtime/legacy-restore.ts and the branch records what replaces it. Each is said once.
 
-import type { PublicationPolicy } from "../core/codec.ts";
-import { errorMessage } from "../core/errors.ts";
-import { headBoundary } from "../core/temporal.ts";
+import type { PublicationPolicy } from "../storage/core/codec.ts";
+import { errorMessage } from "../storage/core/errors.ts";
+import { headBoundary } from "../storage/core/temporal.ts";
 import {
   frozenRevision,
   selectRestore,
@@ -19,9 +19,9 @@ import {
   type PointerCheck,
   type RestoreResult,
 } from "../machines/restore.ts";
-import type { CohortSnapshot } from "../store/backend.ts";
-import type { BranchRuntime, StateStore } from "../store/state-store.ts";
-import { isStoreError } from "../store/store-error.ts";
+import type { CohortSnapshot } from "../storage/backend.ts";
+import type { BranchRuntime, StateStore } from "../storage/state-store.ts";
+import { isStoreError } from "../storage/store-error.ts";
 import type { BranchHost } from "./host.ts";
 import { restoreOlderRevision, type OlderRestore } from "./legacy-restore.ts";
 import { olderEntryNotice, unanchoredDetail } from "./notices.ts";

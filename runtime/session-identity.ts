@@ -1,8 +1,8 @@
 // Which store paths a session owns: its cwd key and session key, derived from what the host knows
 // about the session (Pi: the session manager's file, header and id).
 
-import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../store/layout.ts";
-import type { SessionIdentity } from "../store/state-store.ts";
+import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../storage/layout.ts";
+import type { SessionIdentity } from "../storage/state-store.ts";
 
 export type { SessionIdentity };
 

@@ -3,10 +3,10 @@
 // without dumping bodies. Evidence that could not be read is reported as unavailable, never as
 // a clean zero.
 
-import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../core/promotions.ts";
-import { SCOPES } from "../core/scope-state.ts";
-import type { BranchRuntime } from "../store/state-store.ts";
-import { availableOffsets, headBoundary, readTemporalState } from "../core/temporal.ts";
+import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../storage/core/promotions.ts";
+import { SCOPES } from "../storage/core/scope-state.ts";
+import type { BranchRuntime } from "../storage/state-store.ts";
+import { availableOffsets, headBoundary, readTemporalState } from "../storage/core/temporal.ts";
 
 export interface StatusInput {
   episode: string;

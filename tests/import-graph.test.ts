@@ -1,5 +1,6 @@
-// The source tree is layered and its imports point one way: core and machines import nothing of
-// ours (besides themselves), the store builds on core, the runtime on store, core and machines, and
+// The source tree is layered and its imports point one way: storage/core (the pure temporal algebra)
+// and machines import nothing of ours (besides themselves), the rest of storage builds on
+// storage/core, the runtime on storage and machines, and
 // the adapters on the runtime. The backends never import each other, and only the Pi adapter
 // speaks to Pi. This test reads every source file's imports, so a shortcut fails here by name.
 import { readFileSync, readdirSync } from "node:fs";
@@ -8,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SOURCE_DIRS = ["core", "machines", "store", "runtime", "adapters"];
+const SOURCE_DIRS = ["machines", "storage", "runtime", "adapters"];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
@@ -34,39 +35,39 @@ function importsOf(file: string): Imports {
   };
 }
 
-/** The layer a file belongs to: its top folder, with the store's sub-folders told apart. */
+/** The layer a file belongs to: its top folder, with storage's sub-folders told apart. */
 function layerOf(file: string): string {
   const parts = file.split("/");
-  if (parts[0] === "store" && parts.length > 2)
-    return parts[2] === "plumbing" ? "store/git/plumbing" : `store/${parts[1]}`;
+  if (parts[0] === "storage" && parts.length > 2)
+    return parts[2] === "plumbing" ? "storage/git/plumbing" : `storage/${parts[1]}`;
   if (parts[0] === "adapters") return `adapters/${parts[1]}`;
   return parts[0]!;
 }
 
 /** Which layers each layer may import (its own always included). */
 const ALLOWED: Record<string, readonly string[]> = {
-  core: [],
+  "storage/core": [],
   machines: [],
-  store: ["core", "store/fs", "store/file", "store/git"],
-  "store/fs": ["store", "core"],
-  "store/file": ["store", "store/fs", "core"],
-  "store/git": ["store", "store/fs", "store/git/plumbing", "core"],
-  "store/git/plumbing": ["store", "store/fs"],
-  runtime: ["core", "machines", "store", "store/fs"],
+  storage: ["storage/core", "storage/fs", "storage/file", "storage/git"],
+  "storage/fs": ["storage", "storage/core"],
+  "storage/file": ["storage", "storage/fs", "storage/core"],
+  "storage/git": ["storage", "storage/fs", "storage/git/plumbing", "storage/core"],
+  "storage/git/plumbing": ["storage", "storage/fs"],
+  runtime: ["storage/core", "machines", "storage", "storage/fs"],
   "adapters/diagram": ["machines"],
   "adapters/inspect": ["runtime"],
-  "adapters/pi": ["core", "machines", "runtime", "store", "adapters/inspect"],
+  "adapters/pi": ["storage/core", "machines", "runtime", "storage", "adapters/inspect"],
 };
 
 /** External packages (and Node built-ins) each layer may use. */
 const EXTERNAL: Record<string, RegExp> = {
-  core: /^(valibot|node:crypto|node:path)$/,
+  "storage/core": /^(valibot|node:crypto|node:path)$/,
   machines: /^xstate(\/graph)?$/,
-  store: /^node:/,
-  "store/fs": /^node:/,
-  "store/file": /^node:/,
-  "store/git": /^(node:.*|simple-git)$/,
-  "store/git/plumbing": /^node:/,
+  storage: /^node:/,
+  "storage/fs": /^node:/,
+  "storage/file": /^node:/,
+  "storage/git": /^(node:.*|simple-git)$/,
+  "storage/git/plumbing": /^node:/,
   runtime: /^(node:.*|xstate)$/,
   "adapters/diagram": /^(xstate|node:.*)$/,
   "adapters/inspect": /^(xstate|node:.*|@statelyai\/inspect)$/,
@@ -106,15 +107,15 @@ function externalViolations(graph: ReadonlyMap<string, Imports>): string[] {
 describe("import graph", () => {
   it("finds the source tree", () => {
     expect(files.length).toBeGreaterThan(40);
-    expect(files).toContain("core/temporal.ts");
-    expect(files).toContain("store/git/plumbing/git-index.ts");
+    expect(files).toContain("storage/core/temporal.ts");
+    expect(files).toContain("storage/git/plumbing/git-index.ts");
   });
 
   it("keeps every local import inside the layers its layer may use", () => {
     expect(layerViolations(graph)).toEqual([]);
   });
 
-  it("keeps fs, git and Pi out of core and machines, and Pi inside its adapter", () => {
+  it("keeps fs, git and Pi out of storage/core and machines, and Pi inside its adapter", () => {
     expect(externalViolations(graph)).toEqual([]);
   });
 
@@ -137,17 +138,17 @@ describe("import graph", () => {
 
   it("names a shortcut (negative controls on a synthetic graph)", () => {
     const shortcut = new Map<string, Imports>([
-      ["store/git/git-backend.ts", { local: ["store/file/file-backend.ts"], external: [] }],
-      ["machines/episode.ts", { local: ["core/temporal.ts"], external: ["node:fs"] }],
-      ["core/temporal.ts", { local: [], external: ["@earendil-works/pi-coding-agent"] }],
+      ["storage/git/git-backend.ts", { local: ["storage/file/file-backend.ts"], external: [] }],
+      ["machines/episode.ts", { local: ["storage/core/temporal.ts"], external: ["node:fs"] }],
+      ["storage/core/temporal.ts", { local: [], external: ["@earendil-works/pi-coding-agent"] }],
     ]);
     expect(layerViolations(shortcut)).toEqual([
-      "store/git/git-backend.ts → store/file/file-backend.ts (store/git must not import store/file)",
-      "machines/episode.ts → core/temporal.ts (machines must not import core)",
+      "storage/git/git-backend.ts → storage/file/file-backend.ts (storage/git must not import storage/file)",
+      "machines/episode.ts → storage/core/temporal.ts (machines must not import storage/core)",
     ]);
     expect(externalViolations(shortcut)).toEqual([
       "machines/episode.ts imports node:fs",
-      "core/temporal.ts imports @earendil-works/pi-coding-agent",
+      "storage/core/temporal.ts imports @earendil-works/pi-coding-agent",
     ]);
   });
 });

@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as v from "valibot";
-import { PUBLICATION_POLICIES, type PublicationPolicy } from "../../core/codec.ts";
-import { defaultStoreRoot } from "../../store/layout.ts";
+import { PUBLICATION_POLICIES, type PublicationPolicy } from "../../storage/core/codec.ts";
+import { defaultStoreRoot } from "../../storage/layout.ts";
 
 export const CONFIG_FILE_NAME = "state-flow.json";
 

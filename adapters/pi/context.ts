@@ -10,8 +10,8 @@
 // instructions only reach the model inside their own run, and only the newest one.
 
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
-import type { ScopeState } from "../../core/scope-state.ts";
-import type { CompactTransition } from "../../core/temporal.ts";
+import type { ScopeState } from "../../storage/core/scope-state.ts";
+import type { CompactTransition } from "../../storage/core/temporal.ts";
 import { renderSpecification, type Specification } from "../../runtime/specification.ts";
 
 export const RUN_ANCHOR = "state-flow-run";

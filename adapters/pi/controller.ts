@@ -8,17 +8,17 @@ import { join, resolve } from "node:path";
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { Actor } from "xstate";
 import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
-import type { PatchSet } from "../../core/cohort.ts";
-import { projectArtifacts } from "../../core/artifacts.ts";
-import type { JsonObject } from "../../core/json.ts";
-import type { ScopeSelector, ScopeState } from "../../core/scope-state.ts";
+import type { PatchSet } from "../../storage/core/cohort.ts";
+import { projectArtifacts } from "../../storage/core/artifacts.ts";
+import type { JsonObject } from "../../storage/core/json.ts";
+import type { ScopeSelector, ScopeState } from "../../storage/core/scope-state.ts";
 import {
   headBoundary,
   readTemporalState,
   recentTransitions,
   type TemporalRead,
   type TemporalView,
-} from "../../core/temporal.ts";
+} from "../../storage/core/temporal.ts";
 import type { SessionStartReason } from "../../machines/episode.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
 import { runFramingMachine, type RunFramingEmitted, type RunFramingEvent } from "../../machines/run-framing.ts";

@@ -7,7 +7,7 @@ import { VERSION, getAgentDir, type ExtensionAPI, type ExtensionFactory } from "
 import { loadInspection } from "../inspect/inspector.ts";
 import { loadConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
-import { parsePatchSet } from "../../core/cohort.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
 import {
   PATCH_STATE_JSON_SCHEMA,
   READ_STATE_JSON_SCHEMA,

@@ -1,13 +1,13 @@
 // Argument schemas of the two model-facing tools, written once in valibot: they validate the
 // arguments and generate the JSON Schema Pi shows the model (via @valibot/to-json-schema).
-// Deeper semantic rules (nulls, no-ops, retired forms) live in core/cohort.ts, which runs
+// Deeper semantic rules (nulls, no-ops, retired forms) live in storage/core/cohort.ts, which runs
 // first so every refusal carries its named State Flow message.
 
 import { toJsonSchema } from "@valibot/to-json-schema";
 import * as v from "valibot";
-import { parsePatchSet, type PatchSet } from "../../core/cohort.ts";
-import { StateFlowError } from "../../core/errors.ts";
-import { HOT_OFFSETS } from "../../core/temporal.ts";
+import { parsePatchSet, type PatchSet } from "../../storage/core/cohort.ts";
+import { StateFlowError } from "../../storage/core/errors.ts";
+import { HOT_OFFSETS } from "../../storage/core/temporal.ts";
 
 const FieldPatch = (what: string) => v.pipe(v.looseObject({}), v.description(what));
 

@@ -1,5 +1,5 @@
 // The crash matrix: real Pi sessions in child OS processes (tests/crash/child.ts) publish
-// State Flow cohorts and are SIGKILLed at a named write step (store/fs/crash-points.ts); after each
+// State Flow cohorts and are SIGKILLed at a named write step (storage/fs/crash-points.ts); after each
 // kill a fresh process reopens the same session file and store and must show exactly the old or
 // the new cohort in every scope, keep every transition whose tool result was returned, leave
 // `git fsck` clean (Git mode) and patch all scopes again after at most the documented recovery
@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { KILL_POINTS, type KillPoint } from "../../store/fs/crash-points.ts";
+import { KILL_POINTS, type KillPoint } from "../../storage/fs/crash-points.ts";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const childScript = join(repo, "tests/crash/child.ts");

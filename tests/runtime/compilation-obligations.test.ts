@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
-import { StateFlowError } from "../../core/errors.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
+import { StateFlowError } from "../../storage/core/errors.ts";
 import {
   compilationRequired,
   provenanceOf,

@@ -7,10 +7,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
 import { FlowRuntime } from "../../runtime/flow-runtime.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
-import { cwdKey } from "../../store/layout.ts";
+import { cwdKey } from "../../storage/layout.ts";
 import type { RunTrigger } from "../../runtime/specification.ts";
 import { BLOCKED_URL, alive, blockingSsh, until, type BlockingSsh } from "../support/blocking-remote.ts";
 import { RecordingHost } from "../support/recording-host.ts";

@@ -4,11 +4,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
 import { KnowledgeRun } from "../../runtime/knowledge-run.ts";
-import { cwdKey } from "../../store/layout.ts";
-import { openStore } from "../../store/open-store.ts";
-import { StateStore } from "../../store/state-store.ts";
+import { cwdKey } from "../../storage/layout.ts";
+import { openStore } from "../../storage/open-store.ts";
+import { StateStore } from "../../storage/state-store.ts";
 
 const dirs: string[] = [];
 afterEach(() => {

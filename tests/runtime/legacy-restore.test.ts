@@ -6,13 +6,13 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
-import { readTemporalState } from "../../core/temporal.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
+import { readTemporalState } from "../../storage/core/temporal.ts";
 import { restoreOlderRevision } from "../../runtime/legacy-restore.ts";
-import { cwdKey, scopeFiles } from "../../store/layout.ts";
-import { openStore } from "../../store/open-store.ts";
-import { StateStore, type SessionIdentity } from "../../store/state-store.ts";
-import { isStoreError } from "../../store/store-error.ts";
+import { cwdKey, scopeFiles } from "../../storage/layout.ts";
+import { openStore } from "../../storage/open-store.ts";
+import { StateStore, type SessionIdentity } from "../../storage/state-store.ts";
+import { isStoreError } from "../../storage/store-error.ts";
 import { TempDirs, git, initRepo } from "../support/store-fixtures.ts";
 import { preFourRepo, suffixedDirs } from "../support/pre-four.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
-import { emptyScopeState, type ScopeName, type ScopeState } from "../../core/scope-state.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
+import { emptyScopeState, type ScopeName, type ScopeState } from "../../storage/core/scope-state.ts";
 import { planLegacySkills } from "../../runtime/legacy-skills.ts";
 
 const HASH = `sha256:${"1".repeat(64)}`;

@@ -1,10 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { GitPushResult, RemoteAnswer } from "../../store/git/git-remote.ts";
-import { openGitBackend } from "../../store/git/git-backend.ts";
-import { findGitExecutable } from "../../store/git/git-runner.ts";
-import { cohortPaths, scopeFiles } from "../../store/layout.ts";
+import type { GitPushResult, RemoteAnswer } from "../../storage/git/git-remote.ts";
+import { openGitBackend } from "../../storage/git/git-backend.ts";
+import { findGitExecutable } from "../../storage/git/git-runner.ts";
+import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
 import {
   createPublication,
   gitPusher,

@@ -3,12 +3,12 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parsePatchSet } from "../../core/cohort.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
 import type { BranchHost } from "../../runtime/host.ts";
 import { restoreBranch } from "../../runtime/restore-branch.ts";
-import { cwdKey, scopeFiles } from "../../store/layout.ts";
-import { openStore } from "../../store/open-store.ts";
-import { StateStore, type BranchRuntime } from "../../store/state-store.ts";
+import { cwdKey, scopeFiles } from "../../storage/layout.ts";
+import { openStore } from "../../storage/open-store.ts";
+import { StateStore, type BranchRuntime } from "../../storage/state-store.ts";
 import { RecordingHost } from "../support/recording-host.ts";
 import type { BranchMarker } from "../../machines/restore.ts";
 import { TempDirs, git, gitTestEnv, initRepo } from "../support/store-fixtures.ts";

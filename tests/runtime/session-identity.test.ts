@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
-import { cwdKey } from "../../store/layout.ts";
+import { cwdKey } from "../../storage/layout.ts";
 
 describe("sessionIdentity", () => {
   const id = "11111111-2222-7333-8444-555555555555";

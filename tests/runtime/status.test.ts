@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { compactStatus, renderStatus, type StatusInput } from "../../runtime/status.ts";
-import { parsePatchSet, stageCohort } from "../../core/cohort.ts";
-import type { BranchRuntime } from "../../store/state-store.ts";
-import { originateView } from "../../core/temporal.ts";
+import { parsePatchSet, stageCohort } from "../../storage/core/cohort.ts";
+import type { BranchRuntime } from "../../storage/state-store.ts";
+import { originateView } from "../../storage/core/temporal.ts";
 
 function runtime(global?: Record<string, unknown>): BranchRuntime {
   let view = originateView("L");

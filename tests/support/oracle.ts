@@ -1,5 +1,5 @@
 // A naive full-snapshot oracle for the temporal core: it keeps every boundary's complete state
-// of every scope, written independently of core/json.ts so the two can disagree.
+// of every scope, written independently of storage/core/json.ts so the two can disagree.
 
 export type Scope = "global" | "cwd" | "session";
 export type Snapshot = Record<Scope, Record<string, unknown>>;

@@ -23,7 +23,7 @@ import {
   offlineCommandActions,
   scriptedSteps,
 } from "../../adapters/pi/offline-session.ts";
-import { findGitExecutable } from "../../store/git/git-runner.ts";
+import { findGitExecutable } from "../../storage/git/git-runner.ts";
 import { providerRequest } from "../../adapters/pi/provider-request.ts";
 import type { RuntimeAccessor } from "../../adapters/pi/controller.ts";
 

@@ -4,9 +4,9 @@
 // names, and committed as that version would have (HEAD).
 
 import { createHash } from "node:crypto";
-import { parsePatchSet } from "../../core/cohort.ts";
-import { openStore } from "../../store/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../store/state-store.ts";
+import { parsePatchSet } from "../../storage/core/cohort.ts";
+import { openStore } from "../../storage/open-store.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
 import { git, initRepo, type TempDirs } from "./store-fixtures.ts";
 
 export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");

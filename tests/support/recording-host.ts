@@ -1,7 +1,7 @@
 // A BranchHost that keeps a branch in memory, for driving the runtime without Pi: checkpoint
 // entries and stop handoffs in order (markers are derived from them as the Pi adapter derives
 // them from session entries), and what reached the user.
-import type { ScopeState } from "../../core/scope-state.ts";
+import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { BranchMarker } from "../../machines/restore.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 

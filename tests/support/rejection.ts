@@ -1,6 +1,6 @@
 // Asserting refusals: the call must throw a StateFlowError (never another error, never succeed).
 import { expect } from "vitest";
-import { StateFlowError } from "../../core/errors.ts";
+import { StateFlowError } from "../../storage/core/errors.ts";
 
 export function rejection(fn: () => unknown): StateFlowError {
   try {

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cohortPaths, scopeFiles } from "../../store/layout.ts";
+import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
 
 export class TempDirs {
   private readonly dirs: string[] = [];

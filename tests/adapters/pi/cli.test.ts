@@ -18,11 +18,11 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { cwdKey, sessionIdOfKey } from "../../../store/layout.ts";
-import { StateStore } from "../../../store/state-store.ts";
+import { cwdKey, sessionIdOfKey } from "../../../storage/layout.ts";
+import { StateStore } from "../../../storage/state-store.ts";
 import { piPackageDir } from "../../support/pi-version.ts";
-import { openStore } from "../../../store/open-store.ts";
-import { readTemporalState } from "../../../core/temporal.ts";
+import { openStore } from "../../../storage/open-store.ts";
+import { readTemporalState } from "../../../storage/core/temporal.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const fauxExtension = join(repoRoot, "tests/fixtures/faux-cli-extension.ts");

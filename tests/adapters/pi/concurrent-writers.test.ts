@@ -23,9 +23,9 @@ import { isDeepStrictEqual } from "node:util";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readTemporalState } from "../../../core/temporal.ts";
-import { StateStore, decodeRuntime, type BranchRuntime, type SessionIdentity } from "../../../store/state-store.ts";
-import { openStore } from "../../../store/open-store.ts";
+import { readTemporalState } from "../../../storage/core/temporal.ts";
+import { StateStore, decodeRuntime, type BranchRuntime, type SessionIdentity } from "../../../storage/state-store.ts";
+import { openStore } from "../../../storage/open-store.ts";
 import { git, gitTestEnv } from "../../support/store-fixtures.ts";
 import { PI_VERSION, piNodeArgs } from "../../support/pi-version.ts";
 
@@ -323,7 +323,7 @@ for (const mode of ["file", "git"] as const) {
       });
 
       it("one commit per accepted cohort plus one start commit per session, and nothing else", () => {
-        // The commits the writers make, by message (runtime/flow-runtime.ts, store/state-store.ts):
+        // The commits the writers make, by message (runtime/flow-runtime.ts, storage/state-store.ts):
         //   "state-flow: start session <key>"         /state-flow-start: the session's empty layer and
         //                                              config (and the scope meta files the first one
         //                                              finds missing); non-semantic, one per session;

@@ -13,7 +13,7 @@ import {
   closedRunOnly,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
-import { emptyScopeState } from "../../../core/scope-state.ts";
+import { emptyScopeState } from "../../../storage/core/scope-state.ts";
 
 let clock = 0;
 const user = (text: string): AgentMessage =>

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
-import { cwdKey, sessionKeyFromFile } from "../../../store/layout.ts";
+import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import {
   PiHarness,
   call,

@@ -8,9 +8,9 @@ import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cwdKey, sessionKeyFromFile } from "../../../store/layout.ts";
-import { StateStore } from "../../../store/state-store.ts";
-import { openStore } from "../../../store/open-store.ts";
+import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
+import { StateStore } from "../../../storage/state-store.ts";
+import { openStore } from "../../../storage/open-store.ts";
 import { PiHarness, call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();

@@ -122,7 +122,7 @@ describe("reading a listed source obliges its compilation in the next patch_stat
 describe("malformed freshness evidence", () => {
   it("a malformed sourceHash in the cwd meta.json does not keep a new session from starting", async () => {
     const { readFileSync } = await import("node:fs");
-    const { cwdKey } = await import("../../../store/layout.ts");
+    const { cwdKey } = await import("../../../storage/layout.ts");
     const a = await harness();
     await a.command("/state-flow-start");
     const metaPath = join(a.storeRoot, cwdKey(a.cwd), "meta.json");

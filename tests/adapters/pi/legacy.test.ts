@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../../store/layout.ts";
+import { cwdKey, sessionKeyFromFile, sessionKeyFromHeader } from "../../../storage/layout.ts";
 import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();

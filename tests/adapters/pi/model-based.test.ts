@@ -31,7 +31,7 @@ import {
   type ResolutionEvent,
 } from "../../../machines/resolution.ts";
 import type { RestoreResult } from "../../../machines/restore.ts";
-import { cwdKey, sessionKeyFromFile } from "../../../store/layout.ts";
+import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
 import { PiHarness, call, contextText, say, type HarnessOptions, holdForeignLock } from "../../support/pi-harness.ts";

@@ -13,7 +13,7 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { ScopeName } from "../../../core/scope-state.ts";
+import type { ScopeName } from "../../../storage/core/scope-state.ts";
 import { call, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
 
 const SESSIONS = 3;

@@ -86,7 +86,7 @@ describe("a failed-closed branch", () => {
   it("runs no prompt: the model never sees its raw transcript, and the refusal names the remedy", async () => {
     const { rmSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const { cwdKey, sessionKeyFromFile } = await import("../../../store/layout.ts");
+    const { cwdKey, sessionKeyFromFile } = await import("../../../storage/layout.ts");
     const a = await harness({ sessionKind: "file", git: false });
     await a.command("/state-flow-start");
     a.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("A ANSWER"));
@@ -158,7 +158,7 @@ describe("publication shared by two sessions", () => {
   it("a restart reconciles with the remote before pushing: a revision it already has is not pushed again", async () => {
     const { existsSync, readFileSync, rmSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const { sessionKeyFromFile } = await import("../../../store/layout.ts");
+    const { sessionKeyFromFile } = await import("../../../storage/layout.ts");
     const { a, git, until, aHead } = await twoPublishedSessions();
 
     // A session an older version wrote has no record; from now on any push reaching the remote is seen.

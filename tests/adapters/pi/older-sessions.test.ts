@@ -9,11 +9,11 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CHECKPOINT_ENTRY } from "../../../adapters/pi/branch.ts";
-import { parsePatchSet } from "../../../core/cohort.ts";
+import { parsePatchSet } from "../../../storage/core/cohort.ts";
 import { sessionIdentity } from "../../../runtime/session-identity.ts";
-import { scopeFiles } from "../../../store/layout.ts";
-import { openStore } from "../../../store/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../../store/state-store.ts";
+import { scopeFiles } from "../../../storage/layout.ts";
+import { openStore } from "../../../storage/open-store.ts";
+import { StateStore, type BranchRuntime, type SessionIdentity } from "../../../storage/state-store.ts";
 import { call, contextText, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cwdKey } from "../../../store/layout.ts";
+import { cwdKey } from "../../../storage/layout.ts";
 import { call, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
