@@ -60,10 +60,11 @@ import {
   writeFileSync,
   type BigIntStats,
 } from "node:fs";
-import { access, lstat, mkdir, realpath, unlink } from "node:fs/promises";
+import { access, lstat, realpath, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { killPoint } from "../fs/crash-points.ts";
 import { ensureStoreAttributes } from "./store-attributes.ts";
+import { initRepositoryAtomically } from "./git-init.ts";
 import { createIndexLock, indexLockStamp, installIndex, isolatedIndexPath, releaseIndexLock } from "./index-lock.ts";
 import { EMPTY_INDEX, mergeIndexEntries, restageEntries, sameEntries, storeFilesAdded } from "./index-merge.ts";
 import { removeLeftovers } from "./leftovers.ts";
@@ -85,7 +86,6 @@ import {
   verifyBasis,
 } from "../cohort-basis.ts";
 import {
-  PRIVATE_DIR_MODE,
   STORE_TEMP_GLOB,
   prepareOwnedFilesAtomic,
   readOwnedFile,
@@ -215,9 +215,8 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
   }
   if (!hasDotGit) {
     if (!options.init) return null;
-    await mkdir(root, { recursive: true, mode: PRIVATE_DIR_MODE });
     try {
-      await runner.exec(["init", "-q"]); // never deletes existing files
+      await initRepositoryAtomically(root, runner);
     } catch (error) {
       throw gitFailed(`Initializing the state repository at ${root}`, error, root);
     }
