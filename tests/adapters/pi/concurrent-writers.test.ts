@@ -233,7 +233,10 @@ for (const mode of ["file", "git"] as const) {
       for (const w of run.writers) {
         const summary = w.lines.find((l) => l.event === "summary");
         const ready = w.lines.find((l) => l.event === "ready");
-        if (!/^active\./.test(ready?.episode ?? "")) problems.push(`writer ${w.k} started as ${ready?.episode}`);
+        if (!/^active\./.test(ready?.episode ?? "")) {
+          const said = ((ready?.["notices"] ?? []) as { message: string }[]).map((n) => n.message);
+          problems.push(`writer ${w.k} started as ${ready?.episode}: ${JSON.stringify(said)}`);
+        }
         if (ready && ready["pi"] !== PI_VERSION)
           problems.push(`writer ${w.k} ran Pi ${ready["pi"]}, not ${PI_VERSION}`);
         if (w.code !== 0 || w.signal !== null || !summary)
