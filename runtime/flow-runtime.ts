@@ -47,7 +47,7 @@ import {
 import { killPoint } from "../storage/fs/crash-points.ts";
 import { scopeFiles } from "../storage/layout.ts";
 import { gitInstalled, openStore, type PendingRecord } from "../storage/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../storage/state-store.ts";
+import { StateStore, type BranchState, type SessionIdentity } from "../storage/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
 import {
@@ -137,7 +137,7 @@ export class FlowRuntime {
   private readonly diagnostics: Diagnostics;
   private publication: PublicationDriver | null = null;
   private store: StateStore | null = null;
-  private runtime: BranchRuntime | null = null;
+  private runtime: BranchState | null = null;
   private identity: SessionIdentity | null = null;
   private specification: Specification = NO_SPECIFICATION;
   /** The current run started while State Flow's tools could not be active: it runs as ordinary Pi. */
@@ -305,7 +305,7 @@ export class FlowRuntime {
     else this.knowledge?.sourceRead(this.runtime, path);
   }
 
-  private invalidations(runtime: BranchRuntime): Invalidations {
+  private invalidations(runtime: BranchState): Invalidations {
     return this.knowledge?.invalidations(runtime) ?? { unavailable: "no enabled run has discovered Knowledge yet" };
   }
 
@@ -745,7 +745,7 @@ export class FlowRuntime {
    * A new durable revision: bind the branch to it (a checkpoint entry) and hand it to publication.
    * `wait` false: under transition policy the push runs without being awaited (activation paths).
    */
-  private async accept(runtime: BranchRuntime, wait = true): Promise<void> {
+  private async accept(runtime: BranchState, wait = true): Promise<void> {
     const changed = runtime.pointer.revision !== this.runtime?.pointer.revision;
     this.runtime = runtime;
     if (changed) {
@@ -782,7 +782,7 @@ export class FlowRuntime {
    * the driver first asks the remote, in the background — start, resume and /tree return once
    * local state is established, and the answer reaches the publication machine later.
    */
-  private async installPublication(runtime: BranchRuntime): Promise<void> {
+  private async installPublication(runtime: BranchState): Promise<void> {
     if (this.publication) return;
     const git = this.store?.store.git ?? null;
     const sessionKey = runtime.identity.sessionKey;
@@ -810,7 +810,7 @@ export class FlowRuntime {
    * record) the selected revision, unless the record names it settled. The driver then reconciles
    * it with the remote's real history (askRestored): a revision the remote's branch has is not owed.
    */
-  private async owedPublication(git: PublicationStore, runtime: BranchRuntime): Promise<PendingPublication | null> {
+  private async owedPublication(git: PublicationStore, runtime: BranchState): Promise<PendingPublication | null> {
     const sessionKey = runtime.identity.sessionKey;
     const record = await git.readPending(sessionKey).catch((error: unknown) => {
       this.host.notify(errorMessage(error), "warning");

@@ -18,7 +18,7 @@ import { decodeProvenance } from "../storage/core/provenance.ts";
 import { planRehydration } from "../storage/core/rehydration.ts";
 import { readTemporalState } from "../storage/core/temporal.ts";
 import { scopeFiles } from "../storage/layout.ts";
-import type { BranchRuntime } from "../storage/state-store.ts";
+import type { BranchState } from "../storage/state-store.ts";
 import { provenanceOf, unmetObligations, type CompilationObligation } from "./compilation-obligations.ts";
 import { discoverKnowledge, sourceHash, type KnowledgeDiscovery, type KnowledgeSource } from "./knowledge-discovery.ts";
 
@@ -67,7 +67,7 @@ export class KnowledgeRun {
    * at its start (other sessions and a user's hand record there too), or, once the branch
    * published since, as its newest cohort holds it (read live at that publication).
    */
-  plan(runtime: BranchRuntime): InvalidationPlan | { unavailable: string } {
+  plan(runtime: BranchState): InvalidationPlan | { unavailable: string } {
     const found = this.found;
     if (found === null) return { unavailable: "Knowledge discovery has not completed for this run" };
     if ("unavailable" in found) return found;
@@ -80,7 +80,7 @@ export class KnowledgeRun {
     });
   }
 
-  invalidations(runtime: BranchRuntime): Invalidations {
+  invalidations(runtime: BranchState): Invalidations {
     const plan = this.plan(runtime);
     return "unavailable" in plan ? plan : plan.invalidations;
   }
@@ -90,7 +90,7 @@ export class KnowledgeRun {
    * names it, the next patch_state must compile it; the bytes' hash is taken now, as the read saw
    * them, beside the candidate hash discovery planned with.
    */
-  sourceRead(runtime: BranchRuntime, path: string): void {
+  sourceRead(runtime: BranchState, path: string): void {
     const plan = this.plan(runtime);
     if ("unavailable" in plan) return;
     const target = planRehydration(plan, this.sources).find((t) => t.path === path);

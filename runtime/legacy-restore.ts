@@ -28,12 +28,12 @@ import {
   readPredecessorSnapshot,
   type PredecessorSnapshot,
 } from "../storage/predecessor-snapshot.ts";
-import { decodeRuntime, type BranchRuntime, type StateStore } from "../storage/state-store.ts";
+import { decodeBranchState, type BranchState, type StateStore } from "../storage/state-store.ts";
 import { StoreError } from "../storage/store-error.ts";
 import { layoutAdoptedNotice, legacyMigratedNotice, predecessorRestoredNotice } from "./notices.ts";
 
 export interface OlderRestore {
-  readonly runtime: BranchRuntime;
+  readonly runtime: BranchState;
   /** The branch records `runtime.pointer` in place of the revision it selected. */
   readonly replaces: boolean;
   /** What happened, to be said once. */
@@ -61,7 +61,7 @@ export async function restoreOlderRevision(
 async function restoreSuffixed(store: StateStore, layout: SuffixedLayout): Promise<OlderRestore> {
   const git = store.store.git!;
   // Readable at its historical revision: decoded where it is, nothing moved for it.
-  const selected = decodeRuntime(await readSuffixedRevision(git, layout, store.identity), store.identity);
+  const selected = decodeBranchState(await readSuffixedRevision(git, layout, store.identity), store.identity);
   if (!selected) {
     throw new StoreError(
       "revision-missing",
@@ -74,7 +74,7 @@ async function restoreSuffixed(store: StateStore, layout: SuffixedLayout): Promi
   // HEAD still holds the layout: its files move, so the next publication finds the shared scopes
   // where it reads them. When HEAD is the selected revision, the moved bytes must read back as the
   // selected runtime did (else the adoption is rolled back), and they replace it.
-  const replaced: { runtime?: BranchRuntime } = {};
+  const replaced: { runtime?: BranchState } = {};
   const receipt = await adoptSuffixedLayout(store.store, current, store.identity, async (pointer) => {
     if (head !== layout.revision) return;
     const adopted = await store.loadPointer(pointer);

@@ -20,7 +20,7 @@ import {
   type RestoreResult,
 } from "../machines/restore.ts";
 import type { CohortSnapshot } from "../storage/backend.ts";
-import type { BranchRuntime, StateStore } from "../storage/state-store.ts";
+import type { BranchState, StateStore } from "../storage/state-store.ts";
 import { isStoreError } from "../storage/store-error.ts";
 import type { BranchHost } from "./host.ts";
 import { restoreOlderRevision, type OlderRestore } from "./legacy-restore.ts";
@@ -31,9 +31,9 @@ export interface RestoreContext {
   readonly host: BranchHost;
   readonly sessionId: string;
   /** The runtime the branch holds now (a stop frozen in this process, or just now, restores from it). */
-  readonly current: () => BranchRuntime | null;
+  readonly current: () => BranchState | null;
   /** Completes a durable stop the branch never recorded (handoff + markers). */
-  readonly freeze: (stopped: BranchRuntime) => void;
+  readonly freeze: (stopped: BranchState) => void;
   /** The publication policy of a runtime a restore has to build anew (a predecessor's snapshot). */
   readonly policy: PublicationPolicy;
 }
@@ -41,7 +41,7 @@ export interface RestoreContext {
 export interface RestoreOutcome {
   readonly result: RestoreResult;
   /** The runtime the result selects (a revision, or the frozen boundary of a passive branch). */
-  readonly runtime: BranchRuntime | null;
+  readonly runtime: BranchState | null;
 }
 
 export async function restoreBranch(context: RestoreContext): Promise<RestoreOutcome> {
@@ -49,7 +49,7 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
   const settled = await interruptedPublication(context);
   if ("kind" in settled) return { result: settled, runtime: null };
   const markers = host.markers();
-  const runtimes = new Map<string, BranchRuntime>();
+  const runtimes = new Map<string, BranchState>();
   const failures: string[] = [];
   const unavailable = new Map<string, string>();
   const older = new Map<string, OlderRestore>();
@@ -88,7 +88,7 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
 function recordCurrentForm(
   host: BranchHost,
   result: Extract<RestoreResult, { kind: "revision" }>,
-  runtime: BranchRuntime,
+  runtime: BranchState,
   restored: OlderRestore | undefined,
 ): RestoreResult {
   if (restored?.replaces) {
@@ -104,10 +104,10 @@ function recordCurrentForm(
 
 /** The runtime frozen at stop: the newest valid revision recorded before the disabled marker. */
 export async function frozenRuntime(
-  current: BranchRuntime | null,
+  current: BranchState | null,
   markers: readonly BranchMarker[],
   store: StateStore,
-): Promise<BranchRuntime | null> {
+): Promise<BranchState | null> {
   if (current && !current.config.enabled) return current;
   const revision = frozenRevision(markers);
   return revision ? store.loadPointer({ revision }) : null;
@@ -173,7 +173,7 @@ async function recordUnrecordedSuccessor(
 
 /** What the pointer checks of one restore found, by revision. */
 interface Found {
-  readonly runtimes: Map<string, BranchRuntime>;
+  readonly runtimes: Map<string, BranchState>;
   readonly failures: string[];
   readonly unavailable: Map<string, string>;
   readonly older: Map<string, OlderRestore>;
@@ -251,7 +251,7 @@ async function check(
 }
 
 /** Names what a restore skipped: newer checkpoints of the branch that could not be loaded. */
-function notifySkipped(host: BranchHost, runtime: BranchRuntime, skipped: number, failures: readonly string[]): void {
+function notifySkipped(host: BranchHost, runtime: BranchState, skipped: number, failures: readonly string[]): void {
   host.notify(
     `State Flow restored step ${headBoundary(runtime.view.lineage).step} ` +
       `(${runtime.pointer.revision.slice(0, 17)}), not the newest checkpoint of this branch: ${skipped} newer ` +

@@ -5,7 +5,7 @@
 
 import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../storage/core/promotions.ts";
 import { SCOPES } from "../storage/core/scope-state.ts";
-import type { BranchRuntime } from "../storage/state-store.ts";
+import type { BranchState } from "../storage/state-store.ts";
 import { availableOffsets, headBoundary, readTemporalState } from "../storage/core/temporal.ts";
 
 export interface StatusInput {
@@ -15,7 +15,7 @@ export interface StatusInput {
   missingTools: readonly string[];
   storeRoot: string;
   storeKind: "git" | "file" | "unopened";
-  runtime: BranchRuntime | null;
+  runtime: BranchState | null;
   /** Why the runtime could not be inspected, when it could not. */
   unavailable: string | null;
   publication: string;

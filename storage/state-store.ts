@@ -1,5 +1,5 @@
 // The semantic store of one physical Pi session: turns the byte-level store (file-only or Git)
-// into branch runtimes — a validated temporal view plus runtime meta/config and the exact
+// into branch states — a validated temporal view plus runtime meta/config and the exact
 // cohort basis it was read from — and publishes accepted transitions and config-only changes.
 //
 // Rules kept here (spec 001 "Temporal storage", "Runtime ownership", "File-only recovery"):
@@ -32,18 +32,18 @@ import {
   adoptShared,
   checkCwdOwner,
   checkSessionOwner,
-  decodeRuntime,
+  decodeBranchState,
   file,
   newLineageId,
   provedPair,
   readStreams,
-  type BranchRuntime,
+  type BranchState,
   type SessionIdentity,
-} from "./branch-runtime.ts";
+} from "./branch-state.ts";
 
 import { emptyStream, originateView, type TemporalView } from "./core/temporal.ts";
 
-export { decodeRuntime, type BranchRuntime, type SessionIdentity };
+export { decodeBranchState, type BranchState, type SessionIdentity };
 
 const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
 
@@ -98,12 +98,12 @@ function onOwnBasis<T>(stage: () => T): T {
 }
 
 /** What a publication on the runtime's own basis builds on: that basis and the runtime's view, nothing adopted. */
-function ownBasisOf(runtime: BranchRuntime): { live: CohortSnapshot; view: TemporalView; moved: SharedScope[] } {
+function ownBasisOf(runtime: BranchState): { live: CohortSnapshot; view: TemporalView; moved: SharedScope[] } {
   return { live: runtime.basis, view: runtime.view, moved: [] };
 }
 
 export interface CommitResult {
-  runtime: BranchRuntime;
+  runtime: BranchState;
   staged: StagedCohort;
 }
 
@@ -128,15 +128,15 @@ export class StateStore {
   }
 
   /** This session's runtime from the live files (null when it has none). */
-  async loadCurrent(): Promise<BranchRuntime | null> {
-    return decodeRuntime(await this.loadCurrentSnapshot(), this.identity, { store: this.where });
+  async loadCurrent(): Promise<BranchState | null> {
+    return decodeBranchState(await this.loadCurrentSnapshot(), this.identity, { store: this.where });
   }
 
   /**
    * The runtime a Pi checkpoint names, read without moving the worktree. `live`: the live cohort
    * the caller has just read (readLive); a pointer it holds is decoded from it instead of read again.
    */
-  async loadPointer(pointer: StorePointer, live: CohortSnapshot | null = null): Promise<BranchRuntime> {
+  async loadPointer(pointer: StorePointer, live: CohortSnapshot | null = null): Promise<BranchState> {
     // A restore waits only briefly for another writer (one publication takes tens of ms); a lock
     // held longer is reported so the branch retains its pointer for an explicit retry.
     const snapshot =
@@ -163,9 +163,9 @@ export class StateStore {
    * which file and what to do; the branch keeps its pointer for a retry after the repair (spec 001:
    * unavailable references retain the selected pointer). A Git revision's damage is an invalid target.
    */
-  private decodeProved(snapshot: CohortSnapshot, filePointer: boolean): BranchRuntime | null {
+  private decodeProved(snapshot: CohortSnapshot, filePointer: boolean): BranchState | null {
     try {
-      return decodeRuntime(snapshot, this.identity, { liveShared: filePointer, store: this.where });
+      return decodeBranchState(snapshot, this.identity, { liveShared: filePointer, store: this.where });
     } catch (error) {
       if (!filePointer || !(isStoreError(error, "stream-mismatch") || isStoreError(error, "invalid-scope-meta"))) {
         throw error;
@@ -183,7 +183,7 @@ export class StateStore {
     const live = await this.loadCurrentSnapshot().catch(() => null);
     if (live !== null) {
       try {
-        decodeRuntime(live, this.identity, { store: this.where });
+        decodeBranchState(live, this.identity, { store: this.where });
       } catch (damage) {
         const named =
           isStoreError(damage, "stream-mismatch") ||
@@ -235,7 +235,7 @@ export class StateStore {
     revision: string,
     recorded: ReadonlySet<string>,
     read: CohortSnapshot | null | undefined = undefined,
-  ): Promise<BranchRuntime | null> {
+  ): Promise<BranchState | null> {
     const metaPath = scopeFiles("session", this.identity).meta;
     const live = read === undefined ? await this.readLive() : read;
     const bytes = live?.files.get(metaPath) ?? null;
@@ -258,14 +258,14 @@ export class StateStore {
    * changes. Without one, an empty session origin is established over the live shared scopes,
    * even if a later branch already wrote files for this session (those stay in Git history).
    */
-  async start(selected: BranchRuntime | null, policy: PublicationPolicy): Promise<BranchRuntime> {
+  async start(selected: BranchState | null, policy: PublicationPolicy): Promise<BranchState> {
     if (selected) {
       return this.publishConfig(selected, { ...selected.config, enabled: true }, "state-flow: start");
     }
     return retryTransient(() => this.startOrigin(policy));
   }
 
-  private async startOrigin(policy: PublicationPolicy): Promise<BranchRuntime> {
+  private async startOrigin(policy: PublicationPolicy): Promise<BranchState> {
     const live = await this.loadCurrentSnapshot();
     checkCwdOwner(live, this.identity, this.store.root);
     const streams = readStreams(live, this.identity, this.where);
@@ -319,16 +319,16 @@ export class StateStore {
   }
 
   /** Stop (or any config-only change): no semantic history step. */
-  async publishConfig(runtime: BranchRuntime, config: SessionConfig, message: string): Promise<BranchRuntime> {
+  async publishConfig(runtime: BranchState, config: SessionConfig, message: string): Promise<BranchState> {
     return this.publishOnOwnBasis((ownBasis) => this.publishConfigOnce(runtime, config, message, ownBasis));
   }
 
   private async publishConfigOnce(
-    runtime: BranchRuntime,
+    runtime: BranchState,
     config: SessionConfig,
     message: string,
     ownBasis: boolean,
-  ): Promise<BranchRuntime> {
+  ): Promise<BranchState> {
     const { live, view } = ownBasis ? ownBasisOf(runtime) : await this.prepare(runtime);
     const unrecorded = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
     const { writes, meta } = this.sessionWrites(view, unrecorded, live);
@@ -342,7 +342,7 @@ export class StateStore {
    * first when this cohort does not patch them; a patched scope that advanced is a conflict.
    */
   async commit(
-    runtime: BranchRuntime,
+    runtime: BranchState,
     patches: Partial<Record<ScopeName, ScopePatch>>,
     message: string,
     options: CommitOptions = {},
@@ -351,7 +351,7 @@ export class StateStore {
   }
 
   private async commitOnce(
-    runtime: BranchRuntime,
+    runtime: BranchState,
     patches: Partial<Record<ScopeName, ScopePatch>>,
     message: string,
     options: CommitOptions,
@@ -431,7 +431,7 @@ export class StateStore {
    * become its basis. After a conflict this is what makes "re-read and patch again" work: the
    * branch's own pointer and session layer stay as they are.
    */
-  async refresh(runtime: BranchRuntime): Promise<BranchRuntime> {
+  async refresh(runtime: BranchState): Promise<BranchState> {
     const { live, view } = await retryTransient(() => this.prepare(runtime));
     return { ...runtime, view, basis: live };
   }
@@ -441,7 +441,7 @@ export class StateStore {
    * moved since the runtime read them are adopted (at a fresh origin when they left its lineage).
    */
   private async prepare(
-    runtime: BranchRuntime,
+    runtime: BranchState,
   ): Promise<{ live: CohortSnapshot; view: TemporalView; moved: ("global" | "cwd")[] }> {
     // A branch restored from a file cohort that Git's HEAD does not hold yet proves those live
     // files by its pointer; its next publication commits them (adoption into Git).
@@ -490,12 +490,12 @@ export class StateStore {
   }
 
   private afterPublish(
-    runtime: BranchRuntime,
+    runtime: BranchState,
     live: CohortSnapshot,
     writes: ReadonlyMap<string, Buffer | null>,
     pointer: StorePointer,
     hashes: ReadonlyMap<string, string | null>,
-  ): BranchRuntime {
+  ): BranchState {
     const files = new Map(live.files);
     for (const [path, bytes] of writes) files.set(path, bytes);
     return { ...runtime, pointer, basis: { pointer, files, hashes } };

@@ -8,7 +8,7 @@ import type { BranchHost } from "../../runtime/host.ts";
 import { restoreBranch } from "../../runtime/restore-branch.ts";
 import { cwdKey, scopeFiles } from "../../storage/layout.ts";
 import { openStore } from "../../storage/open-store.ts";
-import { StateStore, type BranchRuntime } from "../../storage/state-store.ts";
+import { StateStore, type BranchState } from "../../storage/state-store.ts";
 import { RecordingHost } from "../support/recording-host.ts";
 import type { BranchMarker } from "../../machines/restore.ts";
 import { TempDirs, git, gitTestEnv, initRepo } from "../support/store-fixtures.ts";
@@ -47,7 +47,7 @@ const context = (store: StateStore, h: BranchHost, sessionId: string) => ({
   sessionId,
   current: () => null,
   policy: "turn-end" as const,
-  freeze: (_: BranchRuntime) => {
+  freeze: (_: BranchState) => {
     throw new Error("no stop to complete here");
   },
 });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { compactStatus, renderStatus, type StatusInput } from "../../runtime/status.ts";
 import { parsePatchSet, stageCohort } from "../../storage/core/cohort.ts";
-import type { BranchRuntime } from "../../storage/state-store.ts";
+import type { BranchState } from "../../storage/state-store.ts";
 import { originateView } from "../../storage/core/temporal.ts";
 
-function runtime(global?: Record<string, unknown>): BranchRuntime {
+function runtime(global?: Record<string, unknown>): BranchState {
   let view = originateView("L");
   view = stageCohort(
     view,

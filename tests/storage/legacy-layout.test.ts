@@ -15,7 +15,7 @@ import {
 } from "../../storage/legacy-layout.ts";
 import { cwdKey } from "../../storage/layout.ts";
 import { openStore } from "../../storage/open-store.ts";
-import { StateStore, decodeRuntime, type SessionIdentity } from "../../storage/state-store.ts";
+import { StateStore, decodeBranchState, type SessionIdentity } from "../../storage/state-store.ts";
 import { isStoreError } from "../../storage/store-error.ts";
 import { TempDirs, git } from "../support/store-fixtures.ts";
 import { preFourRepo, sha256, suffixedDirs } from "../support/pre-four.ts";
@@ -82,7 +82,7 @@ describe("readSuffixedRevision", () => {
     const f = await preFourStore();
     git(f.dir, f.env, "commit", "-q", "--allow-empty", "-m", "later");
     const layout = (await findSuffixedLayout(f.git, ID, f.revision))!;
-    const runtime = decodeRuntime(await readSuffixedRevision(f.git, layout, ID), ID)!;
+    const runtime = decodeBranchState(await readSuffixedRevision(f.git, layout, ID), ID)!;
     expect(runtime.pointer.revision).toBe(f.revision);
     for (const offset of [0, 1, 2, 3])
       expect(readTemporalState(runtime.view, offset), `state[${offset}]`).toEqual(

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cwdKey, scopeFiles } from "../../storage/layout.ts";
 import { openStore } from "../../storage/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
+import { StateStore, type BranchState, type SessionIdentity } from "../../storage/state-store.ts";
 import { readTemporalState } from "../../storage/core/temporal.ts";
 import { SCOPES, type ScopeName } from "../../storage/core/scope-state.ts";
 import { stableStringify } from "../support/oracle.ts";
@@ -115,14 +115,14 @@ function damage(root: string, path: string, how: Damage, older: Map<string, Buff
 }
 
 /** The damaged scope's accepted state, as the read should serve it (the commit adds its own patch). */
-function expected(truth: BranchRuntime, scope: ScopeName, committed: boolean): unknown {
+function expected(truth: BranchState, scope: ScopeName, committed: boolean): unknown {
   const state = readTemporalState(truth.view, 0, scope).state;
   return committed && scope === "session" ? { ...state, working: { ...state.working, next: true } } : state;
 }
 
 /** What one read did: threw an error naming a file of the damaged scope, served the accepted state, or neither. */
-async function outcome(read: () => Promise<BranchRuntime>, accepted: unknown, scope: ScopeName): Promise<Outcome> {
-  let runtime: BranchRuntime;
+async function outcome(read: () => Promise<BranchState>, accepted: unknown, scope: ScopeName): Promise<Outcome> {
+  let runtime: BranchState;
   try {
     runtime = await read();
   } catch (error) {
@@ -177,7 +177,7 @@ function withoutStreamRecord(root: string, path: string): void {
   writeFileSync(join(root, path), `${JSON.stringify(meta, null, 2)}\n`);
 }
 
-function globalState(runtime: BranchRuntime): unknown {
+function globalState(runtime: BranchState): unknown {
   return readTemporalState(runtime.view, 0, "global").state.working;
 }
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { StateFlowError } from "../../storage/core/errors.ts";
 import { cwdKey } from "../../storage/layout.ts";
 import { acquirePublicationLock } from "../../storage/fs/lock.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
+import { StateStore, type BranchState, type SessionIdentity } from "../../storage/state-store.ts";
 import { StoreError, isStoreError } from "../../storage/store-error.ts";
 import { openStore } from "../../storage/open-store.ts";
 import { availableOffsets, readTemporalState } from "../../storage/core/temporal.ts";
@@ -377,11 +377,11 @@ function liveWriterRefusal(error: unknown): boolean {
 /** Commits `patch`, retrying the refusals another live publisher causes; each refusal is recorded. */
 async function commitBeside(
   store: StateStore,
-  runtime: BranchRuntime,
+  runtime: BranchState,
   patch: Parameters<StateStore["commit"]>[1],
   reason: string,
   refusals: string[],
-): Promise<BranchRuntime> {
+): Promise<BranchState> {
   for (;;) {
     try {
       return (await store.commit(runtime, patch, reason)).runtime;

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
 import { openStore } from "../../storage/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../storage/state-store.ts";
+import { StateStore, type BranchState, type SessionIdentity } from "../../storage/state-store.ts";
 import { git, initRepo, type TempDirs } from "./store-fixtures.ts";
 
 export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -21,7 +21,7 @@ export function suffixedDirs(id: SessionIdentity): { cwdDir: string; sessionDir:
 export async function preFourRepo(temps: TempDirs, prefix: string, id: SessionIdentity, steps: number) {
   const repo = initRepo(temps, prefix);
   const state = new StateStore(await openStore({ root: repo.dir, env: repo.env, initGit: true }), id);
-  let runtime: BranchRuntime = await state.start(null, "off");
+  let runtime: BranchState = await state.start(null, "off");
   for (let n = 1; n <= steps; n++) {
     const { patches } = parsePatchSet({ cwd: { working: { n } }, session: { working: { n } } });
     runtime = (await state.commit(runtime, patches, `step ${n}`)).runtime;

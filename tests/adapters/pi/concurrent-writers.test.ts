@@ -24,7 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../../storage/core/temporal.ts";
-import { StateStore, decodeRuntime, type BranchRuntime, type SessionIdentity } from "../../../storage/state-store.ts";
+import { StateStore, decodeBranchState, type BranchState, type SessionIdentity } from "../../../storage/state-store.ts";
 import { openStore } from "../../../storage/open-store.ts";
 import { git, gitTestEnv } from "../../support/store-fixtures.ts";
 import { PI_VERSION, piNodeArgs } from "../../support/pi-version.ts";
@@ -168,13 +168,13 @@ function refusalReason(text: string): string {
  * Every writer's runtime as a fresh process reads the live store: its own session layer over the
  * shared scopes as the others left them (adopted as a restore adopts them).
  */
-async function liveRuntimes(run: Run): Promise<BranchRuntime[]> {
+async function liveRuntimes(run: Run): Promise<BranchState[]> {
   const env = run.mode === "git" ? run.env : { ...run.env, PATH: join(run.root, "no-git-bin") };
   const store = await openStore({ root: run.store, env });
   return Promise.all(
     run.writers.map(async (w) => {
       const snapshot = await new StateStore(store, identityOf(w)).loadCurrentSnapshot();
-      return decodeRuntime(snapshot, identityOf(w), { liveShared: true })!;
+      return decodeBranchState(snapshot, identityOf(w), { liveShared: true })!;
     }),
   );
 }
@@ -184,7 +184,7 @@ function identityOf(w: Writer): SessionIdentity {
 }
 
 type Working = Record<string, unknown>;
-const working = (runtime: BranchRuntime, scope: "global" | "cwd" | "session"): Working =>
+const working = (runtime: BranchState, scope: "global" | "cwd" | "session"): Working =>
   readTemporalState(runtime.view, 0, scope).state.working as Working;
 
 /** The shared scopes' `working` after the accepted patches up to `upTo` (in serial order), replayed. */

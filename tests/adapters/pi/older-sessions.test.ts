@@ -13,7 +13,7 @@ import { parsePatchSet } from "../../../storage/core/cohort.ts";
 import { sessionIdentity } from "../../../runtime/session-identity.ts";
 import { scopeFiles } from "../../../storage/layout.ts";
 import { openStore } from "../../../storage/open-store.ts";
-import { StateStore, type BranchRuntime, type SessionIdentity } from "../../../storage/state-store.ts";
+import { StateStore, type BranchState, type SessionIdentity } from "../../../storage/state-store.ts";
 import { call, contextText, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
@@ -31,7 +31,7 @@ async function olderSession() {
 /** The store as this session's runtime left it: two transitions over all three scopes (current formats). */
 async function storeWithState(h: PiHarness, id: SessionIdentity) {
   const store = new StateStore(await openStore({ root: h.storeRoot, env: h.env, initGit: true }), id);
-  let runtime: BranchRuntime = await store.start(null, "turn-end");
+  let runtime: BranchState = await store.start(null, "turn-end");
   const steps = [
     {
       global: { contract: { tone: "terse" } },

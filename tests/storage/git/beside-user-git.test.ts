@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../../storage/core/temporal.ts";
 import { cwdKey } from "../../../storage/layout.ts";
 import { openStore } from "../../../storage/open-store.ts";
-import { StateStore, type BranchRuntime } from "../../../storage/state-store.ts";
+import { StateStore, type BranchState } from "../../../storage/state-store.ts";
 import { isStoreError } from "../../../storage/store-error.ts";
 import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
 
@@ -91,7 +91,7 @@ describe("State Flow publishing beside a user's own git in the store repository"
       sessionKey: "2026-12-01T10-00-00-000Z_0b5e7a1c-0000-4000-8000-00000000beef",
     };
     const store = new StateStore(await openStore({ root, env, initGit: true }), identity);
-    let runtime: BranchRuntime = await store.start(null, "off");
+    let runtime: BranchState = await store.start(null, "off");
     mkdirSync(join(root, "notes"));
     writeFileSync(join(root, ".gitattributes"), "*.json filter=upper\n*.jsonl text eol=lf\n");
     const editor = join(home, "slow-editor.sh");

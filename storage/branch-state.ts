@@ -1,4 +1,4 @@
-// A loaded cohort decoded into a branch runtime: the session's runtime meta and config, the three
+// A loaded cohort decoded into a branch state: the session's runtime meta and config, the three
 // scope streams, each pair proved against the record its meta keeps (stream-record.ts), and the
 // temporal view over them. Shared global/cwd streams that left the branch's lineage are adopted at
 // a fresh proven origin (spec 001 "Runtime ownership": adoption fabricates no parent ancestry).
@@ -36,7 +36,7 @@ export interface SessionIdentity {
   sessionKey: string;
 }
 
-export interface BranchRuntime {
+export interface BranchState {
   identity: SessionIdentity;
   /** The durable cohort this runtime is (`{revision}` Pi checkpoint data). */
   pointer: StorePointer;
@@ -113,11 +113,11 @@ export function checkSessionOwner(meta: RuntimeMeta, id: SessionIdentity, path: 
  * with this runtime (a `file:` pointer proves only the session files), so shared streams another
  * session advanced are adopted as a publication would adopt them.
  */
-export function decodeRuntime(
+export function decodeBranchState(
   snapshot: CohortSnapshot,
   id: SessionIdentity,
   options: { liveShared?: boolean; store?: StoreKind } = {},
-): BranchRuntime | null {
+): BranchState | null {
   checkCwdOwner(snapshot, id, options.store?.root);
   const metaPath = scopeFiles("session", id).meta;
   const metaBytes = file(snapshot, metaPath);
@@ -149,7 +149,7 @@ export function newLineageId(): string {
  * Adopts live shared streams that advanced outside this lineage at a fresh proven origin,
  * keeping the branch's own session layer. Offsets before the new origin become unavailable.
  */
-export function adoptShared(runtime: BranchRuntime, live: CohortSnapshot, store: StoreKind): TemporalView {
+export function adoptShared(runtime: BranchState, live: CohortSnapshot, store: StoreKind): TemporalView {
   const liveStreams = readStreams(live, runtime.identity, store);
   return viewOverShared(runtime.view.lineage, {
     ...runtime.view.streams,

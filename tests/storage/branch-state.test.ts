@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../storage/core/temporal.ts";
-import { adoptShared, decodeRuntime, readStreams } from "../../storage/branch-runtime.ts";
+import { adoptShared, decodeBranchState, readStreams } from "../../storage/branch-state.ts";
 import { cwdKey, scopeFiles } from "../../storage/layout.ts";
 import { openStore } from "../../storage/open-store.ts";
 import { StateStore, type SessionIdentity } from "../../storage/state-store.ts";
@@ -21,20 +21,20 @@ async function fileStore(root: string, id: SessionIdentity): Promise<StateStore>
 
 const where = (root: string) => ({ root, git: false });
 
-describe("branch runtime", () => {
+describe("branch state", () => {
   it("decodes a session's cohort with every pair proved, and null for a session without files", async () => {
     const root = temp.make();
     const a = await fileStore(root, identity("a"));
     const runtime = (await a.commit(await a.start(null, "off"), { global: { working: { g: 1 } } }, "t")).runtime;
     const live = await a.loadCurrentSnapshot();
-    const decoded = decodeRuntime(live, identity("a"), { store: where(root) })!;
+    const decoded = decodeBranchState(live, identity("a"), { store: where(root) })!;
     expect(decoded.meta).toEqual(runtime.meta);
     expect(decoded.meta.stream).toMatchObject({ records: 0 });
-    expect(decodeRuntime(live, identity("nobody"), { store: where(root) })).toBeNull();
+    expect(decodeBranchState(live, identity("nobody"), { store: where(root) })).toBeNull();
     writeFileSync(join(root, scopeFiles("global", identity("a")).patches), "");
     expect(() => readStreams(live, identity("a"), where(root))).not.toThrow(); // the snapshot holds the bytes read
     const damaged = await a.loadCurrentSnapshot();
-    expect(() => decodeRuntime(damaged, identity("a"), { store: where(root) })).toThrow(
+    expect(() => decodeBranchState(damaged, identity("a"), { store: where(root) })).toThrow(
       /global scope's files disagree/,
     );
   });
