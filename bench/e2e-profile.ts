@@ -67,7 +67,7 @@ function ownerOf(frame: CallFrame): string {
   const pkg = /^((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (frame.url.includes("node_modules") && pkg) return `lib: ${pkg[1]}`;
   const top = url.split("/")[0]!;
-  if (["core", "machines", "runtime", "adapters", "store"].includes(top)) {
+  if (["machines", "runtime", "adapters", "storage"].includes(top)) {
     const parts = url.split("/");
     return `State Flow: ${parts.slice(0, parts.length > 2 ? 2 : 1).join("/")}`;
   }

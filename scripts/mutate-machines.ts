@@ -251,9 +251,8 @@ export const MUTANTS: readonly Mutant[] = [
 
 /** Copied into each mutant's directory: everything the machine tests and the config import. */
 const COPIED = [
-  "core",
   "machines",
-  "store",
+  "storage",
   "runtime",
   "adapters",
   "tests",

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { KILL_POINTS, killPoint, observeKillPoints } from "../../../storage/fs/crash-points.ts";
 
-const module = resolve(dirname(fileURLToPath(import.meta.url)), "../../../store/fs/crash-points.ts");
+const module = resolve(dirname(fileURLToPath(import.meta.url)), "../../../storage/fs/crash-points.ts");
 
 /** Reaches `point` three times in a fresh process armed with `spec`; prints each arrival it survived. */
 function arrive(spec: string | undefined, point: string) {

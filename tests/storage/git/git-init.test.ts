@@ -19,8 +19,9 @@ function opener(root: string, env: NodeJS.ProcessEnv, at: number): Promise<strin
   const script =
     `const { openGitBackend } = await import(${JSON.stringify(BACKEND)});` +
     `await new Promise((go) => setTimeout(go, Math.max(0, ${at} - Date.now())));` +
-    `try { const b = await openGitBackend({ root: ${JSON.stringify(root)}, binary: "git", generation: "g", init: true });` +
-    ` console.log(b ? "opened" : "none"); } catch (e) { console.log(String(e.message)); }`;
+    `const options = { root: ${JSON.stringify(root)}, binary: "git", generation: "g", init: true };` +
+    `try { console.log((await openGitBackend(options)) ? "opened" : "none"); }` +
+    ` catch (e) { console.log(String(e.message)); }`;
   const args = ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", "--input-type=module", "-e"];
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [...args, script], { env, stdio: ["ignore", "pipe", "inherit"] });

@@ -131,7 +131,7 @@ describe("a question that outlives its process", () => {
       const { dir, env } = repository(BLOCKED_URL, { GIT_SSH_COMMAND: ssh.command });
       // A separate node process asks with a 1 s limit, then dies by SIGKILL: no timer, no exit hook.
       const script = join(temps.make("sf-asker-"), "ask.ts");
-      const source = (file: string) => JSON.stringify(join(import.meta.dirname, "../../../store/git", file));
+      const source = (file: string) => JSON.stringify(join(import.meta.dirname, "../../../storage/git", file));
       writeFileSync(
         script,
         `import { GitRunner, findGitExecutable } from ${source("git-runner.ts")};\n` +

@@ -130,7 +130,7 @@ describe("shell spawner", () => {
   });
 
   it("never keeps its process alive, and its helpers clean up after it even when it is killed", async () => {
-    const module = JSON.stringify(new URL("../../../store/git/shell-spawner.ts", import.meta.url).href);
+    const module = JSON.stringify(new URL("../../../storage/git/shell-spawner.ts", import.meta.url).href);
     const script =
       `const { ShellSpawner } = await import(${module});` +
       `const request = { binary: "${PRINTF}", args: ["done"], cwd: "/" };` +
