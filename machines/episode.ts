@@ -1,15 +1,21 @@
 // Episode machine: activation lifecycle of one Pi branch (spec 001 "Usage and activation",
-// "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. The Pi adapter sends
-// events and asks the query helpers below; it holds no lifecycle flags of its own.
+// "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. Every state that
+// does I/O invokes a named actor (start the store, adopt it into Git, select the restore, persist
+// a stop) whose success and failure are drawn transitions; the runtime supplies the actors and the
+// two host actions (register the tools, freeze the handoff) through `episodeMachine.provide`.
+// The runtime sends Pi's lifecycle as events and asks the query helpers below.
 import {
   setup,
   assign,
   emit,
   enqueueActions,
+  fromPromise,
   raise,
   spawnChild,
   stopChild,
   type ActorRefFrom,
+  type DoneActorEvent,
+  type ErrorActorEvent,
   type SnapshotFrom,
 } from "xstate";
 import { resolutionMachine } from "./resolution.ts";
@@ -40,23 +46,31 @@ export interface EpisodeContext {
   retained: RetainedPointer | null;
 }
 
+/** What the host sends. The invoked actors' results arrive as their own done and error events. */
 export type EpisodeEvent =
   | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape }
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
   | { type: "RUN_ACCEPTED" }
-  | { type: "STORAGE_READY" }
-  | { type: "STORAGE_FAILED"; error?: string }
-  | { type: "STOP_PERSISTED" }
-  | { type: "STOP_FAILED"; error?: string }
-  | { type: "RESTORE_RESULT"; result: RestoreResult }
   /** A run begins, or a user message arrives after its answer was resolved: a fresh resolution (active only). */
   | { type: "RUN_STARTED" }
   | { type: "SHUTDOWN" };
 
-export type EpisodeEmitted =
-  { type: "episode.notice"; code: EpisodeNoticeCode } | { type: "episode.effect"; effect: EpisodeEffect };
+/** The ids of the invoked actors: their results are `xstate.done.actor.<id>` / `xstate.error.actor.<id>`. */
+export const EPISODE_ACTORS = { storage: "storage", restore: "restore", stop: "stop" } as const;
+/** Every event the machine takes: the host's and the invoked actors' results. */
+export type EpisodeMachineEvent =
+  | EpisodeEvent
+  | DoneActorEvent<void, "storage">
+  | ErrorActorEvent<unknown, "storage">
+  | DoneActorEvent<RestoreResult, "restore">
+  | ErrorActorEvent<unknown, "restore">
+  | DoneActorEvent<void, "stop">
+  | ErrorActorEvent<unknown, "stop">;
+
+/** A notice for the person; `detail` is the named cause when the code alone cannot say it. */
+export type EpisodeEmitted = { type: "episode.notice"; code: EpisodeNoticeCode; detail?: string };
 export type EpisodeNoticeCode =
   | "not-enabled"
   | "already-active"
@@ -70,28 +84,27 @@ export type EpisodeNoticeCode =
   | "restore-unproven"
   | "restore-unanchored"
   | "stop-refused-unanchored";
-/**
- * What the runtime carries out. The three starts are told apart here, so nothing outside the
- * machine reads the state to learn which start it is.
- */
-export type EpisodeEffect =
-  | "start-origin"
-  | "start-from-frozen"
-  | "adopt-git"
-  | "select-restore"
-  | "freeze-handoff"
-  | "persist-disabled"
-  | "register-tools";
+/** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
+export interface StartStorageInput {
+  fromFrozen: boolean;
+}
 
 type RestoreKind = RestoreResult["kind"];
 const restoreIs =
   (kind: RestoreKind) =>
-  ({ event }: { event: EpisodeEvent }): boolean =>
-    event.type === "RESTORE_RESULT" && event.result.kind === kind;
+  ({ event }: { event: EpisodeMachineEvent }): boolean =>
+    event.type === "xstate.done.actor.restore" && event.output.kind === kind;
 
-function retainedOf(event: EpisodeEvent): RetainedPointer | null {
-  if (event.type !== "RESTORE_RESULT") return null;
-  const { result } = event;
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function retainedOf(event: EpisodeMachineEvent): RetainedPointer | null {
+  // A restore that failed outright checked no pointer: unproven, with the store's own words.
+  if (event.type === "xstate.error.actor.restore")
+    return { kind: "unproven", revision: null, detail: errorText(event.error) };
+  if (event.type !== "xstate.done.actor.restore") return null;
+  const result = event.output;
   if (result.kind !== "unproven" && result.kind !== "lockBusy" && result.kind !== "unanchored") return null;
   return {
     kind: result.kind,
@@ -101,7 +114,13 @@ function retainedOf(event: EpisodeEvent): RetainedPointer | null {
 }
 
 /** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
-export function isGenuinelyNewSession(event: EpisodeEvent): boolean {
+function notProvided(name: string) {
+  return async (): Promise<never> => {
+    throw new Error(`episode actor ${name} is supplied by the runtime (episodeMachine.provide)`);
+  };
+}
+
+export function isGenuinelyNewSession(event: EpisodeMachineEvent): boolean {
   return (
     event.type === "SESSION_START" && (event.reason === "startup" || event.reason === "new") && event.branch === "empty"
   );
@@ -110,7 +129,7 @@ export function isGenuinelyNewSession(event: EpisodeEvent): boolean {
 export const episodeMachine = setup({
   types: {
     context: {} as EpisodeContext,
-    events: {} as EpisodeEvent,
+    events: {} as EpisodeMachineEvent,
     input: {} as EpisodeInput,
     emitted: {} as EpisodeEmitted,
   },
@@ -130,36 +149,61 @@ export const episodeMachine = setup({
     restoredUnanchored: restoreIs("unanchored"),
     toolsNotRegistered: ({ context }) => !context.toolsRegistered,
   },
-  actors: { resolution: resolutionMachine },
+  actors: {
+    resolution: resolutionMachine,
+    // Supplied by the runtime (`provide`); these stand-ins only name what each one does.
+    /** Opens (initializing when needed) the store and establishes the session origin or the frozen restart. */
+    startStorage: fromPromise<void, StartStorageInput>(notProvided("startStorage")),
+    /** Commits the active file-only branch's exact cohort into Git and rebinds the branch to it. */
+    adoptGit: fromPromise<void>(notProvided("adoptGit")),
+    /** Settles an interrupted publication, then selects the branch's restore from its checkpoint entries. */
+    selectRestore: fromPromise<RestoreResult>(notProvided("selectRestore")),
+    /** Publishes the branch's disabled config (no semantic step). */
+    persistStop: fromPromise<void>(notProvided("persistStop")),
+  },
   actions: {
-    startOrigin: emit({ type: "episode.effect", effect: "start-origin" } as const),
-    startFromFrozen: emit({ type: "episode.effect", effect: "start-from-frozen" } as const),
-    adoptGit: emit({ type: "episode.effect", effect: "adopt-git" } as const),
+    /** Host action (provided): registers State Flow's tools with Pi. */
+    registerTools: () => undefined,
+    /** Host action (provided): appends the frozen exit handoff and the disabled marker to the branch. */
+    freezeHandoff: () => undefined,
     registerToolsOnce: enqueueActions(({ check, enqueue }) => {
       if (!check("toolsNotRegistered")) return;
       enqueue.assign({ toolsRegistered: true });
-      enqueue.emit({ type: "episode.effect", effect: "register-tools" } as const);
+      enqueue("registerTools");
     }),
     // One resolution actor per enabled run: the previous run's actor ends when the next run starts
     // and when the branch leaves active.
     endRun: stopChild("resolution"),
     spawnResolution: spawnChild("resolution", { id: "resolution" }),
-    selectRestore: emit({ type: "episode.effect", effect: "select-restore" } as const),
-    freezeHandoff: emit({ type: "episode.effect", effect: "freeze-handoff" } as const),
-    persistDisabled: emit({ type: "episode.effect", effect: "persist-disabled" } as const),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
-    reportStartFailed: emit({ type: "episode.notice", code: "start-failed" } as const),
+    reportStartFailed: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "start-failed" as const,
+      ...(event.type === "xstate.error.actor.storage" ? { detail: errorText(event.error) } : {}),
+    })),
     reportAdopted: emit({ type: "episode.notice", code: "adopted-into-git" } as const),
-    reportAdoptionFailed: emit({ type: "episode.notice", code: "adoption-failed" } as const),
-    reportStopFailed: emit({ type: "episode.notice", code: "stop-failed" } as const),
+    reportAdoptionFailed: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "adoption-failed" as const,
+      ...(event.type === "xstate.error.actor.storage" ? { detail: errorText(event.error) } : {}),
+    })),
+    reportStopFailed: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "stop-failed" as const,
+      ...(event.type === "xstate.error.actor.stop" ? { detail: errorText(event.error) } : {}),
+    })),
     // A stop retried after a busy lock first restores the revision, then stops from there, so a
     // failed stop returns to that restored state rather than to an older active state.
     retryStopFromRestored: raise({ type: "STOP" }),
     reportLockBusy: emit({ type: "episode.notice", code: "restore-lock-busy" } as const),
-    reportUnproven: emit({ type: "episode.notice", code: "restore-unproven" } as const),
+    reportUnproven: emit(({ context }) => ({
+      type: "episode.notice" as const,
+      code: "restore-unproven" as const,
+      ...(context.retained?.detail === undefined ? {} : { detail: context.retained.detail }),
+    })),
     reportUnanchored: emit({ type: "episode.notice", code: "restore-unanchored" } as const),
     reportStopRefusedUnanchored: emit({ type: "episode.notice", code: "stop-refused-unanchored" } as const),
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
@@ -193,41 +237,50 @@ export const episodeMachine = setup({
     },
     starting: {
       description: "Explicit or configured automatic start: the only state that may initialize storage.",
+      tags: ["busy"],
       initial: "fresh",
       states: {
         fresh: {
           description: "Automatic start of a genuinely new session: nothing to migrate.",
-          entry: ["startOrigin"],
-          on: {
-            STORAGE_READY: { target: "#episode.active.steady" },
-            STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },
+          invoke: {
+            id: "storage",
+            src: "startStorage",
+            input: { fromFrozen: false },
+            onDone: { target: "#episode.active.steady" },
+            onError: { target: "#episode.off", actions: ["reportStartFailed"] },
           },
         },
         fromOff: {
           description: "Start mid-conversation: the pre-Flow transcript migrates in one bootstrap run.",
-          entry: ["startOrigin"],
-          on: {
-            STORAGE_READY: { target: "#episode.active.bootstrap.fromTranscript" },
-            STORAGE_FAILED: { target: "#episode.off", actions: ["reportStartFailed"] },
+          invoke: {
+            id: "storage",
+            src: "startStorage",
+            input: { fromFrozen: false },
+            onDone: { target: "#episode.active.bootstrap.fromTranscript" },
+            onError: { target: "#episode.off", actions: ["reportStartFailed"] },
           },
         },
         fromPassive: {
           description:
             "Restart after stop: bootstraps from the frozen exit handoff, never the raw pre-stop transcript.",
-          entry: ["startFromFrozen"],
-          on: {
-            STORAGE_READY: { target: "#episode.active.bootstrap.fromHandoff" },
-            STORAGE_FAILED: { target: "#episode.passive", actions: ["reportStartFailed"] },
+          invoke: {
+            id: "storage",
+            src: "startStorage",
+            input: { fromFrozen: true },
+            onDone: { target: "#episode.active.bootstrap.fromHandoff" },
+            onError: { target: "#episode.passive", actions: ["reportStartFailed"] },
           },
         },
         fromUnanchored: {
           description:
             "Start on a branch whose newest entry is an unanchored older form: an empty session origin, as on a " +
             "pre-runtime branch; the older entry is not imported, the transcript migrates in one bootstrap run.",
-          entry: ["startOrigin"],
-          on: {
-            STORAGE_READY: { target: "#episode.active.bootstrap.fromTranscript", actions: ["clearRetainedRevision"] },
-            STORAGE_FAILED: { target: "#episode.failedClosed.unanchored", actions: ["reportStartFailed"] },
+          invoke: {
+            id: "storage",
+            src: "startStorage",
+            input: { fromFrozen: false },
+            onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["clearRetainedRevision"] },
+            onError: { target: "#episode.failedClosed.unanchored", actions: ["reportStartFailed"] },
           },
         },
         adopting: {
@@ -235,10 +288,11 @@ export const episodeMachine = setup({
             "Start on an active file-only branch once Git is available: its exact current cohort is committed into " +
             "Git. Tools are off meanwhile; success or failure returns to exactly the active state it left (a failure " +
             "keeps the file store).",
-          entry: ["adoptGit"],
-          on: {
-            STORAGE_READY: { target: "#episode.active.hist", actions: ["reportAdopted"] },
-            STORAGE_FAILED: { target: "#episode.active.hist", actions: ["reportAdoptionFailed"] },
+          invoke: {
+            id: "storage",
+            src: "adoptGit",
+            onDone: { target: "#episode.active.hist", actions: ["reportAdopted"] },
+            onError: { target: "#episode.active.hist", actions: ["reportAdoptionFailed"] },
           },
         },
       },
@@ -278,10 +332,12 @@ export const episodeMachine = setup({
       description:
         "STOP accepted: the branch's disabled config is being persisted (no semantic step). Passive begins only " +
         "once it is durable; tools are off meanwhile.",
-      entry: ["persistDisabled"],
-      on: {
-        STOP_PERSISTED: { target: "passive", actions: ["freezeHandoff"] },
-        STOP_FAILED: { target: "#episode.active.hist", actions: ["reportStopFailed"] },
+      tags: ["busy"],
+      invoke: {
+        id: "stop",
+        src: "persistStop",
+        onDone: { target: "passive", actions: ["freezeHandoff"] },
+        onError: { target: "#episode.active.hist", actions: ["reportStopFailed"] },
       },
     },
     passive: {
@@ -296,11 +352,17 @@ export const episodeMachine = setup({
     },
     restoring: {
       description: "Selecting branch provenance from Pi checkpoint entries (never arbitrary HEAD).",
-      entry: ["selectRestore"],
+      tags: ["busy"],
+      invoke: {
+        id: "restore",
+        src: "selectRestore",
+        // A restore that failed before it checked any pointer proves nothing: failed closed, with the reason.
+        onError: { target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportUnproven"] },
+      },
       initial: "branch",
       // Results both substates treat alike; each substate handles `revision` and `unproven` first.
       on: {
-        RESTORE_RESULT: [
+        "xstate.done.actor.restore": [
           { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
           { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
           { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
@@ -320,7 +382,7 @@ export const episodeMachine = setup({
         branch: {
           description: "Resume, reload or /tree of an existing branch, or a retried start.",
           on: {
-            RESTORE_RESULT: [
+            "xstate.done.actor.restore": [
               { guard: "restoredRevision", target: "#episode.active.steady", actions: ["clearRetainedRevision"] },
               {
                 guard: "restoredUnproven",
@@ -333,7 +395,7 @@ export const episodeMachine = setup({
         retryStop: {
           description: "STOP after a lock-busy restore: retry restoration before durably disabling the branch.",
           on: {
-            RESTORE_RESULT: [
+            "xstate.done.actor.restore": [
               {
                 guard: "restoredRevision",
                 target: "#episode.active.steady",
@@ -345,6 +407,10 @@ export const episodeMachine = setup({
                 actions: ["retainRevision", "reportStopRefused"],
               },
             ],
+            "xstate.error.actor.restore": {
+              target: "#episode.failedClosed.unproven",
+              actions: ["retainRevision", "reportStopRefused"],
+            },
           },
         },
       },

@@ -117,7 +117,20 @@ export interface GeneratedPath<TEvent extends AnyEventObject> {
 }
 
 function stripInit<TEvent extends AnyEventObject>(steps: ReadonlyArray<{ event: AnyEventObject }>): TEvent[] {
-  return steps.map((s) => s.event as TEvent).filter((e) => !e.type.startsWith("xstate."));
+  return steps.map((s) => s.event as TEvent).filter((e) => e.type !== "xstate.init");
+}
+
+const ACTOR_RESULT = /^xstate\.(?:done|error)\.actor\.(.+)$/;
+
+/**
+ * An invoked actor's done or error event can only arrive while that actor runs: offered only in
+ * snapshots that have a child of that id (an error event nothing handles would stop the machine).
+ */
+function offered<TEvent extends AnyEventObject>(snapshot: AnyMachineSnapshot, events: readonly TEvent[]): TEvent[] {
+  return events.filter((event) => {
+    const id = ACTOR_RESULT.exec(event.type)?.[1];
+    return id === undefined || snapshot.children[id] !== undefined;
+  });
 }
 
 /**
@@ -129,7 +142,7 @@ export function generatePaths<TEvent extends AnyEventObject>(
   spec: TraversalSpec<TEvent>,
   options: { simple?: boolean } = {},
 ): GeneratedPath<TEvent>[] {
-  const events = (s: AnyMachineSnapshot) => (s.status === "done" ? [] : spec.events(s));
+  const events = (s: AnyMachineSnapshot) => (s.status === "done" ? [] : offered(s, spec.events(s)));
   const opts = {
     events,
     serializeState: (s: AnyMachineSnapshot) => spec.serializeState(s),
@@ -155,7 +168,7 @@ export function generatePaths<TEvent extends AnyEventObject>(
     const simpleEvents = spec.simpleEvents ?? spec.events;
     const simpleOpts = {
       ...(opts as object),
-      events: (s: AnyMachineSnapshot) => (s.status === "done" ? [] : simpleEvents(s)),
+      events: (s: AnyMachineSnapshot) => (s.status === "done" ? [] : offered(s, simpleEvents(s))),
     } as never;
     const simple = getSimplePaths(machine, simpleOpts);
     const max = spec.maxSimplePaths ?? 2_000;

@@ -5,7 +5,7 @@
 // below and implements `BranchHost`; every lifecycle question is the machines' to answer.
 
 import { basename, join } from "node:path";
-import type { Actor } from "xstate";
+import { fromPromise, waitFor, type Actor } from "xstate";
 import { parsePatchSet, type PatchSet } from "../storage/core/cohort.ts";
 import { StateFlowError, errorMessage } from "../storage/core/errors.ts";
 import type { ScopeSelector } from "../storage/core/scope-state.ts";
@@ -30,9 +30,7 @@ import {
   projectionMode,
   retainedPointer,
   runResolution,
-  type EpisodeEffect,
   type EpisodeEvent,
-  type EpisodeNoticeCode,
   type SessionStartReason,
   type BranchShape,
 } from "../machines/episode.ts";
@@ -51,7 +49,7 @@ import { StateStore, type BranchState, type SessionIdentity } from "../storage/s
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
 import {
-  NOTICES,
+  episodeNotices,
   inputRefusedNotice,
   legacyMigratedNotice,
   legacySkillsNotice,
@@ -67,6 +65,7 @@ import {
   type PublicationPolicy,
 } from "./publication.ts";
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
+import type { RestoreResult } from "../machines/restore.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
 import { compilationRequired, replacingSkillArtifacts } from "./compilation-obligations.ts";
@@ -150,19 +149,31 @@ export class FlowRuntime {
   /** The missing-tools notice was given (again after the tools came back and went missing anew). */
   private toolsMissingSaid = false;
   private readonly discarded = new Set<number>();
-  private effects: EpisodeEffect[] = [];
-  private notices: EpisodeNoticeCode[] = [];
   private resolutionEffects: ResolutionEmitted[] = [];
 
   constructor(host: BranchHost, options: FlowRuntimeOptions) {
     this.host = host;
     this.options = options;
-    this.episode = createFlowActor(episodeMachine, {
+    // The episode's I/O: each actor's success or failure is the machine's transition to take.
+    const machine = episodeMachine.provide({
+      actors: {
+        startStorage: fromPromise(({ input }) => this.startStorage(input.fromFrozen)),
+        adoptGit: fromPromise(() => this.adoptIntoGit()),
+        selectRestore: fromPromise(() => this.selectRestore()),
+        persistStop: fromPromise(() => this.persistStop()),
+      },
+      actions: {
+        registerTools: () => this.host.registerTools(),
+        freezeHandoff: () => this.freezeHandoff(),
+      },
+    });
+    this.episode = createFlowActor(machine, {
       input: { autoStart: options.autoStart },
       inspection: options.inspection,
     });
-    this.episode.on("episode.effect", (e) => this.effects.push(e.effect));
-    this.episode.on("episode.notice", (e) => this.notices.push(e.code));
+    this.episode.on("episode.notice", ({ code, detail }) => {
+      for (const { text, level } of episodeNotices(code, detail)) this.host.notify(text, level);
+    });
     this.episode.start();
     this.barrier = createFlowActor(barrierMachine, { inspection: options.inspection });
     this.barrier.start();
@@ -543,45 +554,11 @@ export class FlowRuntime {
 
   // ---- machine plumbing -----------------------------------------------------------------------
 
+  /** Sends a host event and waits until the episode's invoked work (start, restore, stop…) has settled. */
   private async send(event: EpisodeEvent): Promise<void> {
     this.episode.send(event);
-    await this.flush();
-  }
-
-  /** Carries out emitted effects in order; each may feed the machine a result event. */
-  private async flush(): Promise<void> {
-    while (this.effects.length > 0 || this.notices.length > 0) {
-      const notice = this.notices.shift();
-      if (notice) this.host.notify(this.noticeText(notice), NOTICES[notice].level);
-      const effect = this.effects.shift();
-      if (effect) await this.carryOut(effect);
-    }
+    await waitFor(this.episode, (snapshot) => !snapshot.hasTag("busy"));
     this.syncHost();
-  }
-
-  /** A notice's text; an unproven restore says why (the named cause), which its code alone cannot. */
-  private noticeText(code: EpisodeNoticeCode): string {
-    const detail = code === "restore-unproven" ? retainedPointer(this.episode.getSnapshot())?.detail : undefined;
-    return detail ? `${NOTICES[code].text} Reason: ${detail}` : NOTICES[code].text;
-  }
-
-  private async carryOut(effect: EpisodeEffect): Promise<void> {
-    switch (effect) {
-      case "start-origin":
-        return this.startStorage(false);
-      case "start-from-frozen":
-        return this.startStorage(true);
-      case "adopt-git":
-        return this.adoptIntoGit();
-      case "select-restore":
-        return this.selectRestore();
-      case "freeze-handoff":
-        return this.freezeHandoff();
-      case "persist-disabled":
-        return this.persistDisabled();
-      case "register-tools":
-        return this.host.registerTools();
-    }
   }
 
   private syncHost(): void {
@@ -628,23 +605,18 @@ export class FlowRuntime {
     return this.store?.store.kind === "file" && gitInstalled(this.options.env);
   }
 
+  /** The episode's `startStorage` actor: a failure is its error transition (the machine names it). */
   private async startStorage(fromFrozen: boolean): Promise<void> {
-    try {
-      const store = await this.openStateStore(true);
-      const migrated = await store.migrateLegacy();
-      if (migrated) this.host.notify(legacyMigratedNotice(migrated), "info");
-      const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
-      const runtime = await store.start(selected, this.options.remotePublication);
-      // Bind the branch first, then publish: the new driver restores this revision as its
-      // unconfirmed intent and pushes it once (in the background: start never waits on the network).
-      await this.accept(runtime, false);
-      await this.installPublication(runtime);
-      await this.migrateLegacySkills();
-      this.episode.send({ type: "STORAGE_READY" });
-    } catch (error) {
-      this.host.notify(`State Flow start failed: ${errorMessage(error)}`, "error");
-      this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
-    }
+    const store = await this.openStateStore(true);
+    const migrated = await store.migrateLegacy();
+    if (migrated) this.host.notify(legacyMigratedNotice(migrated), "info");
+    const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
+    const runtime = await store.start(selected, this.options.remotePublication);
+    // Bind the branch first, then publish: the new driver restores this revision as its
+    // unconfirmed intent and pushes it once (in the background: start never waits on the network).
+    await this.accept(runtime, false);
+    await this.installPublication(runtime);
+    await this.migrateLegacySkills();
   }
 
   /**
@@ -665,22 +637,23 @@ export class FlowRuntime {
       this.publication = null;
       await this.accept(runtime, false);
       await this.installPublication(runtime);
-      this.episode.send({ type: "STORAGE_READY" });
     } catch (error) {
       this.store = fileStore; // a repository opened before the failure is not used until the next start
-      this.host.notify(`State Flow could not adopt the store into Git: ${errorMessage(error)}`, "error");
-      this.episode.send({ type: "STORAGE_FAILED", error: errorMessage(error) });
+      throw error;
     }
   }
 
-  private async selectRestore(): Promise<void> {
-    let outcome;
+  /**
+   * The episode's `selectRestore` actor: settles an interrupted publication, then selects the
+   * branch's revision. A store that cannot be read at all rejects: the machine fails closed.
+   */
+  private async selectRestore(): Promise<RestoreResult> {
     try {
       const store = await this.openStateStore(false);
       // The publication driver installed after the restore asks which remote to push to (a git
       // process): asked now, it runs while the restore reads the store.
       void store.store.git?.publicationRemote().catch(() => undefined);
-      outcome = await restoreBranch({
+      const outcome = await restoreBranch({
         store,
         host: this.host,
         sessionId: this.identity!.sessionId,
@@ -692,15 +665,12 @@ export class FlowRuntime {
         },
       });
       if (outcome.runtime) await this.installPublication(outcome.runtime);
+      this.runtime = outcome.runtime;
+      return outcome.result;
     } catch (error) {
-      const detail = errorMessage(error);
-      outcome = {
-        result: { kind: "unproven", revision: null, reason: "noValidPointer", detail } as const,
-        runtime: null,
-      };
+      this.runtime = null;
+      throw error;
     }
-    this.runtime = outcome.runtime;
-    this.episode.send({ type: "RESTORE_RESULT", result: outcome.result });
   }
 
   /**
@@ -717,28 +687,18 @@ export class FlowRuntime {
     this.host.appendCheckpoint({ disabled: true });
   }
 
-  /** Stop is config-only: the disabled runtime revision is published, then the machine learns the outcome. */
-  private async persistDisabled(): Promise<void> {
-    if (!this.runtime || !this.store) {
-      this.episode.send({ type: "STOP_FAILED", error: "no runtime is selected on this branch" });
-      return;
-    }
-    try {
-      const runtime = await this.store.publishConfig(
-        this.runtime,
-        { ...this.runtime.config, enabled: false },
-        "state-flow: stop",
-      );
-      this.runtime = runtime;
-      this.episode.send({ type: "STOP_PERSISTED" });
-      this.host.notify(
-        "State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.",
-        "info",
-      );
-    } catch (error) {
-      this.host.notify(`State Flow could not persist the stop: ${errorMessage(error)}`, "error");
-      this.episode.send({ type: "STOP_FAILED", error: errorMessage(error) });
-    }
+  /** The episode's `persistStop` actor: stop is config-only, the disabled runtime revision is published. */
+  private async persistStop(): Promise<void> {
+    if (!this.runtime || !this.store) throw new Error("no runtime is selected on this branch");
+    this.runtime = await this.store.publishConfig(
+      this.runtime,
+      { ...this.runtime.config, enabled: false },
+      "state-flow: stop",
+    );
+    this.host.notify(
+      "State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.",
+      "info",
+    );
   }
 
   /**

@@ -1,4 +1,5 @@
-// The user-facing text of every notice the episode machine emits, with its level.
+// The user-facing text of every notice the episode machine emits, with its level, and the other
+// texts the runtime says.
 
 import type { EpisodeNoticeCode } from "../machines/episode.ts";
 import type { NoticeLevel } from "./host.ts";
@@ -69,6 +70,33 @@ export const NOTICES: Record<EpisodeNoticeCode, { text: string; level: NoticeLev
     level: "error",
   },
 };
+
+/** What a failed step's own error is prefixed with, said before the code's text (which points back to it). */
+const CAUSE_PREFIX: Partial<Record<EpisodeNoticeCode, string>> = {
+  "start-failed": "State Flow start failed: ",
+  "adoption-failed": "State Flow could not adopt the store into Git: ",
+  "stop-failed": "State Flow could not persist the stop: ",
+};
+
+/**
+ * The lines an episode notice is shown as. A failed step says its cause first ("see the previous
+ * error"); an unproven restore carries its reason in the same line.
+ */
+export function episodeNotices(
+  code: EpisodeNoticeCode,
+  detail: string | undefined,
+): Array<{ text: string; level: NoticeLevel }> {
+  const { text, level } = NOTICES[code];
+  if (detail === undefined) return [{ text, level }];
+  if (code === "restore-unproven") return [{ text: `${text} Reason: ${detail}`, level }];
+  const prefix = CAUSE_PREFIX[code];
+  return prefix
+    ? [
+        { text: `${prefix}${detail}`, level: "error" },
+        { text, level },
+      ]
+    : [{ text, level }];
+}
 
 /** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */
 export function toolsMissingNotice(missing: readonly string[]): string {

@@ -1,16 +1,17 @@
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { createActor, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
+import { createActor, fromPromise, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
 import {
-  episodeMachine,
+  episodeMachine as pureEpisodeMachine,
   isToolsActive,
   mayInitializeStorage,
   runResolution,
   projectionMode,
   episodeStateName,
   isGenuinelyNewSession,
-  type EpisodeEvent,
+  type EpisodeMachineEvent,
   type EpisodeSnapshot,
+  type StartStorageInput,
 } from "../../machines/episode.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 import {
@@ -20,13 +21,43 @@ import {
   runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
-import { EPISODE_EVENTS } from "../support/alphabets.ts";
+import {
+  EPISODE_EVENTS,
+  STOP_FAILED,
+  STOP_PERSISTED,
+  STORAGE_FAILED,
+  STORAGE_READY,
+  restored,
+} from "../support/alphabets.ts";
+
+/**
+ * What the episode asked of its stand-in actors and host actions, in order; each checked step
+ * drains it. The stand-ins never settle: a path sends their done and error events itself.
+ */
+const performed: string[] = [];
+const never = () => new Promise<never>(() => undefined);
+const episodeMachine = pureEpisodeMachine.provide({
+  actors: {
+    startStorage: fromPromise<void, StartStorageInput>(({ input }) => {
+      performed.push(input.fromFrozen ? "start-from-frozen" : "start-origin");
+      return never();
+    }),
+    adoptGit: fromPromise<void>(() => (performed.push("adopt-git"), never())),
+    selectRestore: fromPromise<RestoreResult>(() => (performed.push("select-restore"), never())),
+    persistStop: fromPromise<void>(() => (performed.push("persist-disabled"), never())),
+  },
+  actions: {
+    registerTools: () => void performed.push("register-tools"),
+    freezeHandoff: () => void performed.push("freeze-handoff"),
+  },
+});
 
 const allEvents = EPISODE_EVENTS;
 // One representative per SESSION_START guard branch; SHUTDOWN, the adoption START (a detour
 // that returns to the active state it left, multiplying every simple path) and the unanchored
-// restore (a second way into a start from a failed-closed branch) left to shortest paths and edge tours.
-const simpleEvents: EpisodeEvent[] = [
+// restore (a second way into a start from a failed-closed branch) and a restore that fails outright (a
+// second way into failedClosed.unproven) left to shortest paths and edge tours.
+const simpleEvents: EpisodeMachineEvent[] = [
   { type: "SESSION_START", reason: "new", branch: "empty" },
   { type: "SESSION_START", reason: "fork", branch: "marked" },
   { type: "SESSION_START", reason: "resume", branch: "unmarked" },
@@ -36,7 +67,8 @@ const simpleEvents: EpisodeEvent[] = [
       e.type !== "SESSION_START" &&
       e.type !== "SHUTDOWN" &&
       !(e.type === "START" && e.adoptGit) &&
-      !(e.type === "RESTORE_RESULT" && e.result.kind === "unanchored"),
+      !(e.type === "xstate.done.actor.restore" && e.output.kind === "unanchored") &&
+      e.type !== "xstate.error.actor.restore",
   ),
 ];
 
@@ -49,13 +81,16 @@ interface Trace {
   lastActive: string | null;
 }
 
-function emittedEffect(step: StepInfo<EpisodeEvent>, effect: string): boolean {
-  return step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === effect);
+/** The work one step asked for (see `performed`). */
+let stepWork: string[] = [];
+function emittedEffect(_step: StepInfo<EpisodeMachineEvent>, effect: string): boolean {
+  return stepWork.includes(effect);
 }
 
 /** Returns violations (each prefixed with its invariant id) for one step. */
-export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, autoStart: boolean): string[] {
+export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Trace, autoStart: boolean): string[] {
   const v: string[] = [];
+  stepWork = performed.splice(0);
   const { prev, event, next } = step;
   const before = name(prev);
   const after = name(next);
@@ -68,10 +103,12 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (isToolsActive(next as never) !== after.startsWith("active")) v.push(`I1.1 isToolsActive disagrees with ${after}`);
   if (!before.startsWith("active") && after.startsWith("active")) {
     const ok =
-      (event.type === "STORAGE_READY" && before.startsWith("starting")) ||
-      (event.type === "STORAGE_FAILED" && before === "starting.adopting") ||
-      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.branch") ||
-      (event.type === "STOP_FAILED" && before === "stopping");
+      (event.type === "xstate.done.actor.storage" && before.startsWith("starting")) ||
+      (event.type === "xstate.error.actor.storage" && before === "starting.adopting") ||
+      (event.type === "xstate.done.actor.restore" &&
+        event.output.kind === "revision" &&
+        before === "restoring.branch") ||
+      (event.type === "xstate.error.actor.stop" && before === "stopping");
     if (!ok) v.push(`I1.1 tools became active from ${before} on ${JSON.stringify(event)}`);
   }
   // I1.2
@@ -100,20 +137,20 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     before.startsWith("off") === false &&
     after === "passive" &&
     event.type !== "STOP" &&
-    event.type !== "RESTORE_RESULT"
+    event.type !== "xstate.done.actor.restore"
   )
     v.push(`I1.4 a new or forked physical session reached passive via ${JSON.stringify(event)}`);
   // I1.5
   if (before !== "passive" && after === "passive") {
     const ok =
-      (event.type === "STOP_PERSISTED" && before === "stopping") ||
-      (event.type === "RESTORE_RESULT" && event.result.kind === "passive") ||
-      (event.type === "STORAGE_FAILED" && before === "starting.fromPassive");
+      (event.type === "xstate.done.actor.stop" && before === "stopping") ||
+      (event.type === "xstate.done.actor.restore" && event.output.kind === "passive") ||
+      (event.type === "xstate.error.actor.storage" && before === "starting.fromPassive");
     if (!ok) v.push(`I1.5 passive entered from ${before} on ${JSON.stringify(event)}`);
   }
   // A start that cannot open storage returns to where it started from: a failed restart keeps the
   // frozen handoff (passive), a failed first start is ordinary mode again; both say so.
-  if (event.type === "STORAGE_FAILED" && before.startsWith("starting") && before !== "starting.adopting") {
+  if (event.type === "xstate.error.actor.storage" && before.startsWith("starting") && before !== "starting.adopting") {
     const expected =
       before === "starting.fromPassive"
         ? "passive"
@@ -124,12 +161,18 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === "start-failed"))
       v.push(`I1.5 a failed start from ${before} was silent`);
   }
+  // I1.6: a restart after stop starts from the frozen stop boundary; every other start from a new origin
+  if (!before.startsWith("starting") && after.startsWith("starting.") && after !== "starting.adopting") {
+    const expected = after === "starting.fromPassive" ? "start-from-frozen" : "start-origin";
+    if (!emittedEffect(step, expected)) v.push(`I1.6 ${after} was entered without ${expected} (did: ${stepWork})`);
+  }
   // I1.6 / I1.7
   // A failed stop (I1.12) and an adoption (I1.13) return to exactly the active state they left,
   // so they re-enter a bootstrap only if they were in that very bootstrap.
   const returnedFromFailedStop =
-    ((before === "stopping" && event.type === "STOP_FAILED") ||
-      (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED"))) &&
+    ((before === "stopping" && event.type === "xstate.error.actor.stop") ||
+      (before === "starting.adopting" &&
+        (event.type === "xstate.done.actor.storage" || event.type === "xstate.error.actor.storage"))) &&
     after === (trace.lastActive ?? "active.steady");
   if (
     after === "active.bootstrap.fromHandoff" &&
@@ -146,9 +189,17 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
     !returnedFromFailedStop
   )
     v.push(`I1.6 transcript bootstrap entered from ${before}`);
-  if (before === "starting.fromOff" && event.type === "STORAGE_READY" && after !== "active.bootstrap.fromTranscript")
+  if (
+    before === "starting.fromOff" &&
+    event.type === "xstate.done.actor.storage" &&
+    after !== "active.bootstrap.fromTranscript"
+  )
     v.push(`I1.6 a mid-conversation start reached ${after} instead of bootstrapping from the transcript`);
-  if (before === "starting.fromPassive" && event.type === "STORAGE_READY" && after !== "active.bootstrap.fromHandoff")
+  if (
+    before === "starting.fromPassive" &&
+    event.type === "xstate.done.actor.storage" &&
+    after !== "active.bootstrap.fromHandoff"
+  )
     v.push(`I1.6 a restart after stop reached ${after} instead of bootstrapping from the frozen handoff`);
   if (before.startsWith("active.bootstrap") && event.type === "RUN_ACCEPTED" && after !== "active.steady")
     v.push(`I1.7 RUN_ACCEPTED in ${before} led to ${after}, not active.steady`);
@@ -163,8 +214,12 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (after === "failedClosed.lockBusy" && next.context.retained?.revision !== "r-sel")
     v.push(`I1.9 lock-busy restore lost the selected revision (${JSON.stringify(next.context.retained)})`);
   // the retained pointer is the one the failed restore reported, with its reason and detail
-  if (event.type === "RESTORE_RESULT" && before.startsWith("restoring") && after.startsWith("failedClosed")) {
-    const { result } = event;
+  if (
+    event.type === "xstate.done.actor.restore" &&
+    before.startsWith("restoring") &&
+    after.startsWith("failedClosed")
+  ) {
+    const { output: result } = event;
     const detail = "detail" in result && result.detail !== undefined ? { detail: result.detail } : {};
     const expected =
       result.kind === "unproven" || result.kind === "lockBusy"
@@ -174,6 +229,16 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
           : null;
     if (!isDeepStrictEqual(next.context.retained, expected))
       v.push(`I1.9 retained ${JSON.stringify(next.context.retained)} after the restore said ${JSON.stringify(result)}`);
+  }
+  // A restore that failed outright checked no pointer: failed closed as unproven, with the store's words, said.
+  if (event.type === "xstate.error.actor.restore" && before.startsWith("restoring")) {
+    const expected = { kind: "unproven", revision: null, detail: (event.error as Error).message };
+    if (after !== "failedClosed.unproven") v.push(`I1.9 a failed restore went to ${after}`);
+    if (!isDeepStrictEqual(next.context.retained, expected))
+      v.push(`I1.9 retained ${JSON.stringify(next.context.retained)} after the restore failed`);
+    const code = before === "restoring.retryStop" ? "stop-refused-unproven" : "restore-unproven";
+    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === code))
+      v.push(`I1.9 a failed restore from ${before} did not say ${code}`);
   }
   // (a start replacing an unanchored entry keeps it until the start succeeds: a failed one returns there)
   const retains =
@@ -193,28 +258,28 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (before !== "stopping" && after === "stopping") {
     const ok =
       (event.type === "STOP" && before.startsWith("active")) ||
-      (event.type === "RESTORE_RESULT" && event.result.kind === "revision" && before === "restoring.retryStop");
+      (event.type === "xstate.done.actor.restore" &&
+        event.output.kind === "revision" &&
+        before === "restoring.retryStop");
     // (the retried stop restores the revision first and then stops: one macrostep)
     if (!ok) v.push(`I1.12 stopping entered from ${before} on ${JSON.stringify(event)}`);
-    if (
-      !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "persist-disabled")
-    )
+    if (!emittedEffect(step, "persist-disabled"))
       v.push("I1.12 stopping entered without persisting the disabled config");
   }
-  if (
-    before === "stopping" &&
-    event.type === "STOP_PERSISTED" &&
-    !step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "freeze-handoff")
-  )
+  if (before === "stopping" && event.type === "xstate.done.actor.stop" && !emittedEffect(step, "freeze-handoff"))
     v.push("I1.12 passive began without freezing the exit handoff");
-  if (before === "stopping" && event.type === "STOP_FAILED") {
+  if (before === "stopping" && event.type === "xstate.error.actor.stop") {
     const expected = trace.lastActive ?? "active.steady";
     if (after !== expected) v.push(`I1.12 a failed stop went to ${after} instead of back to ${expected}`);
     if (!step.emitted.some((e) => e.type === "episode.notice")) v.push("I1.12 a failed stop was silent");
   }
   // I1.17: an unanchored older entry fails closed, never off; STOP is refused visibly; only START leaves
   // it, for a fresh session origin, and a failed start returns to it.
-  if (event.type === "RESTORE_RESULT" && event.result.kind === "unanchored" && before.startsWith("restoring")) {
+  if (
+    event.type === "xstate.done.actor.restore" &&
+    event.output.kind === "unanchored" &&
+    before.startsWith("restoring")
+  ) {
     if (after !== "failedClosed.unanchored") v.push(`I1.17 an unanchored older entry restored to ${after}`);
     if (
       !step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === "restore-unanchored")
@@ -231,13 +296,13 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   }
   if (before !== "failedClosed.unanchored" && after === "failedClosed.unanchored") {
     const ok =
-      (event.type === "RESTORE_RESULT" && event.result.kind === "unanchored") ||
-      (event.type === "STORAGE_FAILED" && before === "starting.fromUnanchored");
+      (event.type === "xstate.done.actor.restore" && event.output.kind === "unanchored") ||
+      (event.type === "xstate.error.actor.storage" && before === "starting.fromUnanchored");
     if (!ok) v.push(`I1.17 failedClosed.unanchored entered from ${before} on ${JSON.stringify(event)}`);
   }
   if (
     before === "starting.fromUnanchored" &&
-    event.type === "STORAGE_READY" &&
+    event.type === "xstate.done.actor.storage" &&
     after !== "active.bootstrap.fromTranscript"
   )
     v.push(`I1.17 a start replacing an unanchored entry reached ${after}, not the transcript bootstrap`);
@@ -252,14 +317,16 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (before !== "starting.adopting" && after === "starting.adopting") {
     if (!(event.type === "START" && event.adoptGit === true && before.startsWith("active")))
       v.push(`I1.13 adoption entered from ${before} on ${JSON.stringify(event)}`);
-    if (!step.emitted.some((e) => e.type === "episode.effect" && (e as { effect?: string }).effect === "adopt-git"))
-      v.push("I1.13 adoption entered without initializing storage");
+    if (!emittedEffect(step, "adopt-git")) v.push("I1.13 adoption entered without initializing storage");
   }
-  if (before === "starting.adopting" && (event.type === "STORAGE_READY" || event.type === "STORAGE_FAILED")) {
+  if (
+    before === "starting.adopting" &&
+    (event.type === "xstate.done.actor.storage" || event.type === "xstate.error.actor.storage")
+  ) {
     const expected = trace.lastActive ?? "active.steady";
     if (after !== expected)
       v.push(`I1.13 ${event.type} after adoption went to ${after} instead of back to ${expected}`);
-    const code = event.type === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed";
+    const code = event.type === "xstate.done.actor.storage" ? "adopted-into-git" : "adoption-failed";
     if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === code))
       v.push(`I1.13 ${event.type} after adoption without notice ${code}`);
   }
@@ -274,7 +341,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
   if (
     event.type === "SESSION_START" ||
     event.type === "TREE" ||
-    (before === "restoring.retryStop" && event.type === "RESTORE_RESULT")
+    (before === "restoring.retryStop" && event.type === "xstate.done.actor.restore")
   )
     trace.lastActive = null;
   // I1.5: a passive /tree re-freezes the handoff at the new position
@@ -307,7 +374,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeEvent>, trace: Trace, aut
 }
 
 function runSuite(machine: typeof episodeMachine) {
-  return runPathSuite<EpisodeEvent, Trace, { autoStart: boolean }>(machine, {
+  return runPathSuite<EpisodeMachineEvent, Trace, { autoStart: boolean }>(machine, {
     inputs: [{ autoStart: true }, { autoStart: false }],
     spec: (input) => ({
       events: () => allEvents,
@@ -344,7 +411,7 @@ describe("episode machine (generated paths)", () => {
  * Shortest paths and edge tours only: simple paths over this key are several times more.
  */
 function runEffectTours(machine: typeof episodeMachine) {
-  return runPathSuite<EpisodeEvent, Trace, { autoStart: boolean }>(machine, {
+  return runPathSuite<EpisodeMachineEvent, Trace, { autoStart: boolean }>(machine, {
     inputs: [{ autoStart: true }, { autoStart: false }],
     spec: (input) => ({
       events: () => allEvents,
@@ -395,7 +462,7 @@ describe("episode negative controls", () => {
 });
 
 describe("episode scenarios", () => {
-  const run = (autoStart: boolean, events: EpisodeEvent[]) => {
+  const run = (autoStart: boolean, events: EpisodeMachineEvent[]) => {
     const actor = createActor(episodeMachine, { input: { autoStart } });
     const notices: string[] = [];
     actor.on("episode.notice", (e) => notices.push(e.code));
@@ -405,7 +472,7 @@ describe("episode scenarios", () => {
     actor.stop();
     return { s, notices };
   };
-  const rr = (result: RestoreResult): EpisodeEvent => ({ type: "RESTORE_RESULT", result });
+  const rr = restored;
 
   it("I1.2 manual startup is read-only: a new session stays off without autoStart", () => {
     const { s } = run(false, [{ type: "SESSION_START", reason: "startup", branch: "empty" }]);
@@ -417,12 +484,12 @@ describe("episode scenarios", () => {
     const { s } = run(false, [
       { type: "SESSION_START", reason: "startup", branch: "empty" },
       { type: "START" },
-      { type: "STORAGE_READY" },
+      STORAGE_READY,
       { type: "STOP" },
       { type: "SESSION_START", reason: "reload", branch: "marked" },
       rr({ kind: "passive" }),
       { type: "START" },
-      { type: "STORAGE_READY" },
+      STORAGE_READY,
     ]);
     expect(projectionMode(s), "I1.6 restart must bootstrap from the handoff").toBe("bootstrapHandoff");
     const a = createActor(episodeMachine, { input: { autoStart: false }, snapshot: s }).start();
@@ -455,7 +522,7 @@ describe("episode scenarios", () => {
       { type: "SESSION_START", reason: "resume", branch: "marked" },
       unanchored,
       { type: "START" },
-      { type: "STORAGE_FAILED" },
+      STORAGE_FAILED,
     ]);
     expect(episodeStateName(failed.s), "I1.17 a failed start stays failed closed").toBe("failedClosed.unanchored");
     expect(failed.s.context.retained).toEqual({ kind: "unanchored", revision: null, detail: "why" });
@@ -464,7 +531,7 @@ describe("episode scenarios", () => {
       { type: "SESSION_START", reason: "resume", branch: "marked" },
       unanchored,
       { type: "START" },
-      { type: "STORAGE_READY" },
+      STORAGE_READY,
     ]);
     expect(projectionMode(started.s), "I1.17 the transcript migrates in one bootstrap run").toBe("bootstrapTranscript");
     expect(started.s.context.retained).toBeNull();
@@ -489,7 +556,7 @@ describe("episode scenarios", () => {
       rr({ kind: "lockBusy", revision: "r-sel" }),
       { type: "STOP" },
       rr({ kind: "revision", revision: "r-sel", skippedInvalid: 0 }),
-      { type: "STOP_PERSISTED" },
+      STOP_PERSISTED,
     ]);
     expect(episodeStateName(done), "I1.9 retried stop ends passive").toBe("passive");
   });
@@ -498,27 +565,25 @@ describe("episode scenarios", () => {
     "I1.13 a start on an active file-only branch adopts it into " +
       "Git and returns to exactly where it was, success or failure",
     () => {
-      for (const outcome of ["STORAGE_READY", "STORAGE_FAILED"] as const) {
+      for (const outcome of ["xstate.done.actor.storage", "xstate.error.actor.storage"] as const) {
         const a = createActor(episodeMachine, { input: { autoStart: false } }).start();
         const notices: string[] = [];
-        const effects: string[] = [];
         a.on("episode.notice", (e) => notices.push(e.code));
-        a.on("episode.effect", (e) => effects.push(e.effect));
         a.send({ type: "SESSION_START", reason: "startup", branch: "unmarked" });
         a.send({ type: "START" });
-        a.send({ type: "STORAGE_READY" });
+        a.send(STORAGE_READY);
         expect(episodeStateName(a.getSnapshot())).toBe("active.bootstrap.fromTranscript");
         a.send({ type: "START" });
         expect(notices, "I1.13 without git nothing changes").toEqual(["already-active"]);
         a.send({ type: "START", adoptGit: true });
         expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
         expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);
-        expect(effects.at(-1)).toBe("adopt-git");
-        a.send({ type: outcome });
+        expect(performed.at(-1)).toBe("adopt-git");
+        a.send(outcome === "xstate.done.actor.storage" ? STORAGE_READY : STORAGE_FAILED);
         expect(episodeStateName(a.getSnapshot()), `I1.13 ${outcome} returns to the bootstrap it left`).toBe(
           "active.bootstrap.fromTranscript",
         );
-        expect(notices.at(-1)).toBe(outcome === "STORAGE_READY" ? "adopted-into-git" : "adoption-failed");
+        expect(notices.at(-1)).toBe(outcome === "xstate.done.actor.storage" ? "adopted-into-git" : "adoption-failed");
         a.stop();
       }
     },
@@ -534,11 +599,11 @@ describe("episode scenarios", () => {
       input: { autoStart: true },
     }).start();
     eager.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
-    eager.send({ type: "STORAGE_READY" });
+    eager.send(STORAGE_READY);
     const prev = eager.getSnapshot();
     const emitted: AnyEventObject[] = [];
     eager.on("*", (e) => emitted.push(e));
-    const event: EpisodeEvent = { type: "START" };
+    const event: EpisodeMachineEvent = { type: "START" };
     eager.send(event);
     const violations = checkEpisodeStep(
       { index: 2, prev, event, next: eager.getSnapshot(), taken: [], emitted },
@@ -557,22 +622,22 @@ describe("episode scenarios", () => {
     const { s, notices } = run(false, [
       { type: "SESSION_START", reason: "startup", branch: "unmarked" },
       { type: "START" },
-      { type: "STORAGE_READY" },
+      STORAGE_READY,
       { type: "STOP" },
-      { type: "STOP_FAILED" },
+      STOP_FAILED,
     ]);
     expect(episodeStateName(s), "I1.12 back to the bootstrap it was in").toBe("active.bootstrap.fromTranscript");
     expect(notices, "I1.12 the failure is reported").toContain("stop-failed");
     const { s: restarted } = run(false, [
       { type: "SESSION_START", reason: "startup", branch: "unmarked" },
       { type: "START" },
-      { type: "STORAGE_READY" },
+      STORAGE_READY,
       { type: "STOP" },
-      { type: "STOP_PERSISTED" },
+      STOP_PERSISTED,
       { type: "START" },
-      { type: "STORAGE_READY" },
+      STORAGE_READY,
       { type: "STOP" },
-      { type: "STOP_FAILED" },
+      STOP_FAILED,
     ]);
     expect(
       episodeStateName(restarted),

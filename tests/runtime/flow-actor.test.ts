@@ -1,28 +1,33 @@
 import { describe, expect, it } from "vitest";
-import type { InspectionEvent } from "xstate";
-import { episodeMachine } from "../../machines/episode.ts";
+import { fromPromise, waitFor, type InspectionEvent } from "xstate";
+import { episodeMachine, type StartStorageInput } from "../../machines/episode.ts";
 import { createFlowActor } from "../../runtime/flow-actor.ts";
+
+/** The episode with a store that starts at once (the runtime supplies the real one). */
+const startingAtOnce = episodeMachine.provide({
+  actors: { startStorage: fromPromise<void, StartStorageInput>(async () => undefined) },
+});
 
 describe("createFlowActor", () => {
   it("runs the machine with its input and no observer when inspection is off", () => {
-    const actor = createFlowActor(episodeMachine, { input: { autoStart: true } }).start();
+    const actor = createFlowActor(startingAtOnce, { input: { autoStart: true } }).start();
     expect(actor.getSnapshot().context.autoStart).toBe(true);
     actor.stop();
   });
-  it("reports the spawned resolution actor to the inspection sink too", () => {
+  it("reports the invoked storage actor and the spawned resolution actor to the inspection sink too", async () => {
     const seen: string[] = [];
     const inspect = (e: InspectionEvent) => {
-      if (e.type === "@xstate.actor") seen.push((e.actorRef as unknown as { logic: { id: string } }).logic.id);
+      if (e.type === "@xstate.actor") seen.push((e.actorRef as unknown as { id: string }).id);
     };
-    const actor = createFlowActor(episodeMachine, {
+    const actor = createFlowActor(startingAtOnce, {
       input: { autoStart: true },
       inspection: { url: "ws://x", inspect: { next: inspect }, stop() {} },
     });
     actor.start();
     actor.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
-    actor.send({ type: "STORAGE_READY" });
+    await waitFor(actor, (s) => s.matches("active"));
     actor.send({ type: "RUN_STARTED" });
-    expect(seen).toEqual(["episode", "resolution"]);
+    expect(seen).toEqual([actor.id, "storage", "resolution"]);
     actor.stop();
   });
 });

@@ -46,7 +46,7 @@ describe("npm run machines", () => {
     cpSync(join(repo, "docs"), join(temp, "docs"), { recursive: true });
     const doc = join(temp, "docs/state-machines.md");
     const original = readFileSync(doc, "utf8");
-    const row = "| `stopping` | `STOP_PERSISTED` | — | ";
+    const row = "| `stopping` | `xstate.done.actor.stop` | — | ";
     const edited = original.replace(`${row}\`passive\` |`, `${row}\`off\` |`);
     expect(edited, "the episode table has the stopping row").not.toBe(original);
     writeFileSync(doc, edited);

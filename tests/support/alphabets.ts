@@ -2,7 +2,7 @@
 // sample per payload shape its guards distinguish. Shared by the pure machine suites and the
 // replay of their paths through a real Pi session, so both walk the same graph.
 
-import type { EpisodeEvent } from "../../machines/episode.ts";
+import type { EpisodeMachineEvent } from "../../machines/episode.ts";
 import type { ResolutionEvent } from "../../machines/resolution.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 
@@ -19,7 +19,39 @@ export const RESTORE_RESULTS: RestoreResult[] = [
   { kind: "unanchored", members: ["state"] },
 ];
 
-export const EPISODE_EVENTS: EpisodeEvent[] = [
+/** The invoked actors' results: success, and a failure with the error the store gave. */
+export const STORAGE_READY: EpisodeMachineEvent = {
+  type: "xstate.done.actor.storage",
+  actorId: "storage",
+  output: undefined,
+};
+export const STORAGE_FAILED: EpisodeMachineEvent = {
+  type: "xstate.error.actor.storage",
+  actorId: "storage",
+  error: new Error("store failed"),
+};
+export const STOP_PERSISTED: EpisodeMachineEvent = {
+  type: "xstate.done.actor.stop",
+  actorId: "stop",
+  output: undefined,
+};
+export const STOP_FAILED: EpisodeMachineEvent = {
+  type: "xstate.error.actor.stop",
+  actorId: "stop",
+  error: new Error("store failed"),
+};
+export const RESTORE_FAILED: EpisodeMachineEvent = {
+  type: "xstate.error.actor.restore",
+  actorId: "restore",
+  error: new Error("store unreadable"),
+};
+export const restored = (result: RestoreResult): EpisodeMachineEvent => ({
+  type: "xstate.done.actor.restore",
+  actorId: "restore",
+  output: result,
+});
+
+export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   ...SESSION_START_REASONS.flatMap((reason) =>
     BRANCH_SHAPES.map((branch) => ({ type: "SESSION_START", reason, branch }) as const),
   ),
@@ -29,12 +61,13 @@ export const EPISODE_EVENTS: EpisodeEvent[] = [
   { type: "TREE" },
   { type: "RUN_ACCEPTED" },
   { type: "RUN_STARTED" },
-  { type: "STORAGE_READY" },
-  { type: "STORAGE_FAILED" },
-  { type: "STOP_PERSISTED" },
-  { type: "STOP_FAILED" },
+  STORAGE_READY,
+  STORAGE_FAILED,
+  STOP_PERSISTED,
+  STOP_FAILED,
   { type: "SHUTDOWN" },
-  ...RESTORE_RESULTS.map((result) => ({ type: "RESTORE_RESULT", result }) as const),
+  ...RESTORE_RESULTS.map(restored),
+  RESTORE_FAILED,
 ];
 
 export const RESOLUTION_EVENTS: ResolutionEvent[] = [

@@ -2,9 +2,15 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
+import { fromPromise, waitFor } from "xstate";
 import { loadInspection, InspectUrlError, INSPECT_ENV } from "../../../adapters/inspect/inspector.ts";
 import { createFlowActor } from "../../../runtime/flow-actor.ts";
-import { episodeMachine } from "../../../machines/episode.ts";
+import { episodeMachine, type StartStorageInput } from "../../../machines/episode.ts";
+
+/** The episode with a store that starts at once (the runtime supplies the real one). */
+const startingAtOnce = episodeMachine.provide({
+  actors: { startStorage: fromPromise<void, StartStorageInput>(async () => undefined) },
+});
 
 const source = readFileSync(join(import.meta.dirname, "..", "..", "..", "adapters", "inspect", "inspector.ts"), "utf8");
 
@@ -13,7 +19,7 @@ describe("live inspector", () => {
     expect(await loadInspection({})).toBeUndefined();
     expect(await loadInspection({ [INSPECT_ENV]: "  " })).toBeUndefined();
     expect(source).not.toMatch(/^import[^;]*@statelyai\/inspect/m);
-    const actor = createFlowActor(episodeMachine, { input: { autoStart: false } }).start();
+    const actor = createFlowActor(startingAtOnce, { input: { autoStart: false } }).start();
     actor.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
     expect(actor.getSnapshot().value).toBe("off");
     actor.stop();
@@ -31,7 +37,7 @@ describe("live inspector", () => {
     const received: Array<{ type: string; event?: { type: string }; snapshot?: { value?: unknown } }> = [];
     const done = () =>
       received.some((m) => m.type === "@xstate.actor") &&
-      received.some((m) => m.type === "@xstate.event" && m.event?.type === "STORAGE_READY") &&
+      received.some((m) => m.type === "@xstate.event" && m.event?.type === "xstate.done.actor.storage") &&
       received.some(
         (m) =>
           m.type === "@xstate.snapshot" && JSON.stringify(m.snapshot?.value) === JSON.stringify({ active: "steady" }),
@@ -47,9 +53,9 @@ describe("live inspector", () => {
     );
     const inspection = await loadInspection({ [INSPECT_ENV]: `ws://127.0.0.1:${port}` });
     expect(inspection?.url).toBe(`ws://127.0.0.1:${port}`);
-    const actor = createFlowActor(episodeMachine, { input: { autoStart: true }, inspection }).start();
+    const actor = createFlowActor(startingAtOnce, { input: { autoStart: true }, inspection }).start();
     actor.send({ type: "SESSION_START", reason: "new", branch: "empty" });
-    actor.send({ type: "STORAGE_READY" });
+    await waitFor(actor, (s) => s.matches("active"));
     try {
       await allArrived;
       expect(done(), `received: ${received.map((m) => m.type + ":" + (m.event?.type ?? "")).join(", ")}`).toBe(true);

@@ -20,7 +20,7 @@ import {
   flattenValue,
   isToolsActive,
   projectionMode,
-  type EpisodeEvent,
+  type EpisodeMachineEvent,
   type EpisodeNoticeCode,
 } from "../../../machines/episode.ts";
 import {
@@ -34,6 +34,7 @@ import type { RestoreResult } from "../../../machines/restore.ts";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
+import { episodeWithPendingActors } from "../../support/episode-stubs.ts";
 import { PiHarness, call, contextText, say, type HarnessOptions, holdForeignLock } from "../../support/pi-harness.ts";
 
 // ---- observing the adapter's actors ----------------------------------------------------------
@@ -69,7 +70,10 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
               recorded.actors.push(child);
               return;
             }
-            if (ev.type !== "@xstate.event" || !ev.event || ev.event.type.startsWith("xstate.")) return;
+            // (the episode's invoked actors answer with their own done and error events: those are kept)
+            const type = ev.event?.type ?? "";
+            if (ev.type !== "@xstate.event" || !ev.event || (type.startsWith("xstate.") && !EPISODE_RESULT.test(type)))
+              return;
             entries.get(ev.actorRef)?.events.push(ev.event);
           },
         } as never,
@@ -82,27 +86,39 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
   };
 });
 
+/** The results of the episode's invoked actors (storage, restore, stop). */
+const EPISODE_RESULT = /^xstate\.(?:done|error)\.actor\.(?:storage|restore|stop)$/;
+
 function latest(machine: string, since = 0): Recorded | undefined {
   for (let i = recorded.actors.length - 1; i >= since; i--)
     if (recorded.actors[i]!.machine === machine) return recorded.actors[i];
   return undefined;
 }
 
+const RESULT_TYPES = [
+  "xstate.done.actor.storage",
+  "xstate.error.actor.storage",
+  "xstate.done.actor.restore",
+  "xstate.error.actor.restore",
+  "xstate.done.actor.stop",
+  "xstate.error.actor.stop",
+];
+
 /** Event identity as the machine's guards see it (restore results by kind; revisions are world data). */
 function eventKey(event: AnyEventObject): string {
   const e = event as unknown as {
     type: string;
-    result: RestoreResult;
+    output: RestoreResult;
     reason: string;
     branch: string;
     ending: string;
     final: boolean;
   };
-  if (e.type === "RESTORE_RESULT") return `RESTORE_RESULT(${e.result.kind})`;
+  if (e.type === "xstate.done.actor.restore") return `RESTORE_RESULT(${e.output.kind})`;
   if (e.type === "SESSION_START") return `SESSION_START(${e.reason},${e.branch})`;
   if (e.type === "DRAFT") return `DRAFT(${e.ending})`;
   if (e.type === "PATCH_ACCEPTED") return `PATCH_ACCEPTED(${e.final})`;
-  if (e.type === "STORAGE_FAILED") return "STORAGE_FAILED";
+  if (e.type === "xstate.error.actor.storage") return "xstate.error.actor.storage";
   if (e.type === "START") return (e as { adoptGit?: boolean }).adoptGit ? "START(adoptGit)" : "START";
   return e.type;
 }
@@ -148,14 +164,14 @@ const episodeAlphabet = EPISODE_EVENTS;
 
 interface EpisodePath {
   autoStart: boolean;
-  events: EpisodeEvent[];
+  events: EpisodeMachineEvent[];
 }
 
 function episodePaths(): { generated: number; paths: EpisodePath[] } {
   let generated = 0;
   const paths: EpisodePath[] = [];
   for (const autoStart of [false, true]) {
-    const shortest = generatePaths<EpisodeEvent>(
+    const shortest = generatePaths<EpisodeMachineEvent>(
       episodeMachine,
       { events: () => episodeAlphabet, serializeState: (s) => JSON.stringify(s.value), input: { autoStart } },
       { simple: false },
@@ -213,7 +229,7 @@ class EpisodeWorld {
 
   constructor(path: EpisodePath) {
     this.path = path;
-    this.pure = createActor(episodeMachine, { input: { autoStart: path.autoStart } });
+    this.pure = createActor(episodeWithPendingActors, { input: { autoStart: path.autoStart } });
     this.pure.on("*", (e: AnyEventObject) => this.emitted.push(e));
     this.pure.start();
   }
@@ -300,7 +316,7 @@ class EpisodeWorld {
   lockPath: string | undefined;
 
   /** Runs one Pi action, feeds the expected machine events to the pure actor and checks everything. */
-  async step(label: string, expected: EpisodeEvent[], action: () => Promise<void>): Promise<void> {
+  async step(label: string, expected: EpisodeMachineEvent[], action: () => Promise<void>): Promise<void> {
     const before = episodeStateName(this.state as never);
     this.emitted.length = 0;
     await action();
@@ -313,9 +329,15 @@ class EpisodeWorld {
       (this.state.matches("restoring") || this.state.matches("starting") || this.state.matches("stopping")) &&
       sent.length > expected.length
     ) {
-      const next = sent[expected.length] as EpisodeEvent;
+      const next = sent[expected.length] as EpisodeMachineEvent;
       expect(
-        ["RESTORE_RESULT", "STORAGE_READY", "STORAGE_FAILED", "STOP_PERSISTED", "STOP_FAILED"],
+        [
+          "xstate.done.actor.restore",
+          "xstate.done.actor.storage",
+          "xstate.error.actor.storage",
+          "xstate.done.actor.stop",
+          "xstate.error.actor.stop",
+        ],
         `only a result event may leave the transient ${episodeStateName(this.state as never)}`,
       ).toContain(next.type);
       expected = [...expected, next];
@@ -330,7 +352,7 @@ class EpisodeWorld {
     ).toEqual(expected.map(eventKey));
     if (
       this.state.matches("starting") ||
-      expected.some((e) => e.type === "STORAGE_READY" || e.type === "STORAGE_FAILED")
+      expected.some((e) => e.type === "xstate.done.actor.storage" || e.type === "xstate.error.actor.storage")
     )
       this.started = true;
     this.check(where);
@@ -532,7 +554,7 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
   try {
     const events = path.events;
     const first = events[0];
-    const restore = events[1]?.type === "RESTORE_RESULT" ? events[1].result.kind : null;
+    const restore = events[1]?.type === "xstate.done.actor.restore" ? events[1].output.kind : null;
     // A path that adopts a file-only store into Git starts without git on PATH; git is "installed" right
     // before that START.
     const adopts = events.some((e) => e.type === "START" && e.adoptGit === true);
@@ -549,17 +571,13 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
     let steps = 0;
     while (i < events.length) {
       const trigger = events[i]!;
-      const group: EpisodeEvent[] = [trigger];
+      const group: EpisodeMachineEvent[] = [trigger];
       i++;
-      while (
-        i < events.length &&
-        ["STORAGE_READY", "STORAGE_FAILED", "RESTORE_RESULT", "STOP_PERSISTED", "STOP_FAILED"].includes(events[i]!.type)
-      )
-        group.push(events[i++]!);
+      while (i < events.length && RESULT_TYPES.includes(events[i]!.type)) group.push(events[i++]!);
       const h = world.h;
       steps++;
       // The other writer finishes before a restore this path expects to succeed.
-      if (world.lockPath && group.some((e) => e.type === "RESTORE_RESULT" && e.result.kind !== "lockBusy")) {
+      if (world.lockPath && group.some((e) => e.type === "xstate.done.actor.restore" && e.output.kind !== "lockBusy")) {
         rmSync(world.lockPath, { force: true });
         world.lockPath = undefined;
       }
@@ -577,7 +595,7 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
           }
           break;
         case "STOP":
-          if (group.some((e) => e.type === "STOP_FAILED")) {
+          if (group.some((e) => e.type === "xstate.error.actor.stop")) {
             // Real fault: another writer holds the store's publication lock while the stop is persisted.
             const lock = existsSync(join(h.storeRoot, ".git"))
               ? join(h.storeRoot, ".git", "state-flow-publication.lock")
