@@ -20,10 +20,9 @@ import { GitCommitter } from "./git-commit.ts";
 import { initRepositoryAtomically } from "./git-init.ts";
 import { GitPublisher } from "./git-publication.ts";
 import { GitReader } from "./git-reads.ts";
-import { GitRemote, type GitPushResult, type RemoteAnswer } from "./git-remote.ts";
+import { GitRemote } from "./git-remote.ts";
 import { GitRepo, type GitRepoInfo } from "./git-repo.ts";
 import { GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
-import { readPendingRecord, writePendingRecord, type PendingRecord } from "./pending-record.ts";
 
 export type { GitRepoInfo } from "./git-repo.ts";
 
@@ -110,7 +109,8 @@ export class GitBackend implements StoreBackend {
   private readonly repo: GitRepo;
   private readonly reader: GitReader;
   private readonly publisher: GitPublisher;
-  private readonly remotes: GitRemote;
+  /** The publication remote (pushes and questions); open-store.ts hands it out in its PublicationPort. */
+  readonly remote: GitRemote;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
     const repo = new GitRepo(info, runner, generation);
@@ -122,7 +122,7 @@ export class GitBackend implements StoreBackend {
     this.journalPath = repo.journalPath;
     this.reader = new GitReader(repo);
     this.publisher = new GitPublisher(repo, new GitCommitter(repo));
-    this.remotes = new GitRemote({ runner, commonDir: info.commonDir, headBranch: () => repo.headBranch() });
+    this.remote = new GitRemote({ runner, commonDir: info.commonDir, headBranch: () => repo.headBranch() });
   }
 
   get processCount(): number {
@@ -162,42 +162,5 @@ export class GitBackend implements StoreBackend {
 
   publish(request: PublishRequest): Promise<PublishReceipt> {
     return this.publisher.publish(request);
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Remote publication (git-remote.ts)
-
-  /** Size and mtime of the repository's config file: a remote added or removed changes it. */
-  configStamp(): Promise<string | null> {
-    return this.remotes.configStamp();
-  }
-
-  /** The remote to publish to (branch.<b>.remote, else `origin`, else the only remote); null = local-only. */
-  publicationRemote(): Promise<string | null> {
-    return this.remotes.publicationRemote();
-  }
-
-  /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */
-  pushRevision(revision: string, signal?: AbortSignal): Promise<GitPushResult> {
-    return this.remotes.pushRevision(revision, signal);
-  }
-
-  /** Whether the publication remote already has `revision` on this branch; null: no remote or no answer. */
-  remoteHas(revision: string): Promise<boolean | null> {
-    return this.remotes.remoteHas(revision);
-  }
-
-  /** What the publication remote answers about `revision`, with the cause when it cannot be asked (abortable). */
-  askRemote(revision: string, signal?: AbortSignal): Promise<RemoteAnswer> {
-    return this.remotes.askRemote(revision, signal);
-  }
-
-  /** What this session still owes the remote (storage/git/pending-record.ts); null: nothing. */
-  readPending(sessionKey: string): Promise<PendingRecord | null> {
-    return readPendingRecord(this.info.commonDir, sessionKey);
-  }
-
-  writePending(sessionKey: string, record: PendingRecord): Promise<void> {
-    return writePendingRecord(this.info.commonDir, sessionKey, record);
   }
 }
