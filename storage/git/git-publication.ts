@@ -94,7 +94,7 @@ import { ensureStoreAttributes } from "./store-attributes.ts";
 /** Blobs up to this size are deflated and written with synchronous calls (a 128 KiB state's checkpoint is one). */
 const SYNC_BLOB_BYTES = 256 * 1024;
 
-/** What a failing publication has to undo, and whether it may (see GitBackend.abandonPublication). */
+/** What a failing publication has to undo, and whether it may (see GitPublisher.abandonPublication). */
 interface PublicationAttempt {
   /** The isolated index the worktree delta is staged into (GIT_INDEX_FILE). */
   readonly index: string;
