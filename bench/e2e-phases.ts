@@ -21,6 +21,10 @@ import { KnowledgeRun } from "../runtime/knowledge-run.ts";
 import { StateStore } from "../storage/state-store.ts";
 import { FileBackend } from "../storage/file/file-backend.ts";
 import { GitBackend } from "../storage/git/git-backend.ts";
+import { GitCommitter } from "../storage/git/git-commit.ts";
+import { GitPublisher } from "../storage/git/git-publication.ts";
+import { GitRemote } from "../storage/git/git-remote.ts";
+import { GitRepo } from "../storage/git/git-repo.ts";
 import { GitRunner } from "../storage/git/git-runner.ts";
 
 export interface Interval {
@@ -187,25 +191,24 @@ export async function installPhaseWrappers(): Promise<void> {
     "unrecordedSuccessor",
   ]);
   wrapMethods("FileBackend", FileBackend.prototype, ["loadCurrent", "loadRevision", "publish", "finishInterrupted"]);
-  wrapMethods("GitBackend", GitBackend.prototype, [
-    "loadCurrent",
-    "loadRevision",
-    "publish",
+  // The Git backend's phases live in its modules; they keep the GitBackend prefix, so runs compare across versions.
+  wrapMethods("GitBackend", GitBackend.prototype, ["loadCurrent", "loadRevision", "publish", "head", "lastCommitOf"]);
+  wrapMethods("GitBackend", GitPublisher.prototype, [
     "publishLocked",
-    "head",
     "settlePreparation",
     "stageWorktree",
     "writeBlobs",
+    "installPublication",
+  ]);
+  wrapMethods("GitBackend", GitCommitter.prototype, [
     "commitStaged",
     "overlayInProcess",
     "overlayByGit",
     "commitInProcess",
     "commitByGit",
-    "installPublication",
-    "commitSettings",
-    "publicationRemote",
-    "lastCommitOf",
   ]);
+  wrapMethods("GitBackend", GitRepo.prototype, ["commitSettings"]);
+  wrapMethods("GitBackend", GitRemote.prototype, ["publicationRemote"]);
   // One process each (execText goes through exec).
   wrapMethods("GitRunner", GitRunner.prototype, ["exec", "run"], gitName);
   wrapMethods("StateFlowController", StateFlowController.prototype, ["context", "prepareContext"]);

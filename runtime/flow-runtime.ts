@@ -652,7 +652,7 @@ export class FlowRuntime {
       const store = await this.openStateStore(false);
       // The publication driver installed after the restore asks which remote to push to (a git
       // process): asked now, it runs while the restore reads the store.
-      void store.store.git?.publicationRemote().catch(() => undefined);
+      void store.store.publication?.remote.publicationRemote().catch(() => undefined);
       const outcome = await restoreBranch({
         store,
         host: this.host,
@@ -744,11 +744,11 @@ export class FlowRuntime {
    */
   private async installPublication(runtime: BranchState): Promise<void> {
     if (this.publication) return;
-    const git = this.store?.store.git ?? null;
+    const git = this.store?.store.publication ?? null;
     const sessionKey = runtime.identity.sessionKey;
     this.publication = await openPublication({
       policy: runtime.config.remotePublication,
-      pusher: git ? gitPusher(git) : null,
+      pusher: git ? gitPusher(git.remote) : null,
       restored: git ? await this.owedPublication(git, runtime) : null,
       askRestored: true,
       onPendingChange: (pending) => {

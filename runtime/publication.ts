@@ -54,14 +54,14 @@ export interface PendingPublication {
   readonly lastError?: string;
 }
 
-/** What pushes an existing commit (GitBackend.pushRevision). */
+/** What pushes an existing commit (PublicationRemote.pushRevision). */
 export interface Pusher {
   /** Aborting `signal` kills the push (the runtime shut down; the intent stays owed). */
   push(revision: string, signal?: AbortSignal): Promise<GitPushResult>;
-  /** Whether a publication remote is configured (GitBackend.publicationRemote() !== null); used by openPublication. */
+  /** Whether a publication remote is configured (publicationRemote() !== null); used by openPublication. */
   hasRemote?(): Promise<boolean>;
   /**
-   * Whether the remote already has `revision` (GitBackend.askRemote); never waits past its limit.
+   * Whether the remote already has `revision` (PublicationRemote.askRemote); never waits past its limit.
    * Aborting `signal` means the answer is no longer wanted.
    */
   ask?(revision: string, signal: AbortSignal): Promise<RemoteAnswer>;
@@ -143,7 +143,7 @@ function sameIntent(a: PendingPublication | null | undefined, b: PendingPublicat
   return JSON.stringify(a ?? null) === JSON.stringify(b);
 }
 
-/** createPublication with `remote` resolved from the pusher (GitBackend.publicationRemote()) when not given. */
+/** createPublication with `remote` resolved from the pusher (PublicationRemote.publicationRemote()) when not given. */
 export async function openPublication(options: PublicationOptions): Promise<PublicationDriver> {
   if (options.remote !== undefined || !options.pusher?.hasRemote) return createPublication(options);
   return createPublication({ ...options, remote: await options.pusher.hasRemote() });

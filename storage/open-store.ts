@@ -13,7 +13,9 @@ import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { FileBackend } from "./file/file-backend.ts";
 import { openGitBackend, type GitBackend } from "./git/git-backend.ts";
+import type { GitRemote } from "./git/git-remote.ts";
 import { findGitExecutable, type GitProcessCounter } from "./git/git-runner.ts";
+import { readPendingRecord, writePendingRecord, type PendingRecord } from "./git/pending-record.ts";
 import type { LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
 
 export type * from "./backend.ts";
@@ -34,12 +36,40 @@ export interface OpenStoreOptions {
   readonly counter?: GitProcessCounter;
 }
 
+/** The publication remote as remote publication uses it: which remote, the push, and what it already has. */
+export type PublicationRemote = Pick<
+  GitRemote,
+  "configStamp" | "publicationRemote" | "pushRevision" | "remoteHas" | "askRemote"
+>;
+
+/**
+ * What remote publication needs of a Git store, and nothing else of its backend: the remote to push
+ * accepted commits to and to ask, and each session's durable record of what it still owes it.
+ */
+export interface PublicationPort {
+  readonly remote: PublicationRemote;
+  /** What this session still owes the remote (storage/git/pending-record.ts); null: nothing. */
+  readPending(sessionKey: string): Promise<PendingRecord | null>;
+  writePending(sessionKey: string, record: PendingRecord): Promise<void>;
+}
+
 export interface Store extends StoreBackend {
   /** True when a git executable exists (so a file-only store can be adopted into Git by an explicit start). */
   readonly gitAvailable: boolean;
-  /** The Git backend when kind === "git" (push, adoption, head). */
+  /** The Git backend when kind === "git" (adoption, head, past layouts). */
   readonly git: GitBackend | null;
+  /** Remote publication's view of the Git store; null when file-only. */
+  readonly publication: PublicationPort | null;
   readonly counter: GitProcessCounter;
+}
+
+function publicationPort(git: GitBackend): PublicationPort {
+  const commonDir = git.info.commonDir;
+  return {
+    remote: git.remote,
+    readPending: (sessionKey) => readPendingRecord(commonDir, sessionKey),
+    writePending: (sessionKey, record) => writePendingRecord(commonDir, sessionKey, record),
+  };
 }
 
 class OpenedStore implements Store {
@@ -48,6 +78,7 @@ class OpenedStore implements Store {
   readonly lockPath: string;
   readonly gitAvailable: boolean;
   readonly git: GitBackend | null;
+  readonly publication: PublicationPort | null;
   readonly counter: GitProcessCounter;
   private readonly backend: StoreBackend;
 
@@ -57,6 +88,7 @@ class OpenedStore implements Store {
     this.root = backend.root;
     this.lockPath = backend.lockPath;
     this.git = git;
+    this.publication = git === null ? null : publicationPort(git);
     this.gitAvailable = gitAvailable;
     this.counter = counter;
   }

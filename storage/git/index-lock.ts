@@ -1,4 +1,4 @@
-// git's index.lock as a publication holds it (see git-backend.ts): from just before its journal
+// git's index.lock as a publication holds it (see git-publication.ts): from just before its journal
 // until its new index is installed, so no git command stages or commits from the old index while
 // the ref already names the new commit. The lock holds a stamp (pid, host, token) that proves it
 // is State Flow's, so a lock a dead State Flow process left can be removed and anyone else's is

@@ -331,7 +331,7 @@ describe("publication policies", () => {
 
   it("no remote configured is local-only, not an error (real git)", async () => {
     const { backend, commit } = await gitStore();
-    const pub = createPublication({ policy: "transition", pusher: gitPusher(backend) });
+    const pub = createPublication({ policy: "transition", pusher: gitPusher(backend.remote) });
     const revision = await commit();
     expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
     expect(pub.pending).toBeNull();
@@ -344,7 +344,7 @@ describe("publication policies", () => {
       "local-only without a push or a pending intent (real git)",
     async () => {
       const { backend, commit } = await gitStore();
-      const { pusher, pushed } = counting(gitPusher(backend));
+      const { pusher, pushed } = counting(gitPusher(backend.remote));
       const persisted: Array<PendingPublication | null> = [];
       const pub = await openPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
       const revision = await commit();
@@ -360,7 +360,7 @@ describe("publication policies", () => {
   it("transition pushes synchronously to a bare remote (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
-    const pub = createPublication({ policy: "transition", pusher: gitPusher(backend) });
+    const pub = createPublication({ policy: "transition", pusher: gitPusher(backend.remote) });
     const revision = await commit();
     expect(await pub.accepted(revision)).toMatchObject({ kind: "pushed", revision, remote: "origin" });
     const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
@@ -372,20 +372,20 @@ describe("publication policies", () => {
     git(root, env, "remote", "add", "origin", remote);
     const older = await commit();
     const newer = await commit();
-    expect(await backend.pushRevision(newer)).toEqual({ kind: "pushed", remote: "origin" });
-    expect(await backend.pushRevision(older)).toEqual({ kind: "pushed", remote: "origin" });
+    expect(await backend.remote.pushRevision(newer)).toEqual({ kind: "pushed", remote: "origin" });
+    expect(await backend.remote.pushRevision(older)).toEqual({ kind: "pushed", remote: "origin" });
     const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
     expect(git(remote, env, "rev-parse", branch).trim()).toBe(newer);
     // A commit beside the remote's head (not contained in it) is a real rejection.
     const tree = git(root, env, "rev-parse", `${older}^{tree}`).trim();
     const beside = git(root, env, "commit-tree", tree, "-p", older, "-m", "beside").trim();
-    expect(await backend.pushRevision(beside)).toMatchObject({ kind: "failed", remote: "origin" });
+    expect(await backend.remote.pushRevision(beside)).toMatchObject({ kind: "failed", remote: "origin" });
   });
 
   it("turn-end with a bare remote pushes only the newest target asynchronously at turn end (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
-    const { pusher, pushed } = counting(gitPusher(backend));
+    const { pusher, pushed } = counting(gitPusher(backend.remote));
     const pub = await openPublication({ pusher });
     const r1 = await commit();
     expect(await pub.accepted(r1)).toEqual({ kind: "queued", revision: r1 });
@@ -403,7 +403,7 @@ describe("publication policies", () => {
   it("policy off keeps commits local even with a remote (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
-    const { pusher, pushed } = counting(gitPusher(backend));
+    const { pusher, pushed } = counting(gitPusher(backend.remote));
     const pub = await openPublication({ policy: "off", pusher });
     const revision = await commit();
     expect(await pub.accepted(revision)).toEqual({ kind: "kept-local", revision });
@@ -419,7 +419,10 @@ describe("publication policies", () => {
       const { backend, commit, remote, root, env, home } = await gitStore();
       git(root, env, "remote", "add", "origin", join(home, "does-not-exist.git"));
       let persisted: PendingPublication | null = null;
-      const first = await openPublication({ pusher: gitPusher(backend), onPendingChange: (p) => (persisted = p) });
+      const first = await openPublication({
+        pusher: gitPusher(backend.remote),
+        onPendingChange: (p) => (persisted = p),
+      });
       const r1 = await commit();
       await first.accepted(r1);
       const r2 = await commit();
@@ -435,7 +438,7 @@ describe("publication policies", () => {
       git(root, env, "remote", "set-url", "origin", remote);
       const headBefore = git(root, env, "rev-parse", "HEAD").trim();
       const second = await openPublication({
-        pusher: gitPusher(backend),
+        pusher: gitPusher(backend.remote),
         restored: saved,
         onPendingChange: (p) => (persisted = p),
       });
@@ -643,7 +646,7 @@ describe("asking the remote about a restored intent (askRestored), in the backgr
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
     const r1 = await commit();
-    const { pusher, pushed } = counting(gitPusher(backend));
+    const { pusher, pushed } = counting(gitPusher(backend.remote));
     const first = await openPublication({ pusher, restored: { revision: r1, attempts: 0 }, askRestored: true });
     await first.settled();
     expect(pushed, "the remote lacked it").toEqual([r1]);

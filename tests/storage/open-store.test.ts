@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
 import { gitInstalled, openStore } from "../../storage/open-store.ts";
-import { TempDirs, gitTestEnv } from "../support/store-fixtures.ts";
+import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
 
 const temps = new TempDirs();
 afterEach(() => temps.cleanup());
@@ -85,6 +85,68 @@ describe("openStore", () => {
     writeFileSync(target, "{}");
     symlinkSync(target, join(root, "meta.json"));
     await expect(store.readFile("meta.json")).rejects.toMatchObject({ code: "symlink-refused" });
+  });
+});
+
+describe("the publication port", () => {
+  async function gitStore() {
+    const { home, env: e } = env();
+    const root = join(home, "state-flow");
+    const counter = { count: 0 };
+    const store = await openStore({ root, env: e, initGit: true, counter });
+    let n = 0;
+    const commit = async () => {
+      const basis = await store.loadCurrent(paths);
+      return (await store.publish({ basis, writes: new Map([[meta, Buffer.from(`{"n":${++n}}`)]]) })).pointer.revision;
+    };
+    return { home, env: e, root, counter, store, port: store.publication!, commit };
+  }
+
+  it("is there only for a Git store, and keeps each session's pending record", async () => {
+    const { home } = env();
+    const fileOnly = await openStore({ root: join(home, "state-flow"), env: { PATH: temps.make() } });
+    expect(fileOnly.publication).toBeNull();
+    const { port, commit } = await gitStore();
+    const revision = await commit();
+    expect(await port.readPending("session-a")).toBeNull();
+    await port.writePending("session-a", { state: "pending", revision, attempts: 1, lastError: "offline" });
+    expect(await port.readPending("session-a")).toEqual({
+      state: "pending",
+      revision,
+      attempts: 1,
+      lastError: "offline",
+    });
+    expect(await port.readPending("session-b")).toBeNull();
+  });
+
+  it("remoteHas: null without a remote or when it cannot be asked; true for its commit and its ancestors", async () => {
+    const { root, env: e, home, port, commit } = await gitStore();
+    const first = await commit();
+    expect(await port.remote.remoteHas(first), "no remote: local-only").toBeNull();
+    const remote = join(home, "remote.git");
+    git(root, e, "remote", "add", "origin", remote);
+    expect(await port.remote.remoteHas(first), "an unreachable remote cannot be asked").toBeNull();
+    git(home, e, "init", "-q", "--bare", remote);
+    expect(await port.remote.remoteHas(first), "the remote has no branch yet").toBe(false);
+    const second = await commit();
+    expect(await port.remote.pushRevision(second)).toMatchObject({ kind: "pushed" });
+    expect(await port.remote.remoteHas(second)).toBe(true);
+    expect(await port.remote.remoteHas(first), "an ancestor of what the remote has").toBe(true);
+    const third = await commit();
+    expect(await port.remote.remoteHas(third), "newer than the remote").toBe(false);
+  });
+
+  it("the publication remote is read once per config file state", async () => {
+    const { root, env: e, counter, port, commit } = await gitStore();
+    await commit();
+    let before = counter.count;
+    expect(await port.remote.publicationRemote()).toBeNull();
+    expect(await port.remote.publicationRemote()).toBeNull();
+    expect(counter.count - before).toBe(1);
+    git(root, e, "remote", "add", "origin", join(root, "nowhere.git"));
+    before = counter.count;
+    expect(await port.remote.publicationRemote()).toBe("origin");
+    expect(counter.count - before).toBe(1);
   });
 });
 

@@ -1,5 +1,5 @@
 // Git's index file (the DIRC format, versions 2 and 3), read, overlaid and written in-process for
-// the publication hot path (see git-backend.ts). Why hand-written instead of
+// the publication hot path (see git-publication.ts). Why hand-written instead of
 // `git update-index --index-info` + `git write-tree`: those are two git processes per cohort
 // (≈ 6 ms each on the 2-core bench machine, more than the rest of the publication together),
 // while parsing and rewriting the isolated index of a State Flow store costs well under 1 ms.

@@ -1,5 +1,5 @@
 // Git objects written in-process, byte-identical to what git itself writes, for the publication
-// hot path (see git-backend.ts). Why hand-written code instead of `git commit-tree`: every git
+// hot path (see git-publication.ts). Why hand-written code instead of `git commit-tree`: every git
 // process costs ≥ 2.6 ms just to spawn (4–10 ms measured per process in `npm run bench:store`
 // on the 2-core bench machine; commit-tree alone 3.9–6.5 ms median), while building, hashing,
 // deflating and renaming one small commit object in-process costs ≈ 0.1–0.3 ms. The format is

@@ -1,5 +1,5 @@
 // Compare-and-swap of a branch ref in-process, through git's own lockfile protocol (files ref
-// backend, refs/files-backend.c), for the publication hot path (see git-backend.ts). Why
+// backend, refs/files-backend.c), for the publication hot path (see git-publication.ts). Why
 // hand-written code instead of `git update-ref <ref> <new> <old>`: the process cost 5.4–6.2 ms
 // median per cohort in `npm run bench:store` (spawn alone ≥ 2.6 ms) against ≈ 0.5 ms here plus
 // one fsync; what git does for this one update is small and fully specified:

@@ -1,5 +1,5 @@
 // Git tree objects built in-process from index entries, byte-identical to what `git write-tree`
-// writes (cache-tree.c), for the publication hot path (see git-backend.ts and git-index.ts for
+// writes (cache-tree.c), for the publication hot path (see git-publication.ts and git-index.ts for
 // why a git process is avoided). Like write-tree it reuses the index's cache tree: a directory
 // whose cached tree is still valid, below which nothing was overlaid, and whose object the
 // caller knows to exist (write-tree checks the object database there), is neither rehashed nor
