@@ -3,7 +3,8 @@
 //
 // Workloads (one run = one user prompt):
 //   bench  read one 4 KiB file → a state write → the answer (3 inferences; the timed workload);
-//   qa     a short question answered at once, no tool call (1 inference);
+//   qa     a short question answered at once: no tool call natively (1 inference); State Flow's
+//          protocol needs `patch_state {final:true}` before the answer (2 inferences);
 //   heavy  ten reads of 8 KiB files, one per inference → a state write → the answer (12 inferences).
 // The state write is Pi's own `edit` of a state file of the same size (native) or
 // `patch_state {session…, final:true}` (State Flow); both replace one note.
@@ -97,7 +98,9 @@ export function runScript(
   if (workload === "qa")
     return {
       prompt: `Question ${run}: in one sentence, what does the cache of this project keep between runs?`,
-      calls: [],
+      // State Flow accepts an answer only after a final:true patch (alone when nothing changed);
+      // without it, it steers the model back for one, which costs more than the patch.
+      calls: mode === "native" ? [] : [{ name: "patch_state", args: { final: true } }],
       answer: `Answer ${run}: it keeps the verified observations of earlier runs and where each came from.`,
     };
   const k = (run - 1) % seed.count;

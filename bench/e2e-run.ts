@@ -12,7 +12,9 @@ import type { Context } from "@earendil-works/pi-ai";
 import { scriptedSteps, type ToolArgs } from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
 import { findGitExecutable } from "../storage/git/git-runner.ts";
-import type { Mode } from "./e2e-config.ts";
+import type { Run } from "./cost-model.ts";
+import type { BenchConfig, Mode } from "./e2e-config.ts";
+import { COST_SIZES, type CostCase } from "./e2e-cost.ts";
 import { nativeStateFile, runScript, seedState, stateLine, storeFiles, writeInputs } from "./e2e-fixture.ts";
 import type { Seed, Workload } from "./e2e-fixture.ts";
 import { phaseTable, takeIntervals, type Interval } from "./e2e-phases.ts";
@@ -416,4 +418,31 @@ export async function wrapperOverhead(env: BenchEnv): Promise<WrapperOverhead> {
     if (i >= 3) (direct.push(d), via.push(performance.now() - t));
   }
   return { directMs: p50(direct), wrappedMs: p50(via) };
+}
+
+/** A case's captured requests as the cost model's runs (each request as its elements). */
+export const pricedRuns = (c: Case): Run[] => c.runs.map((r) => r.captured.map((q) => c.cache.elements(q)));
+
+/**
+ * The cost model's extra workloads (qa, heavy): a native and a State Flow (file-only; Git sends
+ * the same requests) session per workload and size, run in turn, untimed; only their requests count.
+ */
+export async function runCostWorkloads(env: BenchEnv, config: BenchConfig): Promise<CostCase[]> {
+  const out: CostCase[] = [];
+  for (const workload of config.costWorkloads) {
+    for (const sizeKiB of COST_SIZES[workload]) {
+      const pair: Case[] = [];
+      try {
+        for (const mode of ["native", "file"] as const)
+          pair.push(await openCase(env, { mode, sizeKiB, label: `-${workload}`, workload, timed: false }));
+        for (let run = 1; run <= config.costRuns; run++)
+          for (const c of pair) c.runs.push(await runOnce(c, run, { account: true }));
+        out.push({ workload, sizeKiB, native: pricedRuns(pair[0]!), stateFlow: pricedRuns(pair[1]!) });
+      } finally {
+        for (const c of pair) await c.bench.session.dispose?.();
+      }
+      process.stderr.write(`  … cost workload ${workload} ${sizeKiB} KiB: ${config.costRuns} runs\n`);
+    }
+  }
+  return out;
 }

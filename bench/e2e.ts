@@ -32,10 +32,12 @@ import { readConfig } from "./e2e-config.ts";
 import { dirBytes, storeFiles } from "./e2e-fixture.ts";
 import { installPhaseWrappers, missing, setDetail } from "./e2e-phases.ts";
 import { profiled, summarizeProfile, type CpuProfile, type ProfileSummary } from "./e2e-profile.ts";
-import { benchResult, computeTargets, reportText, summarize, type ReportInput, type Summary } from "./e2e-report.ts";
-import { createBenchEnv, openCase, phaseMedians, resumeSample, runGit, runMs, runOnce } from "./e2e-run.ts";
+import { allCostFigures, costTargets, costText, type CostCase } from "./e2e-cost.ts";
+import { benchResult, computeTargets, reportText, summarize, targetTable } from "./e2e-report.ts";
+import type { ReportInput, Summary } from "./e2e-report.ts";
+import { createBenchEnv, openCase, phaseMedians, pricedRuns, resumeSample, runCostWorkloads } from "./e2e-run.ts";
+import { runGit, runMs, runOnce, wrapperOverhead } from "./e2e-run.ts";
 import type { Case, ResumeSample, RunRecord, WrapperOverhead } from "./e2e-run.ts";
-import { wrapperOverhead } from "./e2e-run.ts";
 import { p50, round, sum } from "./e2e-stats.ts";
 
 async function main(): Promise<void> {
@@ -49,6 +51,7 @@ async function main(): Promise<void> {
   const resumeProfiles: Record<string, ProfileSummary> = {};
   const resumes = new Map<string, ResumeSample[]>();
   const detailPhases: Record<string, Record<string, number>> = {};
+  const costCases: CostCase[] = [];
   const loadAtStart = loadavg();
   let loadAfterRuns = loadAtStart;
   /** The bench process's size: a spawn (fork + exec) costs more in a larger process. */
@@ -109,6 +112,7 @@ async function main(): Promise<void> {
         profiles[c.id] = summarizeProfile(profile, PROFILE_RUNS, file);
       }
     }
+    if (config.costRuns > 0) costCases.push(...(await runCostWorkloads(env, config)));
   } finally {
     for (const c of cases) await c.bench.session.dispose?.();
     rmSync(env.work, { recursive: true, force: true });
@@ -137,9 +141,23 @@ async function main(): Promise<void> {
     resumeProfiles,
     missing,
   };
+  // The timed workload's requests priced too: native against file-only (or Git: the same requests).
+  for (const sizeKiB of SIZES) {
+    const native = cases.find((c) => c.mode === "native" && c.sizeKiB === sizeKiB);
+    const stateFlow = cases.find((c) => c.mode !== "native" && c.sizeKiB === sizeKiB);
+    if (native && stateFlow)
+      costCases.unshift({ workload: "bench", sizeKiB, native: pricedRuns(native), stateFlow: pricedRuns(stateFlow) });
+  }
+  const costs = allCostFigures(costCases);
+  const costTargetList = costTargets(costs);
   process.stdout.write(reportText(report));
+  process.stdout.write(costText(costs) + targetTable(costTargetList));
   const totalSeconds = round((performance.now() - started) / 1000, 1);
-  console.log(`BENCH ${JSON.stringify(benchResult(report, process.version, totalSeconds))}`);
+  const cost = {
+    figures: costs,
+    targets: costTargetList.map((t) => [t.target, t.value, t.limit, t.pass ? "PASS" : "FAIL"]),
+  };
+  console.log(`BENCH ${JSON.stringify(benchResult(report, process.version, totalSeconds, { cost }))}`);
 }
 
 await main();

@@ -25,8 +25,9 @@ describe("bench fixture", () => {
     const heavy = runScript("heavy", "file", 4, seed, notes);
     expect(heavy.calls.map((c) => c.name)).toEqual([...Array(10).fill("read"), "patch_state"]);
     expect(heavy.note!.key).toBe("n001");
+    expect(runScript("qa", "native", 5, seed, notes).calls).toEqual([]);
     const qa = runScript("qa", "file", 5, seed, notes);
-    expect(qa.calls).toEqual([]);
+    expect(qa.calls).toEqual([{ name: "patch_state", args: { final: true } }]);
     expect(qa.note).toBeUndefined();
     expect(qa.answer).toMatch(/^Answer 5:/);
   });
