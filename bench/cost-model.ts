@@ -191,11 +191,14 @@ export interface CompactionOptions {
   /** Compact before a run whose previous request carried more input tokens than this. */
   readonly thresholdTokens: number;
   readonly summaryTokens: number;
-  /** Pi's summarization system prompt and instructions around the serialized transcript. */
+  /**
+   * Pi's summarization system prompt and instructions around the serialized transcript: 310 + 879
+   * characters in 0.84.4 (dist/core/compaction/utils.js, compaction.js SUMMARIZATION_PROMPT).
+   */
   readonly promptTokens: number;
 }
 
-export const COMPACTION: CompactionOptions = { thresholdTokens: 128_000, summaryTokens: 2_000, promptTokens: 500 };
+export const COMPACTION: CompactionOptions = { thresholdTokens: 128_000, summaryTokens: 2_000, promptTokens: 300 };
 
 /**
  * Native's runs as Pi would send them with compaction: before a run whose previous request was
