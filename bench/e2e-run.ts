@@ -12,7 +12,7 @@ import type { Context } from "@earendil-works/pi-ai";
 import { scriptedSteps, type ToolArgs } from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
 import { findGitExecutable } from "../storage/git/git-runner.ts";
-import type { Run } from "./cost-model.ts";
+import type { Request, Run } from "./cost-model.ts";
 import type { BenchConfig, Mode } from "./e2e-config.ts";
 import { COST_SIZES, type CostCase } from "./e2e-cost.ts";
 import { nativeStateFile, runScript, seedState, stateLine, storeFiles, writeInputs } from "./e2e-fixture.ts";
@@ -95,8 +95,8 @@ export interface RunRecord {
   readGit: number;
   storeReads: number;
   phases: Record<string, number>;
-  /** The provider requests of this run, as captured (priced by bench/cost-model.ts). */
-  captured: CapturedRequest[];
+  /** The provider requests of this run as their elements (priced by bench/cost-model.ts). */
+  priced: Request[];
   requests: BilledRequest[];
   /**
    * State Flow: the same requests billed as if the runtime context had stayed what the run's first
@@ -289,7 +289,9 @@ export async function runOnce(c: Case, run: number, options: RunOptions): Promis
     cohorts: intervals.filter((i) => i.name === "GitBackend.publish" || i.name === "FileBackend.publish").length,
     ...storeReads(intervals),
     phases: phaseTable(intervals, ms),
-    captured: options.account ? captured : [],
+    // Kept as interned elements, not as Pi's messages: a long native session's requests would
+    // otherwise hold a copy of its transcript each.
+    priced: options.account ? captured.map((r) => c.cache.elements(r)) : [],
     requests: options.account ? captured.map((r) => c.cache.bill(r)) : [],
     frozenRequests:
       options.account && c.mode !== "native" ? frozenContext(captured).map((r) => c.frozenCache.bill(r)) : [],
@@ -421,7 +423,7 @@ export async function wrapperOverhead(env: BenchEnv): Promise<WrapperOverhead> {
 }
 
 /** A case's captured requests as the cost model's runs (each request as its elements). */
-export const pricedRuns = (c: Case): Run[] => c.runs.map((r) => r.captured.map((q) => c.cache.elements(q)));
+export const pricedRuns = (c: Case): Run[] => c.runs.map((r) => r.priced);
 
 /**
  * The cost model's extra workloads (qa, heavy): a native and a State Flow (file-only; Git sends

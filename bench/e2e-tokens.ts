@@ -101,17 +101,26 @@ export class PrefixCache {
   private readonly root = newNode();
   // Pi hands the same message objects to consecutive requests: serialize each once.
   private readonly serialized = new WeakMap<object, Element>();
+  // One element per distinct text, so a session's requests kept for pricing share their parts.
+  private readonly interned = new Map<string, Element>();
+
+  private intern(element: Element): Element {
+    const known = this.interned.get(element.text);
+    if (known) return known;
+    this.interned.set(element.text, element);
+    return element;
+  }
 
   private element(message: Message): Element {
     const known = this.serialized.get(message);
     if (known) return known;
     const content = (message as { content?: unknown }).content;
-    const element = {
+    const element = this.intern({
       text: JSON.stringify(providerView(message)),
       tokens: estimateTokens(message as never),
       role: message.role,
       blocks: message.role === "toolResult" || !Array.isArray(content) ? 1 : Math.max(1, content.length),
-    };
+    });
     this.serialized.set(message, element);
     return element;
   }
@@ -122,8 +131,13 @@ export class PrefixCache {
     );
     const system = request.systemPrompt ?? "";
     return [
-      { text: `tools:${tools}`, tokens: textTokens(tools), role: "tools", blocks: request.tools.length },
-      { text: `system:${system}`, tokens: textTokens(system), role: "system", blocks: system === "" ? 0 : 1 },
+      this.intern({ text: `tools:${tools}`, tokens: textTokens(tools), role: "tools", blocks: request.tools.length }),
+      this.intern({
+        text: `system:${system}`,
+        tokens: textTokens(system),
+        role: "system",
+        blocks: system === "" ? 0 : 1,
+      }),
       ...request.messages.map((m) => this.element(m)),
     ];
   }

@@ -23,7 +23,7 @@ function runs(ms: number[], tokens: number, cached: number, extra: Partial<RunRe
     readGit: 0,
     storeReads: 0,
     phases: { "State Flow (all hooks and tools)": m / 2, "Pi itself (run minus State Flow)": m / 2 },
-    captured: [],
+    priced: [],
     requests: [0, 1, 2].map(() => ({ tokens, cached, bytes: tokens * 4 })),
     frozenRequests: [0, 1, 2].map(() => ({ tokens, cached: tokens, bytes: tokens * 4 })),
     anatomy: { tools: 700, system: 600, firstMessage: 10, rest: tokens - 1310 },
