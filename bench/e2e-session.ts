@@ -15,7 +15,9 @@ import {
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 import { timedExtension } from "./e2e-phases.ts";
 
-export type Mode = "native" | "file" | "git";
+import type { Mode } from "./e2e-config.ts";
+
+export type { Mode };
 
 export interface CaseDirs {
   /** The project directory (Pi's cwd): the files the runs read, native's state file. */

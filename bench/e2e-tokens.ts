@@ -58,9 +58,14 @@ function providerView(message: Message): unknown {
   return { role: m.role, content: m.content };
 }
 
-interface Element {
+/** One part of a request as a provider sees it: the tools, the system prompt, or one message. */
+export interface Element {
   readonly text: string;
   readonly tokens: number;
+  /** "tools", "system", or the message's role (user, assistant, toolResult). */
+  readonly role: string;
+  /** Content blocks (tool definitions; a message's content parts): the unit of Anthropic's cache lookback. */
+  readonly blocks: number;
 }
 
 interface TrieNode {
@@ -71,7 +76,7 @@ interface TrieNode {
 
 const newNode = (): TrieNode => ({ children: new Map(), sorted: [] });
 
-function commonPrefix(a: string, b: string): number {
+export function commonPrefix(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   // Compare in chunks first: long shared prefixes (a 128 KiB state) are the common case.
@@ -80,7 +85,7 @@ function commonPrefix(a: string, b: string): number {
   return i;
 }
 
-function lowerBound(sorted: readonly string[], key: string): number {
+export function lowerBound(sorted: readonly string[], key: string): number {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {
@@ -96,11 +101,26 @@ export class PrefixCache {
   private readonly root = newNode();
   // Pi hands the same message objects to consecutive requests: serialize each once.
   private readonly serialized = new WeakMap<object, Element>();
+  // One element per distinct text, so a session's requests kept for pricing share their parts.
+  private readonly interned = new Map<string, Element>();
+
+  private intern(element: Element): Element {
+    const known = this.interned.get(element.text);
+    if (known) return known;
+    this.interned.set(element.text, element);
+    return element;
+  }
 
   private element(message: Message): Element {
     const known = this.serialized.get(message);
     if (known) return known;
-    const element = { text: JSON.stringify(providerView(message)), tokens: estimateTokens(message as never) };
+    const content = (message as { content?: unknown }).content;
+    const element = this.intern({
+      text: JSON.stringify(providerView(message)),
+      tokens: estimateTokens(message as never),
+      role: message.role,
+      blocks: message.role === "toolResult" || !Array.isArray(content) ? 1 : Math.max(1, content.length),
+    });
     this.serialized.set(message, element);
     return element;
   }
@@ -111,8 +131,13 @@ export class PrefixCache {
     );
     const system = request.systemPrompt ?? "";
     return [
-      { text: `tools:${tools}`, tokens: textTokens(tools) },
-      { text: `system:${system}`, tokens: textTokens(system) },
+      this.intern({ text: `tools:${tools}`, tokens: textTokens(tools), role: "tools", blocks: request.tools.length }),
+      this.intern({
+        text: `system:${system}`,
+        tokens: textTokens(system),
+        role: "system",
+        blocks: system === "" ? 0 : 1,
+      }),
       ...request.messages.map((m) => this.element(m)),
     ];
   }
