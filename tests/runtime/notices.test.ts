@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   NOTICES,
+  episodeNotices,
   inputRefusedNotice,
   layoutAdoptedNotice,
   legacyMigratedNotice,
@@ -18,6 +19,30 @@ describe("episode notices", () => {
         /\/tree|\/state-flow-start|\/state-flow-stop|retry|Retry|Fix the cause|see the previous error/,
       );
     }
+  });
+});
+
+describe("episodeNotices", () => {
+  it("a failed step says its own cause first, then the text that points back to it", () => {
+    expect(episodeNotices("start-failed", "disk full")).toEqual([
+      { text: "State Flow start failed: disk full", level: "error" },
+      { text: NOTICES["start-failed"].text, level: "error" },
+    ]);
+    expect(episodeNotices("stop-failed", "lock held")[0]).toEqual({
+      text: "State Flow could not persist the stop: lock held",
+      level: "error",
+    });
+    expect(episodeNotices("adoption-failed", "no identity")[0]!.text).toBe(
+      "State Flow could not adopt the store into Git: no identity",
+    );
+  });
+
+  it("an unproven restore carries its reason in its one line; a notice without detail is its text alone", () => {
+    expect(episodeNotices("restore-unproven", "meta.json differs")).toEqual([
+      { text: `${NOTICES["restore-unproven"].text} Reason: meta.json differs`, level: "error" },
+    ]);
+    expect(episodeNotices("already-active", undefined)).toEqual([NOTICES["already-active"]]);
+    expect(episodeNotices("start-failed", undefined)).toEqual([NOTICES["start-failed"]]);
   });
 });
 
