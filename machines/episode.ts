@@ -18,7 +18,7 @@ import {
   type ErrorActorEvent,
   type SnapshotFrom,
 } from "xstate";
-import { resolutionMachine } from "./resolution.ts";
+import { resolutionMachine, type ResolutionOutput } from "./resolution.ts";
 import type { RestoreResult } from "./restore.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
@@ -52,7 +52,6 @@ export type EpisodeEvent =
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
-  | { type: "RUN_ACCEPTED" }
   /** A run begins, or a user message arrives after its answer was resolved: a fresh resolution (active only). */
   | { type: "RUN_STARTED" }
   | { type: "SHUTDOWN" };
@@ -67,7 +66,9 @@ export type EpisodeMachineEvent =
   | DoneActorEvent<RestoreResult, "restore">
   | ErrorActorEvent<unknown, "restore">
   | DoneActorEvent<void, "stop">
-  | ErrorActorEvent<unknown, "stop">;
+  | ErrorActorEvent<unknown, "stop">
+  /** The run's resolution actor (spawned) finished: `output.accepted` when its answer became response. */
+  | DoneActorEvent<ResolutionOutput, "resolution">;
 
 /** A notice for the person; `detail` is the named cause when the code alone cannot say it. */
 export type EpisodeEmitted = { type: "episode.notice"; code: EpisodeNoticeCode; detail?: string };
@@ -148,6 +149,7 @@ export const episodeMachine = setup({
     restoredLockBusy: restoreIs("lockBusy"),
     restoredUnanchored: restoreIs("unanchored"),
     toolsNotRegistered: ({ context }) => !context.toolsRegistered,
+    runAccepted: ({ event }) => event.type === "xstate.done.actor.resolution" && event.output.accepted,
   },
   actors: {
     resolution: resolutionMachine,
@@ -319,7 +321,7 @@ export const episodeMachine = setup({
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
-          on: { RUN_ACCEPTED: { target: "steady" } },
+          on: { "xstate.done.actor.resolution": { guard: "runAccepted", target: "steady" } },
           states: {
             fromTranscript: { description: "Migrates the active pre-Flow transcript." },
             fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },

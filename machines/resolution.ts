@@ -1,12 +1,14 @@
 // Resolution machine: terminal eligibility and resolution retries of ONE enabled run
-// (spec 001 "Unified semantic mutation and terminal resolution"). Pure. The adapter creates one
-// actor per enabled user run, forwards patch_state outcomes, terminal drafts (message_end) and
-// turn_end, and reacts to the emitted effects.
+// (spec 001 "Unified semantic mutation and terminal resolution"). Pure. The episode spawns one
+// actor per enabled user run; the runtime forwards patch_state outcomes, terminal drafts
+// (message_end) and turn_end, reacts to the emitted steers and discards, and supplies the
+// `commitResponse` actor the machine invokes at turn_end (its failure is a drawn transition). The
+// machine's output says whether the run's answer became response: the episode leaves bootstrap on it.
 //
 // The retry budget is structural: `ineligible.fresh` → `ineligible.retry1` → … →
 // `ineligible.retryN` → `exhausted`, one named state per hidden steer already sent, built from
 // MAX_RESOLUTION_STEERS. The generated config stays plain JSON (what Stately's editor loads).
-import { setup, assign, emit, type SnapshotFrom } from "xstate";
+import { setup, assign, emit, fromPromise, type DoneActorEvent, type ErrorActorEvent, type SnapshotFrom } from "xstate";
 
 /** Hidden same-run instructions issued for unresolved visible drafts before the run gives up. */
 export const MAX_RESOLUTION_STEERS = 2;
@@ -26,11 +28,25 @@ export type ResolutionEvent =
   | { type: "TURN_END" }
   | { type: "RUN_ENDED" };
 
+/** Every event the machine takes: the runtime's and the commit actor's result. */
+export type ResolutionMachineEvent =
+  ResolutionEvent | DoneActorEvent<void, "commit"> | ErrorActorEvent<unknown, "commit">;
+
 export type ResolutionEmitted =
   | { type: "resolution.steer"; attempt: number }
   | { type: "resolution.exhausted"; attempts: number }
   | { type: "resolution.discardDraft"; reason: "unresolved" | "interrupted" }
-  | { type: "resolution.commitResponse"; text: string };
+  | { type: "resolution.commitFailed"; error: string };
+
+/** What the committing state hands its actor: the eligible draft's text, to become response. */
+export interface CommitResponseInput {
+  text: string;
+}
+
+/** The run's outcome, the machine's output: whether its answer became response. */
+export interface ResolutionOutput {
+  accepted: boolean;
+}
 
 export interface ResolutionContext {
   /** The eligible complete draft awaiting turn_end (what becomes response). */
@@ -68,8 +84,15 @@ export function createResolutionMachine(maxSteers: number) {
   return setup({
     types: {
       context: {} as ResolutionContext,
-      events: {} as ResolutionEvent,
+      events: {} as ResolutionMachineEvent,
       emitted: {} as ResolutionEmitted,
+      output: {} as ResolutionOutput,
+    },
+    actors: {
+      /** Supplied by the runtime (`provide`): commits the text as the session's response, a transition. */
+      commitResponse: fromPromise<void, CommitResponseInput>(async () => {
+        throw new Error("resolution actor commitResponse is supplied by the runtime (provide)");
+      }),
     },
     guards: {
       isFinalPatch: ({ event }) => event.type === "PATCH_ACCEPTED" && event.final,
@@ -85,13 +108,21 @@ export function createResolutionMachine(maxSteers: number) {
         (_, params: { attempts: number }) => ({ type: "resolution.exhausted", attempts: params.attempts }) as const,
       ),
       keepCandidate: assign({ candidate: ({ event }) => (event.type === "DRAFT" ? (event.text ?? "") : null) }),
-      commitResponse: emit(
-        ({ context }) => ({ type: "resolution.commitResponse", text: context.candidate ?? "" }) as const,
-      ),
+      reportCommitFailed: emit(({ event }) => ({
+        type: "resolution.commitFailed" as const,
+        error:
+          event.type === "xstate.error.actor.commit"
+            ? event.error instanceof Error
+              ? event.error.message
+              : String(event.error)
+            : "",
+      })),
     },
   }).createMachine({
     id: "resolution",
     context: { candidate: null },
+    // The machine's output is the output of the final state it ended in.
+    output: ({ event }) => (event as unknown as { output: ResolutionOutput }).output,
     initial: "ineligible",
     states: {
       ineligible: {
@@ -121,22 +152,40 @@ export function createResolutionMachine(maxSteers: number) {
       candidate: {
         description: "An eligible complete draft awaits turn_end.",
         on: {
-          TURN_END: { target: "accepted", actions: ["commitResponse"] },
+          TURN_END: { target: "committing" },
           RUN_ENDED: { target: "abandoned" },
+        },
+      },
+      committing: {
+        description: "turn_end came: the candidate's text is being committed to response as a transition.",
+        invoke: {
+          id: "commit",
+          src: "commitResponse",
+          input: ({ context }) => ({ text: context.candidate ?? "" }),
+          onDone: { target: "accepted" },
+          onError: { target: "uncommitted", actions: ["reportCommitFailed"] },
         },
       },
       accepted: {
         type: "final",
         description: "The answer was committed to response as a transition at turn_end.",
+        output: { accepted: true },
+      },
+      uncommitted: {
+        type: "final",
+        description: "The store refused the response commit: the error is said, response unchanged, nothing accepted.",
+        output: { accepted: false },
       },
       exhausted: {
         type: "final",
         description:
           "Unresolved attempt past the budget: one concise error; committed state and enablement kept; steering ends.",
+        output: { accepted: false },
       },
       abandoned: {
         type: "final",
         description: "The run ended without an accepted answer (interrupted or aborted): response unchanged.",
+        output: { accepted: false },
       },
     },
   });
@@ -147,7 +196,7 @@ export const resolutionMachine = createResolutionMachine(MAX_RESOLUTION_STEERS);
 export type ResolutionSnapshot = SnapshotFrom<typeof resolutionMachine>;
 
 export function isTerminalEligible(s: ResolutionSnapshot): boolean {
-  return s.matches("eligible") || s.matches("candidate");
+  return s.matches("eligible") || s.matches("candidate") || s.matches("committing");
 }
 /** True once the run's answer is committed to response. */
 export function isResponseCommitted(s: ResolutionSnapshot): boolean {

@@ -35,6 +35,7 @@ import {
   type BranchShape,
 } from "../machines/episode.ts";
 import {
+  resolutionMachine,
   isResolutionSettled,
   isTerminalEligible,
   steersUsed,
@@ -157,6 +158,9 @@ export class FlowRuntime {
     // The episode's I/O: each actor's success or failure is the machine's transition to take.
     const machine = episodeMachine.provide({
       actors: {
+        resolution: resolutionMachine.provide({
+          actors: { commitResponse: fromPromise(({ input }) => this.commitResponse(input.text)) },
+        }),
         startStorage: fromPromise(({ input }) => this.startStorage(input.fromFrozen)),
         adoptGit: fromPromise(() => this.adoptIntoGit()),
         selectRestore: fromPromise(() => this.selectRestore()),
@@ -400,14 +404,21 @@ export class FlowRuntime {
     }
   }
 
-  /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
+  /**
+   * turn_end: closes the barrier batch; an eligible complete answer is committed as response (the
+   * resolution's `commitResponse` actor), and this waits until that commit has settled.
+   */
   async turnEnd(): Promise<void> {
     this.barrier.send({ type: "BATCH_END" });
-    if (!this.activeResolution()) return;
-    this.toResolution({ type: "TURN_END" });
+    const resolution = this.activeResolution();
+    if (!resolution) return;
+    resolution.send({ type: "TURN_END" });
+    await waitFor(resolution, (snapshot) => !snapshot.matches("committing"));
     for (const effect of this.resolutionEffects.splice(0)) {
-      if (effect.type === "resolution.commitResponse") await this.commitResponse(effect.text);
+      if (effect.type === "resolution.commitFailed")
+        this.host.notify(`State Flow could not commit the response: ${effect.error}`, "error");
     }
+    this.syncHost();
   }
 
   runEnded(): void {
@@ -718,19 +729,16 @@ export class FlowRuntime {
     this.syncHost();
   }
 
+  /** The resolution's `commitResponse` actor: an answer equal to the response already held is accepted as is. */
   private async commitResponse(text: string): Promise<void> {
-    if (!this.runtime || !this.store) return;
+    if (!this.runtime || !this.store) throw new Error("no runtime is selected on this branch");
     try {
       const { patches } = parsePatchSet({ session: { response: text } }, { allowResponse: true });
       const { runtime } = await this.store.commit(this.runtime, patches, "state-flow: response", { run: true });
       await this.accept(runtime);
     } catch (error) {
-      if (!(error instanceof StateFlowError && error.code === "no-op-cohort")) {
-        this.host.notify(`State Flow could not commit the response: ${errorMessage(error)}`, "error");
-        return;
-      }
+      if (!(error instanceof StateFlowError && error.code === "no-op-cohort")) throw error;
     }
-    await this.send({ type: "RUN_ACCEPTED" });
   }
 
   // ---- publication ----------------------------------------------------------------------------

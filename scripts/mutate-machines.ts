@@ -133,6 +133,27 @@ export const MUTANTS: readonly Mutant[] = [
     why: "a stop that cannot be persisted skips the bootstrap it interrupted",
   },
   {
+    id: "episode-bootstrap-ends-unaccepted",
+    file: "machines/episode.ts",
+    from: '"xstate.done.actor.resolution": { guard: "runAccepted", target: "steady" }',
+    to: '"xstate.done.actor.resolution": { target: "steady" }',
+    why: "a run whose answer was not committed still ends the migration run: the pre-Flow context is dropped unsaved",
+  },
+  {
+    id: "resolution-commit-error-accepted",
+    file: "machines/resolution.ts",
+    from: 'onError: { target: "uncommitted", actions: ["reportCommitFailed"] },',
+    to: 'onError: { target: "accepted" },',
+    why: "a response the store refused counts as accepted, silently (the defect the invoked commit fixed)",
+  },
+  {
+    id: "resolution-commit-skipped",
+    file: "machines/resolution.ts",
+    from: 'TURN_END: { target: "committing" },',
+    to: 'TURN_END: { target: "accepted" },',
+    why: "turn_end accepts the answer without committing it to response",
+  },
+  {
     id: "episode-stop-error-to-success",
     file: "machines/episode.ts",
     from: 'onError: { target: "#episode.active.hist", actions: ["reportStopFailed"] },',

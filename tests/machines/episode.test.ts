@@ -27,6 +27,8 @@ import {
   STOP_PERSISTED,
   STORAGE_FAILED,
   STORAGE_READY,
+  RUN_ACCEPTED,
+  RUN_NOT_ACCEPTED,
   restored,
 } from "../support/alphabets.ts";
 
@@ -56,7 +58,8 @@ const allEvents = EPISODE_EVENTS;
 // One representative per SESSION_START guard branch; SHUTDOWN, the adoption START (a detour
 // that returns to the active state it left, multiplying every simple path) and the unanchored
 // restore (a second way into a start from a failed-closed branch) and a restore that fails outright (a
-// second way into failedClosed.unproven) left to shortest paths and edge tours.
+// second way into failedClosed.unproven) and a run that ends unaccepted (a self-loop) left to shortest
+// paths and edge tours.
 const simpleEvents: EpisodeMachineEvent[] = [
   { type: "SESSION_START", reason: "new", branch: "empty" },
   { type: "SESSION_START", reason: "fork", branch: "marked" },
@@ -68,7 +71,8 @@ const simpleEvents: EpisodeMachineEvent[] = [
       e.type !== "SHUTDOWN" &&
       !(e.type === "START" && e.adoptGit) &&
       !(e.type === "xstate.done.actor.restore" && e.output.kind === "unanchored") &&
-      e.type !== "xstate.error.actor.restore",
+      e.type !== "xstate.error.actor.restore" &&
+      !(e.type === "xstate.done.actor.resolution" && !e.output.accepted),
   ),
 ];
 
@@ -201,8 +205,12 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
     after !== "active.bootstrap.fromHandoff"
   )
     v.push(`I1.6 a restart after stop reached ${after} instead of bootstrapping from the frozen handoff`);
-  if (before.startsWith("active.bootstrap") && event.type === "RUN_ACCEPTED" && after !== "active.steady")
-    v.push(`I1.7 RUN_ACCEPTED in ${before} led to ${after}, not active.steady`);
+  // (the run's resolution actor finishing with its answer accepted is what ends a bootstrap)
+  const runAccepted = event.type === "xstate.done.actor.resolution" && event.output.accepted;
+  if (before.startsWith("active.bootstrap") && runAccepted && after !== "active.steady")
+    v.push(`I1.7 an accepted run in ${before} led to ${after}, not active.steady`);
+  if (before.startsWith("active.bootstrap") && !runAccepted && after === "active.steady")
+    v.push(`I1.7 ${before} left for steady without an accepted run (${JSON.stringify(event)})`);
   if (before === "active.steady" && after.startsWith("active.bootstrap")) v.push("I1.7 steady returned to bootstrap");
   // I1.8
   if (before === "failedClosed.unproven" && (event.type === "STOP" || event.type === "START")) {
@@ -379,8 +387,14 @@ function runSuite(machine: typeof episodeMachine) {
     spec: (input) => ({
       events: () => allEvents,
       simpleEvents: () => simpleEvents,
-      maxSimplePaths: 10_000,
-      serializeState: (s) => JSON.stringify(s.value),
+      maxSimplePaths: 16_000,
+      // (in a bootstrap, whether a run's resolution actor exists too: only a run can end it)
+      serializeState: (s) =>
+        JSON.stringify(
+          s.matches({ active: "bootstrap" })
+            ? [s.value, (s as EpisodeSnapshot).children.resolution !== undefined]
+            : s.value,
+        ),
       input,
     }),
     trace: () => ({ freshPhysicalSession: false, lastActive: null }),
@@ -493,7 +507,13 @@ describe("episode scenarios", () => {
     ]);
     expect(projectionMode(s), "I1.6 restart must bootstrap from the handoff").toBe("bootstrapHandoff");
     const a = createActor(episodeMachine, { input: { autoStart: false }, snapshot: s }).start();
-    a.send({ type: "RUN_ACCEPTED" });
+    a.send({ type: "RUN_STARTED" });
+    a.send(RUN_NOT_ACCEPTED);
+    expect(projectionMode(a.getSnapshot()), "I1.7 a run without an accepted answer keeps the bootstrap").toBe(
+      "bootstrapHandoff",
+    );
+    a.send({ type: "RUN_STARTED" });
+    a.send(RUN_ACCEPTED);
     expect(projectionMode(a.getSnapshot()), "I1.7 one bootstrap run only").toBe("active");
     a.stop();
   });

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { createActor } from "xstate";
+import { createActor, fromPromise } from "xstate";
 import {
   createResolutionMachine,
   resolutionMachine,
   isTerminalEligible,
   isResponseCommitted,
   steersUsed,
-  type ResolutionEvent,
+  type CommitResponseInput,
+  type ResolutionMachineEvent,
 } from "../../machines/resolution.ts";
 import { flattenValue } from "../../machines/episode.ts";
 import {
@@ -16,7 +17,20 @@ import {
   runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
-import { RESOLUTION_EVENTS } from "../support/alphabets.ts";
+import { RESOLUTION_EVENTS, RESPONSE_COMMITTED, RESPONSE_REFUSED } from "../support/alphabets.ts";
+
+/** Texts the machine asked its commit actor to make response, in order; each checked step drains it. */
+const committed: string[] = [];
+/** The resolution with a stand-in commit actor that records its input and never settles (paths send its result). */
+const withCommitStub = (machine: ReturnType<typeof createResolutionMachine>) =>
+  machine.provide({
+    actors: {
+      commitResponse: fromPromise<void, CommitResponseInput>(({ input }) => {
+        committed.push(input.text);
+        return new Promise<never>(() => undefined);
+      }),
+    },
+  });
 
 const events = RESOLUTION_EVENTS;
 // The spec's budget of hidden steers, written out here rather than read from the machine module,
@@ -31,13 +45,14 @@ interface Trace {
   candidate: string | null;
 }
 
-export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trace): string[] {
+export function checkResolutionStep(step: StepInfo<ResolutionMachineEvent>, trace: Trace): string[] {
   const v: string[] = [];
   const { prev, event, next, emitted } = step;
   const before = flattenValue(prev.value);
   const after = flattenValue(next.value);
   const steers = emitted.filter((e) => e.type === "resolution.steer").length;
-  const commits = emitted.filter((e) => e.type === "resolution.commitResponse").length;
+  const texts = committed.splice(0);
+  const commits = texts.length;
   const exhaustedNow = emitted.filter((e) => e.type === "resolution.exhausted").length;
   trace.steers += steers;
   trace.commits += commits;
@@ -86,24 +101,31 @@ export function checkResolutionStep(step: StepInfo<ResolutionEvent>, trace: Trac
   // I2.6
   if (commits && !(before === "candidate" && event.type === "TURN_END"))
     v.push(`I2.6 response committed from ${before} on ${event.type}`);
-  if (after === "accepted" && before !== "accepted" && commits !== 1)
-    v.push("I2.6 accepted without exactly one commit");
+  if (after === "accepted" && before !== "committing") v.push(`I2.6 accepted from ${before}, not from committing`);
+  if (after === "accepted" && event.type !== "xstate.done.actor.commit")
+    v.push(`I2.6 accepted on ${event.type}, not on the commit actor's success`);
   if (trace.commits > 1) v.push("I2.6 response committed twice");
-  if (isResponseCommitted(next as never) !== (trace.commits === 1))
-    v.push("I2.6 isResponseCommitted disagrees with commits");
+  if (isResponseCommitted(next as never) !== (after === "accepted"))
+    v.push("I2.6 isResponseCommitted disagrees with the accepted state");
   if (event.type === "DRAFT" && event.ending === "complete" && wasEligible) trace.candidate = event.text ?? "";
-  for (const e of emitted) {
-    if (e.type === "resolution.commitResponse" && (e as { text?: string }).text !== trace.candidate)
-      v.push(
-        "I2.6 the committed response is not the eligible draft's text " +
-          `(${JSON.stringify((e as { text?: string }).text)})`,
-      );
+  for (const text of texts) {
+    if (text !== trace.candidate)
+      v.push(`I2.6 the committed response is not the eligible draft's text (${JSON.stringify(text)})`);
+  }
+  // I2.8: a refused commit is said and accepts nothing; the run's output says whether its answer became response
+  if (event.type === "xstate.error.actor.commit" && before === "committing") {
+    if (after !== "uncommitted") v.push(`I2.8 a refused commit went to ${after}`);
+    if (!emitted.some((e) => e.type === "resolution.commitFailed")) v.push("I2.8 a refused commit was silent");
+  }
+  if (next.status === "done" && prev.status !== "done") {
+    const accepted = (next.output as { accepted?: boolean } | undefined)?.accepted;
+    if (accepted !== (after === "accepted")) v.push(`I2.8 ${after} reports accepted=${accepted}`);
   }
   return v;
 }
 
 function runSuite(machine: ReturnType<typeof createResolutionMachine>) {
-  return runPathSuite<ResolutionEvent, Trace>(machine, {
+  return runPathSuite<ResolutionMachineEvent, Trace>(withCommitStub(machine), {
     spec: () => ({ events: () => events, serializeState: (s) => JSON.stringify(s.value), maxSimplePaths: 20_000 }),
     trace: () => ({ unresolvedCompletes: 0, steers: 0, commits: 0, candidate: null }),
     check: (step, trace) => checkResolutionStep(step, trace),
@@ -155,7 +177,7 @@ describe("resolution negative controls", () => {
 
 describe("resolution scenarios", () => {
   it("I2.5 the production machine's budget is two hidden steers: attempts 1 and 2 steer, attempt 3 exhausts", () => {
-    const actor = createActor(resolutionMachine).start();
+    const actor = createActor(withCommitStub(resolutionMachine)).start();
     const seen: unknown[] = [];
     actor.on("*", (e) => seen.push(e));
     for (let i = 0; i < 3; i++) actor.send({ type: "DRAFT", ending: "complete", text: `draft ${i + 1}` });
@@ -174,7 +196,7 @@ describe("resolution scenarios", () => {
   });
 
   it("I2.7 a later successful final:true after two steers permits the final answer", () => {
-    const actor = createActor(resolutionMachine).start();
+    const actor = createActor(withCommitStub(resolutionMachine)).start();
     const seen: string[] = [];
     actor.on("*", (e) => seen.push(e.type));
     actor.send({ type: "DRAFT", ending: "complete" });
@@ -183,14 +205,32 @@ describe("resolution scenarios", () => {
     actor.send({ type: "PATCH_ACCEPTED", final: true });
     actor.send({ type: "DRAFT", ending: "complete" });
     actor.send({ type: "TURN_END" });
+    expect(actor.getSnapshot().value, "I2.7 final:true after retries commits the answer").toBe("committing");
+    actor.send(RESPONSE_COMMITTED);
     expect(actor.getSnapshot().value, "I2.7 final:true after retries must permit the answer").toBe("accepted");
+    expect(actor.getSnapshot().output).toEqual({ accepted: true });
     expect(seen.filter((t) => t === "resolution.steer")).toHaveLength(2);
-    expect(seen.at(-1)).toBe("resolution.commitResponse");
+    actor.stop();
+  });
+
+  it("I2.8 a response the store refuses is said, accepts nothing, and the run reports it not accepted", () => {
+    committed.length = 0;
+    const actor = createActor(withCommitStub(resolutionMachine)).start();
+    const seen: unknown[] = [];
+    actor.on("*", (e) => seen.push(e));
+    actor.send({ type: "FINAL_ONLY" });
+    actor.send({ type: "DRAFT", ending: "complete", text: "done." });
+    actor.send({ type: "TURN_END" });
+    expect(committed.splice(0)).toEqual(["done."]);
+    actor.send(RESPONSE_REFUSED);
+    expect(actor.getSnapshot().value).toBe("uncommitted");
+    expect(actor.getSnapshot().output).toEqual({ accepted: false });
+    expect(seen).toEqual([{ type: "resolution.commitFailed", error: "store refused the response" }]);
     actor.stop();
   });
 
   it("I2.2 final:true does not end the turn: tools and later patches continue while eligible", () => {
-    const actor = createActor(resolutionMachine).start();
+    const actor = createActor(withCommitStub(resolutionMachine)).start();
     actor.send({ type: "FINAL_ONLY" });
     actor.send({ type: "TURN_END" });
     actor.send({ type: "PATCH_ACCEPTED", final: false });

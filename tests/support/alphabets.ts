@@ -3,7 +3,7 @@
 // replay of their paths through a real Pi session, so both walk the same graph.
 
 import type { EpisodeMachineEvent } from "../../machines/episode.ts";
-import type { ResolutionEvent } from "../../machines/resolution.ts";
+import type { ResolutionMachineEvent } from "../../machines/resolution.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 
 export const SESSION_START_REASONS = ["startup", "reload", "new", "resume", "fork"] as const;
@@ -51,6 +51,18 @@ export const restored = (result: RestoreResult): EpisodeMachineEvent => ({
   output: result,
 });
 
+/** The run's resolution actor finished, its answer committed to response or not. */
+export const RUN_ACCEPTED: EpisodeMachineEvent = {
+  type: "xstate.done.actor.resolution",
+  actorId: "resolution",
+  output: { accepted: true },
+};
+export const RUN_NOT_ACCEPTED: EpisodeMachineEvent = {
+  type: "xstate.done.actor.resolution",
+  actorId: "resolution",
+  output: { accepted: false },
+};
+
 export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   ...SESSION_START_REASONS.flatMap((reason) =>
     BRANCH_SHAPES.map((branch) => ({ type: "SESSION_START", reason, branch }) as const),
@@ -59,8 +71,9 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "START", adoptGit: true },
   { type: "STOP" },
   { type: "TREE" },
-  { type: "RUN_ACCEPTED" },
   { type: "RUN_STARTED" },
+  RUN_ACCEPTED,
+  RUN_NOT_ACCEPTED,
   STORAGE_READY,
   STORAGE_FAILED,
   STOP_PERSISTED,
@@ -70,7 +83,19 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   RESTORE_FAILED,
 ];
 
-export const RESOLUTION_EVENTS: ResolutionEvent[] = [
+/** The resolution's commit actor: the response committed, or the store refused it. */
+export const RESPONSE_COMMITTED: ResolutionMachineEvent = {
+  type: "xstate.done.actor.commit",
+  actorId: "commit",
+  output: undefined,
+};
+export const RESPONSE_REFUSED: ResolutionMachineEvent = {
+  type: "xstate.error.actor.commit",
+  actorId: "commit",
+  error: new Error("store refused the response"),
+};
+
+export const RESOLUTION_EVENTS: ResolutionMachineEvent[] = [
   { type: "PATCH_ACCEPTED", final: true },
   { type: "PATCH_ACCEPTED", final: false },
   { type: "FINAL_ONLY" },
@@ -80,4 +105,6 @@ export const RESOLUTION_EVENTS: ResolutionEvent[] = [
   ),
   { type: "TURN_END" },
   { type: "RUN_ENDED" },
+  RESPONSE_COMMITTED,
+  RESPONSE_REFUSED,
 ];

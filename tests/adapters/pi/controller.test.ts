@@ -228,6 +228,33 @@ describe("episode in a real session", () => {
     },
   );
 
+  it("a refused response is said by name, accepts nothing, keeps the bootstrap until one is committed", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    expect(h.accessor.episode()).toBe("active.bootstrap.fromTranscript");
+    const lock = join(h.storeRoot, ".git", "state-flow-publication.lock");
+    // Another writer takes the store's lock after the final patch, while the answer is being written.
+    const answerUnderLock: Parameters<PiHarness["script"]>[0] = (context) => {
+      holdForeignLock(lock);
+      void context;
+      return say("refused answer")();
+    };
+    h.script(call("patch_state", { session: { working: { fact: "kept" } }, final: true }), answerUnderLock);
+    await h.prompt("first request");
+    const errors = h.notices.filter((n) => n.level === "error").map((n) => n.message);
+    expect(errors.join("\n")).toMatch(/could not commit the response: The State Flow publication lock .* is held by/);
+    expect(h.accessor.episode(), "the run was not accepted: still the migration run").toBe(
+      "active.bootstrap.fromTranscript",
+    );
+    expect(h.accessor.read(0).state.response).not.toBe("refused answer");
+    expect((h.accessor.read(0, "session").state.working as { fact?: string }).fact).toBe("kept");
+    rmSync(lock);
+    h.script(call("patch_state", { final: true }), say("committed answer"));
+    await h.prompt("second request");
+    expect(h.accessor.read(0).state.response).toBe("committed answer");
+    expect(h.accessor.episode()).toBe("active.steady");
+  });
+
   it(
     "/tree while stopped, then reload: the frozen boundary " + "is the stopped revision, and restart resumes from it",
     async () => {

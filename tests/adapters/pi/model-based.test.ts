@@ -28,13 +28,13 @@ import {
   isTerminalEligible,
   resolutionMachine,
   steersUsed,
-  type ResolutionEvent,
+  type ResolutionMachineEvent,
 } from "../../../machines/resolution.ts";
 import type { RestoreResult } from "../../../machines/restore.ts";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { generatePaths } from "../../../machines/graph.ts";
-import { EPISODE_EVENTS, RESOLUTION_EVENTS } from "../../support/alphabets.ts";
-import { episodeWithPendingActors } from "../../support/episode-stubs.ts";
+import { EPISODE_EVENTS, RESOLUTION_EVENTS, RESPONSE_COMMITTED, RUN_ACCEPTED } from "../../support/alphabets.ts";
+import { episodeWithPendingActors, resolutionWithPendingCommit } from "../../support/episode-stubs.ts";
 import { PiHarness, call, contextText, say, type HarnessOptions, holdForeignLock } from "../../support/pi-harness.ts";
 
 // ---- observing the adapter's actors ----------------------------------------------------------
@@ -86,8 +86,8 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
   };
 });
 
-/** The results of the episode's invoked actors (storage, restore, stop). */
-const EPISODE_RESULT = /^xstate\.(?:done|error)\.actor\.(?:storage|restore|stop)$/;
+/** The results of the episode's invoked actors (storage, restore, stop), its run's resolution and that run's commit. */
+const EPISODE_RESULT = /^xstate\.(?:done|error)\.actor\.(?:storage|restore|stop|resolution|commit)$/;
 
 function latest(machine: string, since = 0): Recorded | undefined {
   for (let i = recorded.actors.length - 1; i >= since; i--)
@@ -453,9 +453,7 @@ class EpisodeWorld {
         );
         const m = h.contexts.length;
         h.script(call("patch_state", { session: { working: { probe: name } }, final: true }), say("after start"));
-        await this.step('run "AFTER START"', [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () =>
-          h.prompt("AFTER START"),
-        );
+        await this.step('run "AFTER START"', [{ type: "RUN_STARTED" }, RUN_ACCEPTED], () => h.prompt("AFTER START"));
         const text = contextText(h.contexts[m]!);
         expect(text, `I1.17 the earlier conversation migrates in one bootstrap run — ${where}`).toContain(PRE_FLOW);
         expect(text, `I1.17 the older entry's state is not imported — ${where}`).not.toContain('"old"');
@@ -473,7 +471,7 @@ class EpisodeWorld {
         call("patch_state", { session: { working: { probe: name } }, final: true }),
         say(`probe answer ${name}`),
       );
-      await this.step(`run "${request}"`, [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () => h.prompt(request));
+      await this.step(`run "${request}"`, [{ type: "RUN_STARTED" }, RUN_ACCEPTED], () => h.prompt(request));
       expect(h.accessor.read(0, "session").state.response, `I1.7 the probe run was accepted — ${where}`).toBe(
         `probe answer ${name}`,
       );
@@ -531,7 +529,7 @@ class EpisodeWorld {
       expect(h.accessor.episode(), `I1.7 one accepted run ends bootstrap — ${where}`).toBe("active.steady");
       const m = h.contexts.length;
       h.script(call("patch_state", { final: true }), say("steady answer"));
-      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_STARTED" }, { type: "RUN_ACCEPTED" }], () =>
+      await this.step('run "AFTER BOOTSTRAP"', [{ type: "RUN_STARTED" }, RUN_ACCEPTED], () =>
         h.prompt("AFTER BOOTSTRAP"),
       );
       const next = contextText(h.contexts[m]!);
@@ -663,10 +661,12 @@ const resolutionAlphabet = RESOLUTION_EVENTS;
  * Why a resolution path cannot be produced through Pi, or null. Pi emits turn_end right after the
  * assistant message that made the candidate, so a run cannot end while a candidate waits.
  */
-function resolutionSkipReason(path: readonly ResolutionEvent[]): string | null {
-  const probe = createActor(resolutionMachine).start();
+function resolutionSkipReason(path: readonly ResolutionMachineEvent[]): string | null {
+  const probe = createActor(resolutionWithPendingCommit).start();
   try {
     for (const event of path) {
+      if (event.type === "xstate.error.actor.commit")
+        return "a refused response commit needs the store to refuse a write mid-run, which the faux model cannot cause";
       if (event.type === "RUN_ENDED" && probe.getSnapshot().matches("candidate")) {
         return (
           "RUN_ENDED in candidate cannot be produced: " +
@@ -683,10 +683,10 @@ function resolutionSkipReason(path: readonly ResolutionEvent[]): string | null {
 
 function resolutionPaths(): {
   generated: number;
-  paths: ResolutionEvent[][];
-  skipped: { path: ResolutionEvent[]; reason: string }[];
+  paths: ResolutionMachineEvent[][];
+  skipped: { path: ResolutionMachineEvent[]; reason: string }[];
 } {
-  const shortest = generatePaths<ResolutionEvent>(
+  const shortest = generatePaths<ResolutionMachineEvent>(
     resolutionMachine,
     { events: () => resolutionAlphabet, serializeState: (s) => JSON.stringify(s.value) },
     { simple: false },
@@ -702,7 +702,7 @@ function resolutionPaths(): {
 type ModelStep = {
   kind: "patch" | "final-only" | "text";
   step: (context: Context) => import("@earendil-works/pi-ai").AssistantMessage;
-  events: ResolutionEvent[];
+  events: ResolutionMachineEvent[];
   text?: string;
 };
 
@@ -712,7 +712,10 @@ type ModelStep = {
  * ending (an interrupted draft, a no-op by I2.4) followed by agent_end. A path that leaves the run
  * open is completed the same way.
  */
-function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: ModelStep[]; completed: boolean } {
+function translateRun(
+  path: readonly ResolutionMachineEvent[],
+  tag: string,
+): { steps: ModelStep[]; completed: boolean } {
   const steps: ModelStep[] = [];
   let n = 0;
   let ended = false;
@@ -757,12 +760,30 @@ function translateRun(path: readonly ResolutionEvent[], tag: string): { steps: M
         });
         ended = true;
         break;
+      case "xstate.done.actor.commit":
+        break; // the commit Pi's turn_end starts: added after that TURN_END below
       case "PATCH_REJECTED":
-        throw new Error("PATCH_REJECTED has no Pi action in this table (not on a shortest path)");
+      case "xstate.error.actor.commit":
+        throw new Error(`${e.type} has no Pi action in this table (not on a shortest path)`);
     }
   }
+  // A turn_end that commits the candidate is followed by that commit's success (the real store accepts it).
+  const committing = createActor(resolutionWithPendingCommit).start();
+  for (const s of steps) {
+    const events: ResolutionMachineEvent[] = [];
+    for (const e of s.events) {
+      events.push(e);
+      if (committing.getSnapshot().status === "active") committing.send(e);
+      if (committing.getSnapshot().matches("committing")) {
+        events.push(RESPONSE_COMMITTED);
+        committing.send(RESPONSE_COMMITTED);
+      }
+    }
+    s.events = events;
+  }
+  committing.stop();
   // Does the run stay open after the path? Replay purely to find out.
-  const probe = createActor(resolutionMachine).start();
+  const probe = createActor(resolutionWithPendingCommit).start();
   for (const s of steps) for (const e of s.events) if (probe.getSnapshot().status === "active") probe.send(e);
   const open = probe.getSnapshot().status === "active";
   probe.stop();
@@ -790,12 +811,12 @@ function resolutionNoteFor(s: AnyMachineSnapshot): RegExp {
 const customs = (h: PiHarness, type: string) =>
   h.session.messages.filter((m) => m.role === "custom" && (m as { customType: string }).customType === type);
 
-async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: number): Promise<number> {
+async function replayRun(h: PiHarness, path: readonly ResolutionMachineEvent[], index: number): Promise<number> {
   const tag = `R${index}`;
   const { steps } = translateRun(path, tag);
   const where = `resolution path [${show(path)}] as faux turns ${steps.map((s) => show(s.events)).join(" | ")}`;
   // Pure actor fed the same events, turn by turn.
-  const pure = createActor(resolutionMachine);
+  const pure = createActor(resolutionWithPendingCommit);
   const emitted: AnyEventObject[][] = [];
   let current: AnyEventObject[] = [];
   pure.on("*", (e: AnyEventObject) => current.push(e));
@@ -812,7 +833,7 @@ async function replayRun(h: PiHarness, path: readonly ResolutionEvent[], index: 
     .flatMap((s) => s.events)
     .filter((_, i, all) => {
       // Events the adapter sends only while its actor is active (a settled run ignores the rest).
-      const a = createActor(resolutionMachine).start();
+      const a = createActor(resolutionWithPendingCommit).start();
       for (const e of all.slice(0, i)) if (a.getSnapshot().status === "active") a.send(e);
       const active = a.getSnapshot().status === "active";
       a.stop();
