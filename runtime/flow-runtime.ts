@@ -615,8 +615,8 @@ export class FlowRuntime {
       if (migrated) this.host.notify(legacyMigratedNotice(migrated), "info");
       const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
       const runtime = await store.start(selected, this.options.remotePublication);
-      // Bind the branch first, then publish: the new driver restores this revision as its
-      // unconfirmed intent and pushes it once (in the background: start never waits on the network).
+      // Bind the branch first, then publish: the new publication recovers this revision as pending
+      // and pushes it once (in the background: start never waits on the network).
       await this.accept(runtime, false);
       await this.publication.open(runtime, store.store.git ?? null);
       await this.migrateLegacySkills();
@@ -639,8 +639,8 @@ export class FlowRuntime {
       if (!this.runtime) throw new Error("no runtime is selected on this branch");
       const store = await this.openStateStore(true);
       const runtime = await store.start(this.runtime, this.runtime.config.remotePublication);
-      // The file-only driver has nothing to publish; the Git-backed one restores this revision
-      // as its unconfirmed intent and pushes it once (as after a start).
+      // The file-only publication has nothing to publish; the Git-backed one recovers this revision
+      // as pending and pushes it once (as after a start).
       this.publication.close();
       await this.accept(runtime, false);
       await this.publication.open(runtime, store.store.git ?? null);

@@ -585,7 +585,7 @@ describe("publication scenarios", () => {
     pushes[0]!.resolve({ kind: "pushed" });
     await tick();
     const s = a.getSnapshot();
-    expect(publicationStatus(s), "I3.1 c2 stays queued, unconfirmed").toBe("queued");
+    expect(publicationStatus(s), "I3.1 c2 stays queued, not confirmed").toBe("queued");
     expect(s.context).toMatchObject({ queued: "c2", inflight: null, pending: null });
     a.stop();
   });
@@ -788,7 +788,7 @@ describe("publication scenarios", () => {
     },
   );
 
-  it("I3.11 the record follows the pending publication: pending while owed, settled once pushed", async () => {
+  it("I3.11 the record follows the pending publication: pending until pushed, then settled", async () => {
     const { actor: a, pushes, recorded } = started({ policy: "turn-end", backend: "git", remote: true });
     a.send({ type: "ACCEPTED", target: "c1" });
     a.send({ type: "RUN_END" });

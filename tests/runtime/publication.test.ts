@@ -292,7 +292,7 @@ describe("publication policies", () => {
     expect(await pub.retry()).toEqual({ kind: "idle" });
   });
 
-  it("a restored intent under a route that publishes nothing is dropped and reported cleared", () => {
+  it("a restored pending publication under a route that publishes nothing is dropped and reported cleared", () => {
     const restored = { revision: "r", attempts: 1, lastError: "offline" };
     for (const options of [
       { pusher: null },
@@ -304,7 +304,7 @@ describe("publication policies", () => {
       expect(pub.pending).toBeNull();
       expect(persisted).toEqual([null]);
     }
-    // the remote route keeps it and does not rewrite the intent the caller already persisted
+    // the remote route keeps it and does not rewrite the pending publication the caller already persisted
     const persisted: Array<PendingPublication | null> = [];
     const pub = createPublication({
       pusher: manualPusher().pusher,
@@ -341,7 +341,7 @@ describe("publication policies", () => {
 
   it(
     "openPublication asks the backend for a remote: none → " +
-      "local-only without a push or a pending intent (real git)",
+      "local-only without a push or a pending publication (real git)",
     async () => {
       const { backend, commit } = await gitStore();
       const { pusher, pushed } = counting(gitPusher(backend));
@@ -431,7 +431,7 @@ describe("publication policies", () => {
       const saved = first.shutdown();
       expect(saved).toEqual(persisted);
 
-      // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
+      // restart: a new generation gets the persisted pending publication; the remote is fixed meanwhile
       git(root, env, "remote", "set-url", "origin", remote);
       const headBefore = git(root, env, "rev-parse", "HEAD").trim();
       const second = await openPublication({
@@ -556,7 +556,7 @@ describe("gitPusher", () => {
   });
 });
 
-describe("asking the remote about a restored intent (askRestored), in the background", () => {
+describe("asking the remote about a restored pending publication (askRestored), in the background", () => {
   const restored = { revision: "r1", attempts: 1, lastError: "offline" };
 
   it(
@@ -571,7 +571,7 @@ describe("asking the remote about a restored intent (askRestored), in the backgr
           { ...restored, lastError: "the remote origin did not answer within 10 s" },
         ],
       ];
-      for (const [answer, pushes, intent] of answers) {
+      for (const [answer, pushes, pending] of answers) {
         const { pusher, calls, asks } = askingPusher();
         const persisted: Array<PendingPublication | null> = [];
         const pub = createPublication({
@@ -584,15 +584,15 @@ describe("asking the remote about a restored intent (askRestored), in the backgr
           asks.map((a) => a.revision),
           "asked at once, answered later",
         ).toEqual(["r1"]);
-        expect(pub.pending, "owed until the remote answers").toEqual(restored);
+        expect(pub.pending, "pending until the remote answers").toEqual(restored);
         expect(await pub.retry()).toEqual({ kind: "checking", revision: "r1" });
         expect(pub.runEnd()).toEqual({ kind: "idle" });
         asks[0]!.answer(answer);
         await tick();
         expect(calls.map((c) => c.revision)).toEqual(pushes);
-        expect(pub.pending).toEqual(intent);
+        expect(pub.pending).toEqual(pending);
         expect(persisted, "a settled target is recorded settled (null); a changed cause is recorded").toEqual(
-          answer.kind === "lacks" ? [] : [intent],
+          answer.kind === "lacks" ? [] : [pending],
         );
         pub.shutdown();
       }
