@@ -234,9 +234,9 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "publication-run-ended-no-reinvoke",
     file: "machines/publication.ts",
-    from: 'reenter: true,\n                    actions: ["keepResult", "confirmInflight", "startPushQueued"],',
-    to: 'actions: ["keepResult", "confirmInflight", "startPushQueued"],',
-    why: "after a remembered run end the queued target is made in flight but its push actor never starts",
+    from: 'guard: "isPushed",\n                    target: "#publication.remote.pushing",',
+    to: 'guard: "isPushed",\n                    target: "inFlight",',
+    why: "after a remembered run end the queued target is made in flight but no push actor starts for it",
   },
   {
     id: "publication-record-write-skipped",
