@@ -1,24 +1,79 @@
 // Publication machine: remote replication of locally accepted cohorts (spec 001 "Runtime
-// ownership and Git publication"). A local commit accepts the transition; this machine only
-// decides what to push and when. Pure: every push it starts is announced as an emitted
-// `publication.push{target, generation}` (the driver runs exactly those), and the driver reports
-// each result 1:1 as an event tagged with the target and the generation it was started under.
-// Likewise for the one question it asks the remote: whether it already has an intent restored
-// after a restart. The question is asked in the background (activation never waits on the
-// network), announced as `publication.ask{target, generation}`, and its answer comes back as an
-// event fenced the same way.
-import { setup, assign, emit, enqueueActions, type SnapshotFrom } from "xstate";
+// ownership and Git publication"), one actor per store generation. A local commit accepts the
+// transition; this machine decides what to push and when, and carries the effects out as invoked
+// actors whose implementations the runtime provides (`machine.provide({ actors })`):
+// - `readRecord` (state `recovering`): restart recovery reads the session's durable pending record;
+// - `remoteHas` (state `remote.checking`): whether the remote already has the recovered pending
+//   target, asked in the background (activation never waits on the network);
+// - `push` (state `remote.pushing`, input `{target, generation}`): one push of an existing commit.
+// Each result is the invoked actor's done or error event, a drawn transition. Leaving the state
+// stops its actor (its signal aborts), so a result after shutdown, a lineage reset or a newer
+// target never arrives. Every change of the pending publication is announced as an emitted
+// `publication.record{record}` (the durable record to write). Pure: imports only xstate.
+import { assign, enqueueActions, fromPromise, setup, type SnapshotFrom } from "xstate";
 
 export type PublicationPolicy = "off" | "turn-end" | "transition";
 export type StorageBackend = "git" | "file";
+
+/** The pending publication: the existing accepted commit still to push. */
+export interface PendingPublication {
+  /** The existing accepted commit to push. */
+  readonly revision: string;
+  /** Failed attempts so far (0 = not yet attempted). */
+  readonly attempts: number;
+  readonly lastError?: string;
+}
+
+/** The session's durable record (same fields and values as storage's PendingRecord: older stores load). */
+export type PublicationRecord =
+  | { readonly state: "pending"; readonly revision: string; readonly attempts: number; readonly lastError?: string }
+  | { readonly state: "settled"; readonly revision: string };
+
+/** What the `push` actor is started with: the in-flight target under the current generation. */
+export interface PushRequest {
+  readonly target: string;
+  readonly generation: number;
+}
+
+/**
+ * What a push that ran reports (`push`'s output). A failed push is the actor's error instead
+ * (`onError`), whose message becomes the pending target's `lastError`.
+ */
+export type PushOutput =
+  | { readonly kind: "pushed"; readonly remote?: string }
+  /** No remote configured any more (removed since the route was chosen): local-only from now on. */
+  | { readonly kind: "local-only" }
+  /** The target no longer exists locally (history reset). */
+  | { readonly kind: "unreachable"; readonly detail?: string };
+
+/** What the remote answered about a recovered target (`remoteHas`'s output); could not ask = error. */
+export interface RemoteHasOutput {
+  readonly has: boolean;
+}
 
 export interface PublicationInput {
   policy: PublicationPolicy;
   backend: StorageBackend;
   /** Whether the state repository has a remote configured (operator-owned). */
   remote: boolean;
-  /** Fencing generation this runtime starts with (e.g. from a process-wide counter). */
+  /** Fencing generation this actor starts with (e.g. from a process-wide counter). */
   generation?: number;
+  /** Restart recovery: the revision the branch selected; the session's record is read first (`recovering`). */
+  selected?: string | null;
+  /** Restart recovery when the caller already knows the pending publication (no record to read). */
+  restored?: PendingPublication | null;
+  /** Ask the remote (`remoteHas`) whether it already has a recovered pending target before pushing it. */
+  ask?: boolean;
+}
+
+/** The last push result, kept so a caller waiting for its target reads the outcome from a snapshot. */
+export interface PushResult {
+  /** Counts results in this actor: a caller takes only a result newer than the one it saw when it began. */
+  readonly seq: number;
+  readonly target: string;
+  readonly kind: "pushed" | "failed" | "local-only" | "unreachable";
+  readonly remote?: string;
+  readonly error?: string;
 }
 
 export interface PublicationContext {
@@ -26,118 +81,108 @@ export interface PublicationContext {
   backend: StorageBackend;
   remote: boolean;
   generation: number;
+  /** The revision whose record restart recovery still has to read (null once read, or none to read). */
+  selected: string | null;
+  ask: boolean;
   /** Newest accepted target waiting to be pushed. */
   queued: string | null;
   /** Target of the push in flight. */
   inflight: string | null;
-  /** Accepted target whose push failed or is unconfirmed (survives restart). */
+  /** Accepted target whose push failed or was never confirmed (survives restart through the record). */
   pending: string | null;
   /** Failed pushes of the pending target (0 when nothing is pending or it was never attempted). */
   attempts: number;
   /** Error of the pending target's last failed push. */
   lastError: string | null;
+  /** What the session's durable record says (as read at recovery, then as last announced). */
+  record: PublicationRecord | null;
+  lastResult: PushResult | null;
 }
 
 export type PublicationEvent =
   | { type: "ACCEPTED"; target: string }
-  | { type: "TURN_END" }
+  /** A Pi run ended (the `"turn-end"` policy pushes then). */
+  | { type: "RUN_END" }
   | { type: "RETRY" }
-  | { type: "PUSH_OK"; target: string; generation: number }
-  | { type: "PUSH_FAILED"; target: string; generation: number; error?: string }
-  /** The push found no remote configured (removed since the route was chosen): local-only from now on. */
-  | { type: "PUSH_LOCAL_ONLY"; target: string; generation: number }
-  /**
-   * The pushed target no longer exists locally (history reset). The machine decides: a newer
-   * queued target supersedes it, otherwise the lineage was reset (generation fenced, targets dropped).
-   */
-  | { type: "PUSH_UNREACHABLE"; target: string; generation: number; error?: string }
-  /**
-   * The intent a previous runtime left (restart). With `ask`, the remote is first asked whether it
-   * already has the target (`checking`); without, the target is pending at once.
-   */
-  | { type: "RESTORED_PENDING"; target: string; attempts?: number; error?: string; ask?: boolean }
-  /** The remote already has the asked target: settled, nothing to push. */
-  | { type: "REMOTE_HAS"; target: string; generation: number }
-  /** The remote lacks the asked target: it is pushed. */
-  | { type: "REMOTE_LACKS"; target: string; generation: number }
-  /** The remote could not be asked (unreachable, no answer within the limit): pending, with that cause. */
-  | { type: "REMOTE_UNANSWERED"; target: string; generation: number; error: string }
   /** A publication remote is configured now (the user added one since the route was chosen). */
   | { type: "REMOTE_FOUND" }
   | { type: "SHUTDOWN" };
 
-/**
- * Effects the machine announces: the driver runs each push it is told to, and no other; a result
- * the machine did not count (stale target or generation) is announced so the driver tells its
- * callers that target was superseded without judging the result itself.
- */
-export type PushAnnounced = { type: "publication.push"; target: string; generation: number };
-export type AskAnnounced = { type: "publication.ask"; target: string; generation: number };
-export type PublicationEmitted = PushAnnounced | AskAnnounced | { type: "publication.stale"; target: string };
+export type RecordAnnounced = { type: "publication.record"; record: PublicationRecord };
 
-export type RemoteAnswerEvent = Extract<
-  PublicationEvent,
-  { type: "REMOTE_HAS" | "REMOTE_LACKS" | "REMOTE_UNANSWERED" }
->;
-
-export function isRemoteAnswer(event: PublicationEvent): event is RemoteAnswerEvent {
-  return event.type === "REMOTE_HAS" || event.type === "REMOTE_LACKS" || event.type === "REMOTE_UNANSWERED";
+/** The pending publication: the newest accepted target not yet confirmed, or null. */
+export function pendingOf(context: PublicationContext): PendingPublication | null {
+  const revision = context.queued ?? context.inflight ?? context.pending;
+  if (revision === null) return null;
+  if (revision !== context.pending) return { revision, attempts: 0 };
+  return {
+    revision,
+    attempts: context.attempts,
+    ...(context.lastError === null ? {} : { lastError: context.lastError }),
+  };
 }
 
-/** An answer counts only for the target being asked about under the current generation. */
-export function isCurrentAnswer(context: PublicationContext, event: PublicationEvent): boolean {
-  return (
-    isRemoteAnswer(event) &&
-    context.pending !== null &&
-    event.target === context.pending &&
-    event.generation === context.generation
-  );
+/** What the durable record should say: the pending publication, else the last revision it named, settled. */
+export function recordOf(context: PublicationContext): PublicationRecord | null {
+  const pending = pendingOf(context);
+  if (pending) return { state: "pending", ...pending };
+  return context.record === null ? null : { state: "settled", revision: context.record.revision };
 }
 
-export type PushResultEvent = Extract<
-  PublicationEvent,
-  { type: "PUSH_OK" | "PUSH_FAILED" | "PUSH_LOCAL_ONLY" | "PUSH_UNREACHABLE" }
->;
-
-export function isPushResult(event: PublicationEvent): event is PushResultEvent {
-  return (
-    event.type === "PUSH_OK" ||
-    event.type === "PUSH_FAILED" ||
-    event.type === "PUSH_LOCAL_ONLY" ||
-    event.type === "PUSH_UNREACHABLE"
-  );
+function sameRecord(a: PublicationRecord | null, b: PublicationRecord | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.state !== b.state || a.revision !== b.revision) return false;
+  if (a.state === "settled" || b.state === "settled") return true;
+  return a.attempts === b.attempts && a.lastError === b.lastError;
 }
 
-/** A push result counts only for the target in flight under the current generation. */
-export function isCurrentResult(context: PublicationContext, event: PublicationEvent): boolean {
-  return (
-    isPushResult(event) &&
-    context.inflight !== null &&
-    event.target === context.inflight &&
-    event.generation === context.generation
-  );
+function errorText(error: unknown, fallback: string): string {
+  if (error instanceof Error) return error.message || fallback;
+  return typeof error === "string" && error !== "" ? error : fallback;
 }
+
+type DoneEvent<T> = { type: `xstate.done.actor.${string}`; output: T };
+const outputOf = <T>(event: { type: string }): T | undefined =>
+  event.type.startsWith("xstate.done.actor.") ? (event as DoneEvent<T>).output : undefined;
+const pushKind = (event: { type: string }) => outputOf<PushOutput>(event)?.kind;
+
+/** Placeholders: the runtime provides the real actors; unprovided, they never settle. */
+const never = <T>() => new Promise<T>(() => {});
 
 export const publicationMachine = setup({
   types: {
     context: {} as PublicationContext,
     events: {} as PublicationEvent,
-    emitted: {} as PublicationEmitted,
+    emitted: {} as RecordAnnounced,
     input: {} as PublicationInput,
   },
+  actors: {
+    readRecord: fromPromise<PublicationRecord | null, { selected: string }>(never),
+    remoteHas: fromPromise<RemoteHasOutput, PushRequest>(never),
+    push: fromPromise<PushOutput, PushRequest>(never),
+  },
   guards: {
+    recovers: ({ context }) => context.selected !== null,
     isFileOnly: ({ context }) => context.backend === "file",
     hasNoRemote: ({ context }) => !context.remote,
     isPolicyOff: ({ context }) => context.policy === "off",
     isTransitionPolicy: ({ context }) => context.policy === "transition",
-    isCurrentResult: ({ context, event }) => isCurrentResult(context, event),
-    /** A current result while a newer accepted target is queued behind the push. */
-    isCurrentResultWithQueued: ({ context, event }) => isCurrentResult(context, event) && context.queued !== null,
     hasQueuedUnderTransitionPolicy: ({ context }) => context.queued !== null && context.policy === "transition",
     hasQueued: ({ context }) => context.queued !== null,
     hasPending: ({ context }) => context.pending !== null,
-    asksRemote: ({ event }) => event.type === "RESTORED_PENDING" && event.ask === true,
-    isCurrentAnswer: ({ context, event }) => isCurrentAnswer(context, event),
+    asksAboutPending: ({ context }) => context.pending !== null && context.ask,
+    /** The record names the selected revision settled: a previous runtime left nothing pending. */
+    recordSettlesSelected: ({ context, event }) => {
+      const record = outputOf<PublicationRecord | null>(event);
+      return record?.state === "settled" && record.revision === context.selected;
+    },
+    remoteHasIt: ({ event }) => outputOf<RemoteHasOutput>(event)?.has === true,
+    isPushed: ({ event }) => pushKind(event) === "pushed",
+    pushFoundNoRemote: ({ event }) => pushKind(event) === "local-only",
+    isUnreachable: ({ event }) => pushKind(event) === "unreachable",
+    /** The target is unreachable while a newer accepted target is queued behind the push. */
+    isUnreachableWithQueued: ({ context, event }) => pushKind(event) === "unreachable" && context.queued !== null,
+    recordChanged: ({ context }) => !sameRecord(recordOf(context), context.record),
   },
   actions: {
     // Newest only. A target accepted while its own push is in flight is covered by that push: it
@@ -147,22 +192,32 @@ export const publicationMachine = setup({
       queued: ({ context, event }) =>
         event.type !== "ACCEPTED" || event.target === context.inflight ? null : event.target,
     }),
-    // Every push start assigns the in-flight target AND announces it: no transition can start a
-    // push the driver does not hear of, and a restart of the same target is a second announcement.
-    startPushNewest: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "ACCEPTED") return;
-      enqueue.assign({ inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null });
-      enqueue.emit({ type: "publication.push", target: event.target, generation: context.generation });
-    }),
-    startPushQueued: enqueueActions(({ context, enqueue }) => {
-      if (context.queued === null) return;
-      enqueue.assign({ inflight: context.queued, queued: null, pending: null, attempts: 0, lastError: null });
-      enqueue.emit({ type: "publication.push", target: context.queued, generation: context.generation });
-    }),
-    startPushPending: enqueueActions(({ context, enqueue }) => {
-      if (context.pending === null) return;
-      enqueue.assign({ inflight: context.pending });
-      enqueue.emit({ type: "publication.push", target: context.pending, generation: context.generation });
+    // The push starts: the in-flight target is assigned here and `remote.pushing` invokes `push` with it.
+    startPushNewest: assign(({ event }) =>
+      event.type === "ACCEPTED"
+        ? { inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null }
+        : {},
+    ),
+    startPushQueued: assign(({ context }) =>
+      context.queued === null
+        ? {}
+        : { inflight: context.queued, queued: null, pending: null, attempts: 0, lastError: null },
+    ),
+    startPushPending: assign({ inflight: ({ context }) => context.pending }),
+    /** Keeps the result for its target's callers (before the target is confirmed, failed or dropped). */
+    keepResult: assign({
+      lastResult: ({ context, event }) => {
+        const seq = (context.lastResult?.seq ?? 0) + 1;
+        const target = context.inflight ?? "";
+        if (event.type.startsWith("xstate.error.actor."))
+          return { seq, target, kind: "failed", error: errorText((event as { error?: unknown }).error, "push failed") };
+        const output = outputOf<PushOutput>(event);
+        if (output?.kind === "pushed")
+          return { seq, target, kind: "pushed", ...(output.remote ? { remote: output.remote } : {}) };
+        if (output?.kind === "unreachable")
+          return { seq, target, kind: "unreachable", error: output.detail || "commit not found" };
+        return { seq, target, kind: "local-only" };
+      },
     }),
     confirmInflight: assign({ inflight: null, pending: null, attempts: 0, lastError: null }),
     failInflight: assign({
@@ -170,29 +225,46 @@ export const publicationMachine = setup({
       inflight: () => null,
       attempts: ({ context }) =>
         context.pending !== null && context.pending === context.inflight ? context.attempts + 1 : 1,
-      lastError: ({ event }) => (event.type === "PUSH_FAILED" ? (event.error ?? "push failed") : "push failed"),
+      lastError: ({ event }) => errorText((event as { error?: unknown }).error, "push failed"),
     }),
     /** The in-flight target is unreachable and a newer queued target supersedes it: drop it, never retry it. */
     dropInflight: assign({ inflight: null, pending: null, attempts: 0, lastError: null }),
     markRemote: assign({ remote: () => true }),
-    restorePending: assign({
-      pending: ({ event }) => (event.type === "RESTORED_PENDING" ? event.target : null),
-      attempts: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.attempts ?? 0) : 0),
-      lastError: ({ event }) => (event.type === "RESTORED_PENDING" ? (event.error ?? null) : null),
+    /** A route that publishes nothing drops a recovered pending target (the record then says settled). */
+    dropPending: assign({ pending: null, attempts: 0, lastError: null }),
+    /** The record names the selected revision settled: nothing pending. */
+    recoverSettled: assign({
+      selected: () => null,
+      record: ({ event }) => outputOf<PublicationRecord | null>(event) ?? null,
     }),
-    // The question runs in the background; only its answer (an event) moves the machine on.
-    askRemote: enqueueActions(({ context, enqueue }) => {
-      if (context.pending === null) return;
-      enqueue.emit({ type: "publication.ask", target: context.pending, generation: context.generation });
+    /**
+     * Pending after a restart: the revision the record names pending; with no record (an older
+     * version wrote the session, or it ended between a commit and the record) or an unreadable one,
+     * the selected revision. The record is taken to say so already (it is not rewritten for that).
+     */
+    recoverPending: assign(({ context, event }) => {
+      const record = outputOf<PublicationRecord | null>(event);
+      const pending: PendingPublication =
+        record?.state === "pending"
+          ? {
+              revision: record.revision,
+              attempts: record.attempts,
+              ...(record.lastError ? { lastError: record.lastError } : {}),
+            }
+          : { revision: context.selected ?? "", attempts: 0 };
+      return {
+        selected: null,
+        pending: pending.revision,
+        attempts: pending.attempts,
+        lastError: pending.lastError ?? null,
+        record: { state: "pending" as const, ...pending },
+      };
     }),
     settlePending: assign({ pending: null, attempts: 0, lastError: null }),
     /** The cause of the unanswered question becomes the pending target's error (no push was attempted). */
     noteUnanswered: assign({
-      lastError: ({ event }) => (event.type === "REMOTE_UNANSWERED" ? event.error : "the remote could not be asked"),
+      lastError: ({ event }) => errorText((event as { error?: unknown }).error, "the remote could not be asked"),
     }),
-    ignoreStaleResult: emit(
-      ({ event }) => ({ type: "publication.stale", target: isPushResult(event) ? event.target : "" }) as const,
-    ),
     fenceGeneration: assign({
       generation: ({ context }) => context.generation + 1,
       queued: () => null,
@@ -200,6 +272,13 @@ export const publicationMachine = setup({
       pending: () => null,
       attempts: () => 0,
       lastError: () => null,
+    }),
+    /** The pending publication changed: the durable record is announced (the runtime writes it, in order). */
+    recordPending: enqueueActions(({ context, enqueue }) => {
+      const record = recordOf(context);
+      if (record === null) return;
+      enqueue.assign({ record });
+      enqueue.emit({ type: "publication.record", record });
     }),
   },
 }).createMachine({
@@ -209,30 +288,51 @@ export const publicationMachine = setup({
     backend: input.backend,
     remote: input.remote,
     generation: input.generation ?? 0,
+    selected: input.restored ? null : (input.selected ?? null),
+    ask: input.ask ?? false,
     queued: null,
     inflight: null,
-    pending: null,
-    attempts: 0,
-    lastError: null,
+    pending: input.restored?.revision ?? null,
+    attempts: input.restored?.attempts ?? 0,
+    lastError: input.restored?.lastError ?? null,
+    record: input.restored ? { state: "pending", ...input.restored } : null,
+    lastResult: null,
   }),
   initial: "route",
   on: {
     SHUTDOWN: { target: ".closed", actions: ["fenceGeneration"] },
-    // A result no state counts (nothing of that target is in flight here) is announced as stale.
-    PUSH_OK: { actions: ["ignoreStaleResult"] },
-    PUSH_FAILED: { actions: ["ignoreStaleResult"] },
-    PUSH_LOCAL_ONLY: { actions: ["ignoreStaleResult"] },
-    PUSH_UNREACHABLE: { actions: ["ignoreStaleResult"] },
   },
+  // After every step in every open state: a changed pending publication is recorded.
+  always: { guard: "recordChanged", actions: ["recordPending"] },
   states: {
     route: {
-      description: "Chooses the publication route from backend, remote and policy.",
+      description:
+        "Transient: recovers first after a restart, then chooses the route from backend, remote and policy " +
+        "(a recovered pending target is asked about, or pending, on the remote route; dropped on any other).",
       always: [
-        { guard: "isFileOnly", target: "fileOnly" },
-        { guard: "hasNoRemote", target: "localOnly" },
-        { guard: "isPolicyOff", target: "off" },
+        { guard: "recovers", target: "recovering" },
+        { guard: "isFileOnly", target: "fileOnly", actions: ["dropPending"] },
+        { guard: "hasNoRemote", target: "localOnly", actions: ["dropPending"] },
+        { guard: "isPolicyOff", target: "off", actions: ["dropPending"] },
+        { guard: "asksAboutPending", target: "remote.checking" },
+        { guard: "hasPending", target: "remote.pending" },
         { target: "remote" },
       ],
+    },
+    recovering: {
+      description:
+        "Restart recovery: reads the session's durable pending record (readRecord) to learn what a " +
+        "previous runtime left unpublished; an unreadable record counts as none.",
+      invoke: {
+        id: "readRecord",
+        src: "readRecord",
+        input: ({ context }) => ({ selected: context.selected ?? "" }),
+        onDone: [
+          { guard: "recordSettlesSelected", target: "route", actions: ["recoverSettled"] },
+          { target: "route", actions: ["recoverPending"] },
+        ],
+        onError: { target: "route", actions: ["recoverPending"] },
+      },
     },
     fileOnly: { description: "Git absent: persistence is file-only; nothing to publish, no fake pushes." },
     localOnly: {
@@ -247,26 +347,29 @@ export const publicationMachine = setup({
       initial: "idle",
       states: {
         idle: {
-          description: "Nothing accepted yet in this runtime (or the lineage was reset).",
+          description: "Nothing accepted yet in this actor (or the lineage was reset).",
           on: {
             ACCEPTED: [
               { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
               { target: "queued", actions: ["queueNewest"] },
             ],
-            RESTORED_PENDING: [
-              { guard: "asksRemote", target: "checking", actions: ["restorePending", "askRemote"] },
-              { target: "pending", actions: ["restorePending"] },
-            ],
           },
         },
         checking: {
           description:
-            "A restored target waits for the remote's answer (asked in the background): has it already? " +
-            "A newer accepted target replaces it; a late answer then counts for nothing.",
+            "Restart recovery, on the remote route: asks the remote (remoteHas, in the background) whether it " +
+            "already has the recovered pending target. A newer accepted target replaces it (the question stops).",
+          invoke: {
+            id: "remoteHas",
+            src: "remoteHas",
+            input: ({ context }) => ({ target: context.pending ?? "", generation: context.generation }),
+            onDone: [
+              { guard: "remoteHasIt", target: "confirmed", actions: ["settlePending"] },
+              { target: "pushing", actions: ["startPushPending"] },
+            ],
+            onError: { target: "pending", actions: ["noteUnanswered"] },
+          },
           on: {
-            REMOTE_HAS: { guard: "isCurrentAnswer", target: "confirmed", actions: ["settlePending"] },
-            REMOTE_LACKS: { guard: "isCurrentAnswer", target: "pushing", actions: ["startPushPending"] },
-            REMOTE_UNANSWERED: { guard: "isCurrentAnswer", target: "pending", actions: ["noteUnanswered"] },
             ACCEPTED: [
               { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
               { target: "queued", actions: ["queueNewest"] },
@@ -274,65 +377,68 @@ export const publicationMachine = setup({
           },
         },
         queued: {
-          description: "The newest accepted target waits for turn_end.",
+          description: "The newest accepted target waits for the run's end.",
           on: {
             ACCEPTED: { actions: ["queueNewest"] },
-            TURN_END: { target: "pushing", actions: ["startPushQueued"] },
+            RUN_END: { target: "pushing", actions: ["startPushQueued"] },
           },
         },
         pushing: {
-          description: "One asynchronous push in flight; newer targets queue behind it.",
-          initial: "inFlight",
-          on: {
-            ACCEPTED: { actions: ["queueNewest"] },
-            PUSH_OK: [
-              { guard: "isCurrentResult", target: "settling", actions: ["confirmInflight"] },
-              { actions: ["ignoreStaleResult"] },
+          description: "One push in flight (the invoked push actor); newer targets queue behind it.",
+          invoke: {
+            id: "push",
+            src: "push",
+            input: ({ context }) => ({ target: context.inflight ?? "", generation: context.generation }),
+            onDone: [
+              { guard: "isPushed", target: "settling", actions: ["keepResult", "confirmInflight"] },
+              {
+                guard: "pushFoundNoRemote",
+                target: "#publication.localOnly",
+                actions: ["keepResult", "fenceGeneration"],
+              },
+              { guard: "isUnreachableWithQueued", target: "settling", actions: ["keepResult", "dropInflight"] },
+              { guard: "isUnreachable", target: "idle", actions: ["keepResult", "fenceGeneration"] },
             ],
-            PUSH_FAILED: [
-              { guard: "isCurrentResult", target: "settling", actions: ["failInflight"] },
-              { actions: ["ignoreStaleResult"] },
-            ],
-            PUSH_LOCAL_ONLY: [
-              { guard: "isCurrentResult", target: "#publication.localOnly", actions: ["fenceGeneration"] },
-              { actions: ["ignoreStaleResult"] },
-            ],
-            PUSH_UNREACHABLE: [
-              { guard: "isCurrentResultWithQueued", target: "settling", actions: ["dropInflight"] },
-              { guard: "isCurrentResult", target: "idle", actions: ["fenceGeneration"] },
-              { actions: ["ignoreStaleResult"] },
-            ],
+            onError: { target: "settling", actions: ["keepResult", "failInflight"] },
           },
+          initial: "inFlight",
+          on: { ACCEPTED: { actions: ["queueNewest"] } },
           states: {
             inFlight: {
-              description: "The push runs; a turn end with a newer target queued is remembered as turnEnded.",
-              on: { TURN_END: { guard: "hasQueued", target: "turnEnded" } },
+              description: "The push runs; a run end with a newer target queued is remembered as runEnded.",
+              on: { RUN_END: { guard: "hasQueued", target: "runEnded" } },
             },
-            turnEnded: {
-              description: "A turn ended after a newer target was queued: the current result starts its push at once.",
+            runEnded: {
+              description:
+                "A run ended after a newer target was queued: the current result starts its push at once " +
+                "(the push actor is invoked anew).",
               on: {
                 ACCEPTED: { target: "inFlight", actions: ["queueNewest"] },
-                PUSH_OK: {
-                  guard: "isCurrentResult",
-                  target: "inFlight",
-                  actions: ["confirmInflight", "startPushQueued"],
-                },
-                PUSH_FAILED: {
-                  guard: "isCurrentResult",
-                  target: "inFlight",
-                  actions: ["failInflight", "startPushQueued"],
-                },
-                PUSH_UNREACHABLE: {
-                  guard: "isCurrentResult",
-                  target: "inFlight",
-                  actions: ["dropInflight", "startPushQueued"],
+                "xstate.done.actor.push": [
+                  {
+                    guard: "isPushed",
+                    target: "#publication.remote.pushing",
+                    reenter: true,
+                    actions: ["keepResult", "confirmInflight", "startPushQueued"],
+                  },
+                  {
+                    guard: "isUnreachable",
+                    target: "#publication.remote.pushing",
+                    reenter: true,
+                    actions: ["keepResult", "dropInflight", "startPushQueued"],
+                  },
+                ],
+                "xstate.error.actor.push": {
+                  target: "#publication.remote.pushing",
+                  reenter: true,
+                  actions: ["keepResult", "failInflight", "startPushQueued"],
                 },
               },
             },
           },
         },
         settling: {
-          description: "A current result arrived: decide what comes next.",
+          description: "A result arrived: decide what comes next.",
           always: [
             { guard: "hasQueuedUnderTransitionPolicy", target: "pushing", actions: ["startPushQueued"] },
             { guard: "hasQueued", target: "queued" },
@@ -350,39 +456,55 @@ export const publicationMachine = setup({
           },
         },
         pending: {
-          description: "Unconfirmed publication: retried on turn_end or RETRY; survives restart.",
+          description: "Pending publication: retried at a run's end or on RETRY; survives restart (the record).",
           on: {
             ACCEPTED: [
               { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
               { target: "queued", actions: ["queueNewest"] },
             ],
-            TURN_END: { target: "pushing", actions: ["startPushPending"] },
+            RUN_END: { target: "pushing", actions: ["startPushPending"] },
             RETRY: { target: "pushing", actions: ["startPushPending"] },
           },
         },
       },
     },
-    closed: { type: "final", description: "Shut down: the generation is fenced; late results are dropped." },
+    closed: { type: "final", description: "Shut down: the generation is fenced; running actors are stopped." },
   },
 });
 
 export type PublicationSnapshot = SnapshotFrom<typeof publicationMachine>;
 
 export type PublicationStatus =
-  "file-only" | "local-only" | "off" | "idle" | "checking" | "queued" | "pushing" | "confirmed" | "pending" | "closed";
+  | "file-only"
+  | "local-only"
+  | "off"
+  | "recovering"
+  | "idle"
+  | "checking"
+  | "queued"
+  | "pushing"
+  | "confirmed"
+  | "pending"
+  | "closed";
 export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("fileOnly")) return "file-only";
   if (s.matches("localOnly")) return "local-only";
   if (s.matches("off")) return "off";
   if (s.matches("closed")) return "closed";
+  if (s.matches("recovering")) return "recovering";
   for (const k of ["idle", "checking", "queued", "pushing", "confirmed", "pending"] as const)
     if (s.matches({ remote: k })) return k;
   return "idle";
 }
 
+/** Whether an accepted cohort's caller waits for its push (transition policy on the remote route). */
+export function waitsForPush(s: PublicationSnapshot): boolean {
+  return s.matches("remote") && s.context.policy === "transition";
+}
+
 /**
- * What a RETRY can do now: wait for the push in flight, wait for the remote's answer about a restored
- * target (it pushes when needed), wait for a queued target's turn end, push the pending target, or nothing.
+ * What a RETRY can do now: wait for the push in flight, wait for the remote's answer about a recovered
+ * target (it pushes when needed), wait for a queued target's run end, push the pending target, or nothing.
  */
 export type RetryPlan =
   | { kind: "await"; target: string }
@@ -402,4 +524,40 @@ export function retryPlan(s: PublicationSnapshot): RetryPlan {
 /** The target a running push serves (a queued newer target first), or null when no push runs. */
 export function pushingTarget(s: PublicationSnapshot): string | null {
   return s.matches({ remote: "pushing" }) ? (s.context.queued ?? s.context.inflight) : null;
+}
+
+/** How an accepted target is held now: pushing (its push is in flight), queued, or null (not held). */
+export function heldAs(s: PublicationSnapshot, target: string): "pushing" | "queued" | null {
+  if (s.context.inflight === target) return "pushing";
+  return s.context.queued === target ? "queued" : null;
+}
+
+/**
+ * What became of `target` for a caller that began waiting when the last result was `since`:
+ * null while it is queued or in flight (also again, after a same-target restart); its own push
+ * result when one arrived since; "superseded" when a newer target took its place; "closed" after
+ * shutdown. A caller waits with `waitFor(actor, (s) => targetSettled(s, target, since) !== null)`.
+ */
+export function targetSettled(
+  s: PublicationSnapshot,
+  target: string,
+  since: number,
+): PushResult | "superseded" | "closed" | null {
+  if (s.status !== "active") return "closed";
+  if (heldAs(s, target) !== null) return null;
+  const result = s.context.lastResult;
+  return result !== null && result.seq > since && result.target === target ? result : "superseded";
+}
+
+/** The sequence number of the last result (a waiting caller's starting point for targetSettled). */
+export function resultSeq(s: PublicationSnapshot): number {
+  return s.context.lastResult?.seq ?? 0;
+}
+
+/** Whether an actor is still at work: recovering, asking the remote or pushing. */
+export function isBusy(s: PublicationSnapshot): boolean {
+  return (
+    s.status === "active" &&
+    (s.matches("recovering") || s.matches({ remote: "checking" }) || s.matches({ remote: "pushing" }))
+  );
 }

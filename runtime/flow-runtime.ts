@@ -45,7 +45,7 @@ import {
 } from "../machines/resolution.ts";
 import { killPoint } from "../storage/fs/crash-points.ts";
 import { scopeFiles } from "../storage/layout.ts";
-import { gitInstalled, openStore, type PendingRecord } from "../storage/open-store.ts";
+import { gitInstalled, openStore } from "../storage/open-store.ts";
 import { StateStore, type BranchState, type SessionIdentity } from "../storage/state-store.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
@@ -58,13 +58,7 @@ import {
 } from "./notices.ts";
 import { planLegacySkills } from "./legacy-skills.ts";
 import { sourceHash } from "./knowledge-discovery.ts";
-import {
-  gitPusher,
-  openPublication,
-  type PendingPublication,
-  type PublicationDriver,
-  type PublicationPolicy,
-} from "./publication.ts";
+import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 import type { RestoreResult } from "../machines/restore.ts";
 import { compactStatus, renderStatus } from "./status.ts";
@@ -91,12 +85,6 @@ export interface FlowRuntimeOptions {
   remotePublication: PublicationPolicy;
   diagnostics: { agentDir: string; enabled: boolean };
   inspection: FlowInspection | undefined;
-}
-
-/** What the publication of a Git store needs of it beyond pushing and asking the remote: the pending record. */
-interface PublicationStore {
-  readPending(sessionKey: string): Promise<PendingRecord | null>;
-  writePending(sessionKey: string, record: PendingRecord): Promise<void>;
 }
 
 /** What the next inference is built from; the host renders it. */
@@ -135,7 +123,7 @@ export class FlowRuntime {
   private readonly host: BranchHost;
   private readonly options: FlowRuntimeOptions;
   private readonly diagnostics: Diagnostics;
-  private publication: PublicationDriver | null = null;
+  private readonly publication: BranchPublication;
   private store: StateStore | null = null;
   private runtime: BranchState | null = null;
   private identity: SessionIdentity | null = null;
@@ -144,9 +132,6 @@ export class FlowRuntime {
   private unequipped = false;
   /** The current run's Knowledge (discovery, plan, obligations); null before the first enabled run. */
   private knowledge: KnowledgeRun | null = null;
-  /** The revision the pending record names (pending, or settled once nothing is owed). */
-  private owedRevision: string | null = null;
-  private pendingWrites: Promise<void> = Promise.resolve();
   /** The missing-tools notice was given (again after the tools came back and went missing anew). */
   private toolsMissingSaid = false;
   private readonly discarded = new Set<number>();
@@ -183,6 +168,7 @@ export class FlowRuntime {
     this.barrier.start();
     const { agentDir, enabled } = options.diagnostics;
     this.diagnostics = new Diagnostics(agentDir, enabled, options.storeRoot, (m) => host.notify(m, "warning"));
+    this.publication = new BranchPublication((m) => host.notify(m, "warning"), options.inspection?.inspect);
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -210,7 +196,7 @@ export class FlowRuntime {
 
   shutdown(): void {
     this.episode.send({ type: "SHUTDOWN" });
-    this.publication?.shutdown();
+    this.publication.shutdown();
     this.barrier.stop();
     this.options.inspection?.stop();
   }
@@ -424,7 +410,7 @@ export class FlowRuntime {
   runEnded(): void {
     if (this.activeResolution()) this.toResolution({ type: "RUN_ENDED" });
     this.resolutionEffects.splice(0);
-    this.publication?.turnEnd();
+    this.publication.runEnd();
   }
 
   /** Logs a refused patch_state call with the run's resolution position (opt-in diagnostics). */
@@ -539,12 +525,6 @@ export class FlowRuntime {
   status(): string {
     const snapshot = this.episode.getSnapshot();
     const retained = retainedPointer(snapshot);
-    const pending = this.publication?.pending ?? null;
-    const publication = !this.publication
-      ? "none"
-      : this.store?.store.kind !== "git"
-        ? "file-only (nothing to publish)"
-        : this.publication.policy;
     return renderStatus({
       episode: episodeStateName(snapshot),
       toolsActive: isToolsActive(snapshot),
@@ -555,8 +535,8 @@ export class FlowRuntime {
       unavailable: retained
         ? (retained.detail ?? `branch revision ${retained.revision ?? "(none valid)"} is ${retained.kind}`)
         : null,
-      publication,
-      pendingTarget: pending?.revision ?? null,
+      publication: this.publication.label(this.store?.store.kind),
+      pendingTarget: this.publication.pendingTarget,
       invalidations: this.runtime
         ? this.invalidations(this.runtime)
         : { unavailable: "no State Flow runtime on this branch" },
@@ -623,10 +603,10 @@ export class FlowRuntime {
     if (migrated) this.host.notify(legacyMigratedNotice(migrated), "info");
     const selected = fromFrozen ? await frozenRuntime(this.runtime, this.host.markers(), store) : null;
     const runtime = await store.start(selected, this.options.remotePublication);
-    // Bind the branch first, then publish: the new driver restores this revision as its
-    // unconfirmed intent and pushes it once (in the background: start never waits on the network).
+    // Bind the branch first, then publish: the new publication recovers this revision as pending
+    // and pushes it once (in the background: start never waits on the network).
     await this.accept(runtime, false);
-    await this.installPublication(runtime);
+    await this.publication.open(runtime, store.store.publication ?? null);
     await this.migrateLegacySkills();
   }
 
@@ -642,12 +622,11 @@ export class FlowRuntime {
       if (!this.runtime) throw new Error("no runtime is selected on this branch");
       const store = await this.openStateStore(true);
       const runtime = await store.start(this.runtime, this.runtime.config.remotePublication);
-      // The file-only driver has nothing to publish; the Git-backed one restores this revision
-      // as its unconfirmed intent and pushes it once (as after a start).
-      this.publication?.shutdown();
-      this.publication = null;
+      // The file-only publication has nothing to publish; the Git-backed one recovers this revision
+      // as pending and pushes it once (as after a start).
+      this.publication.close();
       await this.accept(runtime, false);
-      await this.installPublication(runtime);
+      await this.publication.open(runtime, store.store.publication ?? null);
     } catch (error) {
       this.store = fileStore; // a repository opened before the failure is not used until the next start
       throw error;
@@ -675,7 +654,7 @@ export class FlowRuntime {
           this.freezeHandoff();
         },
       });
-      if (outcome.runtime) await this.installPublication(outcome.runtime);
+      if (outcome.runtime) await this.publication.open(outcome.runtime, store.store.publication ?? null);
       this.runtime = outcome.runtime;
       return outcome.result;
     } catch (error) {
@@ -724,7 +703,7 @@ export class FlowRuntime {
       killPoint("branch.appending");
       this.host.appendCheckpoint({ revision: runtime.pointer.revision });
       killPoint("branch.appended");
-      await this.publication?.accepted(runtime.pointer.revision, { wait });
+      await this.publication.accepted(runtime.pointer.revision, wait);
     }
     this.syncHost();
   }
@@ -739,87 +718,6 @@ export class FlowRuntime {
     } catch (error) {
       if (!(error instanceof StateFlowError && error.code === "no-op-cohort")) throw error;
     }
-  }
-
-  // ---- publication ----------------------------------------------------------------------------
-
-  /**
-   * One driver per runtime generation. It starts from what this session still owes the remote
-   * (owedPublication), and every change of its intent is written to the session's durable record,
-   * so a restart pushes exactly that (an existing accepted commit) and nothing it already has:
-   * the driver first asks the remote, in the background — start, resume and /tree return once
-   * local state is established, and the answer reaches the publication machine later.
-   */
-  private async installPublication(runtime: BranchState): Promise<void> {
-    if (this.publication) return;
-    const git = this.store?.store.publication ?? null;
-    const sessionKey = runtime.identity.sessionKey;
-    this.publication = await openPublication({
-      policy: runtime.config.remotePublication,
-      pusher: git ? gitPusher(git.remote) : null,
-      restored: git ? await this.owedPublication(git, runtime) : null,
-      askRestored: true,
-      onPendingChange: (pending) => {
-        if (git) this.recordPending(git, sessionKey, pending);
-        if (!pending?.lastError) return;
-        this.host.notify(
-          `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); ` +
-            "it is retried later.",
-          "warning",
-        );
-      },
-      ...(this.options.inspection ? { inspect: this.options.inspection.inspect } : {}),
-    });
-  }
-
-  /**
-   * What this session owes the remote after a restart: the revision its record names as pending;
-   * with no record (an older version wrote the session, or it ended between a commit and the
-   * record) the selected revision, unless the record names it settled. The driver then reconciles
-   * it with the remote's real history (askRestored): a revision the remote's branch has is not owed.
-   */
-  private async owedPublication(git: PublicationStore, runtime: BranchState): Promise<PendingPublication | null> {
-    const sessionKey = runtime.identity.sessionKey;
-    const record = await git.readPending(sessionKey).catch((error: unknown) => {
-      this.host.notify(errorMessage(error), "warning");
-      return null;
-    });
-    if (record?.state === "settled" && record.revision === runtime.pointer.revision) return null;
-    const owed: PendingPublication =
-      record?.state === "pending"
-        ? {
-            revision: record.revision,
-            attempts: record.attempts,
-            ...(record.lastError ? { lastError: record.lastError } : {}),
-          }
-        : { revision: runtime.pointer.revision, attempts: 0 };
-    this.owedRevision = owed.revision;
-    return owed; // policy off keeps it local: the machine drops it and the record says settled
-  }
-
-  /** Writes the session's pending record in intent order; a failed write is said, never fatal. */
-  private recordPending(
-    git: PublicationStore,
-    sessionKey: string,
-    pending: PendingPublication | null,
-    settled = this.owedRevision,
-  ): void {
-    const record: PendingRecord | null = pending
-      ? { state: "pending", ...pending }
-      : settled
-        ? { state: "settled", revision: settled }
-        : null;
-    this.owedRevision = pending?.revision ?? settled;
-    if (!record) return;
-    this.pendingWrites = this.pendingWrites
-      .then(() => git.writePending(sessionKey, record))
-      .catch((error: unknown) =>
-        this.host.notify(
-          `State Flow could not record its pending publication (${errorMessage(error)}); after a restart it ` +
-            "asks the remote what it still needs instead.",
-          "warning",
-        ),
-      );
   }
 
   private async openStateStore(initGit: boolean): Promise<StateStore> {

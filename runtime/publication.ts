@@ -1,62 +1,51 @@
-// Remote publication policy (spec 001 "Runtime ownership and Git publication") behind one small
-// interface. The lifecycle lives in ONE statechart, machines/publication.ts; this driver only sends
-// it events, runs exactly the pushes it announces (emitted `publication.push{target, generation}`)
-// and translates each push result 1:1 into an event tagged with that target and generation; the
-// machine decides what a result means. It holds no queue, pending or generation of its own: the
-// intent and the outcomes it reports are derived from machine snapshots.
+// Remote publication (spec 001 "Runtime ownership and Git publication"): the provider of the
+// publication machine (machines/publication.ts), one actor per store generation. The machine owns
+// every decision (route, queue, retries, restart recovery, what the durable record says); this
+// module supplies its actors' implementations with `machine.provide({ actors })` (`push`,
+// `remoteHas`, `readRecord` over the Git store), writes each record the machine announces, and
+// answers callers from snapshots: a caller that must wait for a push (the transition policy)
+// uses `waitFor` on the actor.
 //
 //   off        – accepted commits stay local;
 //   turn-end   – (default) each accepted cohort replaces the queued target (newest only); the push
-//                starts asynchronously at turn end;
+//                starts asynchronously when the Pi run ends;
 //   transition – each accepted cohort is pushed synchronously.
 //
-// A local commit accepts the transition; a push failure is pending publication (the unconfirmed
-// intent the caller persists in session meta and hands back on restart), never a reason to
-// regenerate or re-apply anything: retries push the existing accepted commit. No remote configured
-// is local-only, not an error; file-only stores have nothing to publish. A late push result never
-// acknowledges a newer target, and shutdown fences the old generation (its late results are
-// ignored).
-//
-// An intent restored after a restart may already be on the remote (another session pushed it, or
-// this one did and ended before recording it). With `askRestored` the machine asks the remote
-// first (emitted `publication.ask{target, generation}`): the driver runs that question in the
-// background, so opening a publication never waits on the network, and reports the answer as an
-// event fenced like a push result. Shutdown also kills a question still running.
+// A local commit accepts the transition; a push failure is a pending publication (recorded in the
+// session's durable record and recovered on restart), never a reason to regenerate or re-apply
+// anything: retries push the existing accepted commit. No remote configured is local-only, not an
+// error; file-only stores have nothing to publish.
 
-import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
+import { createActor, fromPromise, waitFor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import {
-  isPushResult,
-  type AskAnnounced,
-  type RemoteAnswerEvent,
-  pushingTarget,
+  heldAs,
+  isBusy,
+  pendingOf,
   publicationMachine,
   publicationStatus,
+  pushingTarget,
+  resultSeq,
   retryPlan,
-  type PublicationContext,
-  type PushAnnounced,
-  type PublicationEvent,
-  type PushResultEvent,
+  targetSettled,
+  waitsForPush,
+  type PendingPublication,
+  type PublicationRecord,
   type PublicationSnapshot,
+  type PushOutput,
+  type PushRequest,
+  type RemoteHasOutput,
 } from "../machines/publication.ts";
-import type { GitPushResult, RemoteAnswer } from "../storage/open-store.ts";
+import type { GitPushResult, PendingRecord, RemoteAnswer } from "../storage/open-store.ts";
+import type { BranchState } from "../storage/state-store.ts";
 
 import type { PublicationPolicy } from "../storage/core/codec.ts";
 import { errorMessage } from "../storage/core/errors.ts";
-export type { PublicationPolicy };
+export type { PendingPublication, PublicationPolicy };
 export const DEFAULT_PUBLICATION_POLICY: PublicationPolicy = "turn-end";
-
-/** The unconfirmed publication intent. Persist it (session meta.json) whenever it changes. */
-export interface PendingPublication {
-  /** The existing accepted commit to push. */
-  readonly revision: string;
-  /** Failed attempts so far (0 = queued, not yet attempted). */
-  readonly attempts: number;
-  readonly lastError?: string;
-}
 
 /** What pushes an existing commit (PublicationRemote.pushRevision). */
 export interface Pusher {
-  /** Aborting `signal` kills the push (the runtime shut down; the intent stays owed). */
+  /** Aborting `signal` kills the push (the actor shut down; the publication stays pending). */
   push(revision: string, signal?: AbortSignal): Promise<GitPushResult>;
   /** Whether a publication remote is configured (publicationRemote() !== null); used by openPublication. */
   hasRemote?(): Promise<boolean>;
@@ -67,11 +56,17 @@ export interface Pusher {
   ask?(revision: string, signal: AbortSignal): Promise<RemoteAnswer>;
 }
 
+/** The session's durable pending record (PublicationPort.readPending / writePending for one session). */
+export interface RecordStore {
+  read(): Promise<PendingRecord | null>;
+  write(record: PendingRecord): Promise<void>;
+}
+
 export type PublicationOutcome =
   | { readonly kind: "file-only" } // no Git: nothing to publish, no fake pending
   | { readonly kind: "kept-local"; readonly revision: string } // policy off
-  | { readonly kind: "queued"; readonly revision: string } // turn-end: pushed at turn end
-  // a restored target: the remote is being asked whether it has it (pushed if not, in the background)
+  | { readonly kind: "queued"; readonly revision: string } // turn-end: pushed at the run's end
+  // a recovered target: the remote is being asked whether it has it (pushed if not, in the background)
   | { readonly kind: "checking"; readonly revision: string }
   | { readonly kind: "pushing"; readonly revision: string } // turn-end: async push started
   | { readonly kind: "idle" } // nothing queued
@@ -83,23 +78,23 @@ export type PublicationOutcome =
   | { readonly kind: "superseded"; readonly revision: string } // a newer target replaced this one
   | { readonly kind: "fenced" }; // result arrived after shutdown
 
-/** The one small interface the runtime uses; implemented over the publication machine. */
+/** The one small interface the runtime uses; implemented over the publication actor. */
 export interface PublicationDriver {
   readonly policy: PublicationPolicy;
-  /** The unconfirmed intent to persist (null = nothing unconfirmed). */
+  /** The pending publication (null = nothing pending). */
   readonly pending: PendingPublication | null;
   /**
    * A cohort was accepted locally as `revision`. Under transition policy it resolves with the push's
    * outcome, unless `wait` is false (activation: start returns once local state is established).
    */
   accepted(revision: string, options?: { readonly wait?: boolean }): Promise<PublicationOutcome>;
-  /** Turn end: starts the asynchronous push of the newest queued target (does not wait for it). */
-  turnEnd(): PublicationOutcome;
+  /** The Pi run ended: starts the asynchronous push of the newest queued target (does not wait for it). */
+  runEnd(): PublicationOutcome;
   /** Pushes the existing pending target now (e.g. after restart); waits for the result. */
   retry(): Promise<PublicationOutcome>;
-  /** Resolves when no push (and no question to the remote) is in flight. */
+  /** Resolves when no push (and no question to the remote, no recovery) is in flight. */
   settled(): Promise<void>;
-  /** Fences this generation: in-flight and later results are ignored; returns the intent to persist. */
+  /** Fences this generation: running pushes and questions are stopped; returns what stays pending. */
   shutdown(): PendingPublication | null;
 }
 
@@ -110,204 +105,184 @@ export interface PublicationOptions {
   /**
    * Whether the state repository has a publication remote (routes the machine to local-only when
    * false). Default true when a pusher is given: a push that then finds no remote switches the
-   * machine to local-only (PUSH_LOCAL_ONLY). openPublication() fills it in from pusher.hasRemote().
+   * machine to local-only. openPublication() fills it in from pusher.hasRemote().
    */
   readonly remote?: boolean;
-  /** The intent persisted by a previous generation (restart). */
+  /** The pending publication a previous generation left, when the caller knows it (no record to read). */
   readonly restored?: PendingPublication | null;
   /**
-   * Ask the remote (pusher.ask, in the background) whether it already has the restored intent
-   * before pushing it: settled if it has, pushed if it lacks, pending with the cause if it cannot be
-   * asked. Without it (or without pusher.ask) the restored intent is pending at once.
+   * Restart recovery from `records`: the revision the branch selected. The machine reads the record
+   * (`recovering`): pending → that revision is pending; none or unreadable → the selected one,
+   * unless the record names it settled.
+   */
+  readonly selected?: string | null;
+  /** The durable record: read at recovery, written (in order) whenever the machine announces a change. */
+  readonly records?: RecordStore;
+  /**
+   * Ask the remote (pusher.ask, in the background) whether it already has the recovered pending
+   * target before pushing it: settled if it has, pushed if it lacks, pending with the cause if it
+   * cannot be asked. Without it (or without pusher.ask) the target is pending at once.
    */
   readonly askRestored?: boolean;
-  /** Called whenever the intent to persist changes. */
+  /** Called whenever the pending publication changes (each record the machine announces). */
   readonly onPendingChange?: (pending: PendingPublication | null) => void;
+  /** Called when a record could not be written. */
+  readonly onRecordError?: (error: unknown) => void;
   /** Live inspection observer for the machine actor (adapters/inspect: FlowInspection.inspect). */
   readonly inspect?: Observer<InspectionEvent>;
 }
 
-/** The intent to persist, derived from the machine: the newest unconfirmed accepted target. */
-export function intentOf(context: PublicationContext): PendingPublication | null {
-  const revision = context.queued ?? context.inflight ?? context.pending;
-  if (revision === null) return null;
-  if (revision !== context.pending) return { revision, attempts: 0 };
-  return {
-    revision,
-    attempts: context.attempts,
-    ...(context.lastError === null ? {} : { lastError: context.lastError }),
-  };
-}
-
-function sameIntent(a: PendingPublication | null | undefined, b: PendingPublication | null): boolean {
-  return JSON.stringify(a ?? null) === JSON.stringify(b);
-}
-
-/** createPublication with `remote` resolved from the pusher (PublicationRemote.publicationRemote()) when not given. */
-export async function openPublication(options: PublicationOptions): Promise<PublicationDriver> {
-  if (options.remote !== undefined || !options.pusher?.hasRemote) return createPublication(options);
-  return createPublication({ ...options, remote: await options.pusher.hasRemote() });
-}
-
-type Waiter = { readonly revision: string; readonly resolve: (outcome: PublicationOutcome) => void };
-
-/** One push result, translated 1:1 (no lifecycle decision: the machine's guards make those). */
-function resultEvent(target: string, generation: number, result: GitPushResult): PushResultEvent {
-  switch (result.kind) {
-    case "pushed":
-      return { type: "PUSH_OK", target, generation };
-    case "failed":
-      return { type: "PUSH_FAILED", target, generation, error: result.detail || "push failed" };
-    case "local-only":
-      return { type: "PUSH_LOCAL_ONLY", target, generation };
-    case "unreachable":
-      return { type: "PUSH_UNREACHABLE", target, generation, error: result.detail || "commit not found" };
-  }
-}
-
-/** One answer of the remote about a restored target, translated 1:1. */
-function answerEvent(target: string, generation: number, answer: RemoteAnswer): RemoteAnswerEvent {
-  switch (answer.kind) {
-    case "has":
-      return { type: "REMOTE_HAS", target, generation };
-    // No remote any more: the push finds none too and reports PUSH_LOCAL_ONLY (local-only from then on).
-    case "lacks":
-    case "local-only":
-      return { type: "REMOTE_LACKS", target, generation };
-    case "unanswered":
-      return { type: "REMOTE_UNANSWERED", target, generation, error: answer.detail };
-  }
+/** The machine with the actors that reach the store and the remote. */
+function providedMachine(pusher: Pusher | null, records: RecordStore | undefined) {
+  return publicationMachine.provide({
+    actors: {
+      // A failed push is the actor's error (onError); pushed, local-only and unreachable are its output.
+      push: fromPromise<PushOutput, PushRequest>(async ({ input, signal }) => {
+        if (!pusher) throw new Error("no Git store to push from");
+        const result = await pusher.push(input.target, signal);
+        if (result.kind === "failed") throw new Error(result.detail || "push failed");
+        if (result.kind === "pushed") return { kind: "pushed", ...(result.remote ? { remote: result.remote } : {}) };
+        if (result.kind === "unreachable") return { kind: "unreachable", detail: result.detail || "commit not found" };
+        return { kind: "local-only" };
+      }),
+      // No remote any more counts as lacking: the push then finds none too (local-only from then on).
+      remoteHas: fromPromise<RemoteHasOutput, PushRequest>(async ({ input, signal }) => {
+        if (!pusher?.ask) throw new Error("the remote cannot be asked");
+        const answer = await pusher.ask(input.target, signal);
+        if (answer.kind === "unanswered") throw new Error(answer.detail);
+        return { has: answer.kind === "has" };
+      }),
+      readRecord: fromPromise<PublicationRecord | null, { selected: string }>(async () =>
+        records ? records.read() : null,
+      ),
+    },
+  });
 }
 
 /**
- * What one push result meant for its target: superseded when the machine announced it stale,
- * otherwise read from the snapshot after its event.
+ * createPublication with `remote` resolved from the pusher (PublicationRemote.publicationRemote()) when not given;
+ * resolves once restart recovery has read the record.
  */
-function resultOutcome(
-  event: PushResultEvent,
-  result: GitPushResult,
-  stale: boolean,
-  next: PublicationSnapshot,
-): PublicationOutcome {
-  const revision = event.target;
-  if (stale) return { kind: "superseded", revision };
-  switch (event.type) {
-    case "PUSH_OK":
-      return {
-        kind: "pushed",
-        revision,
-        ...(result.kind === "pushed" && result.remote ? { remote: result.remote } : {}),
-      };
-    case "PUSH_FAILED":
-      // kept as the intent to persist, unless a newer accepted target took its place
-      return intentOf(next.context)?.revision === revision
-        ? { kind: "pending", revision, error: event.error ?? "push failed" }
-        : { kind: "superseded", revision };
-    case "PUSH_LOCAL_ONLY":
-      return { kind: "local-only", revision };
-    case "PUSH_UNREACHABLE":
-      return { kind: "unreachable", revision, error: event.error ?? "commit not found" };
-  }
+export async function openPublication(options: PublicationOptions): Promise<PublicationDriver> {
+  const remote =
+    options.remote !== undefined || !options.pusher?.hasRemote ? options.remote : await options.pusher.hasRemote();
+  const driver = new MachinePublication({ ...options, ...(remote === undefined ? {} : { remote }) });
+  await driver.recovered();
+  return driver;
 }
 
 export function createPublication(options: PublicationOptions): PublicationDriver {
   return new MachinePublication(options);
 }
 
-/** The driver over one publication actor. Effect plumbing only: every lifecycle decision is the machine's. */
+/** A push result's outcome for its target's caller (read from the snapshot after it). */
+function settledOutcome(s: PublicationSnapshot, revision: string, since: number): PublicationOutcome {
+  const settled = targetSettled(s, revision, since);
+  if (settled === null || settled === "superseded") return { kind: "superseded", revision };
+  if (settled === "closed") return { kind: "fenced" };
+  switch (settled.kind) {
+    case "pushed":
+      return { kind: "pushed", revision, ...(settled.remote ? { remote: settled.remote } : {}) };
+    case "failed":
+      // pending, unless a newer accepted target took its place
+      return pendingOf(s.context)?.revision === revision
+        ? { kind: "pending", revision, error: settled.error ?? "push failed" }
+        : { kind: "superseded", revision };
+    case "local-only":
+      return { kind: "local-only", revision };
+    case "unreachable":
+      return { kind: "unreachable", revision, error: settled.error ?? "commit not found" };
+  }
+}
+
+/** The driver over one publication actor: sends events, answers from snapshots, writes records. */
 class MachinePublication implements PublicationDriver {
   readonly policy: PublicationPolicy;
   private readonly options: PublicationOptions;
-  private readonly pusher: Pusher | null;
   private readonly actor: Actor<typeof publicationMachine>;
-  /** The push promises still running. */
-  private readonly running = new Set<Promise<void>>();
-  /** Callers awaiting the outcome of one target. */
-  private readonly waiters = new Set<Waiter>();
-  // The machine announces every push it starts (including a restart of the same target); they run
-  // once the event that started them has been reported (intent first, then the push).
-  private readonly announced: PushAnnounced[] = [];
-  /** Targets whose result the machine announced as not counted, during the current dispatch. */
-  private readonly stale = new Set<string>();
-  /** Questions to the remote the machine announced; they run once the event that started them was reported. */
-  private readonly asks: AskAnnounced[] = [];
-  /**
-   * Aborted at shutdown: a question or push still running is killed. Its result would be fenced
-   * anyway, and a live child would keep Pi's process from exiting (print mode waited for a hung
-   * push's whole limit). The intent stays owed: the next runtime asks the remote again.
-   */
-  private readonly remoteWork = new AbortController();
+  /** The record writes, in the order the machine announced them (each one whole, atomically). */
+  private writes: Promise<void> = Promise.resolve();
 
   constructor(options: PublicationOptions) {
     this.options = options;
     this.policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
-    this.pusher = options.pusher;
-    const remote = this.pusher !== null && (options.remote ?? true);
-    this.actor = createActor(publicationMachine, {
-      input: { policy: this.policy, backend: this.pusher ? "git" : "file", remote },
+    const pusher = options.pusher;
+    this.actor = createActor(providedMachine(pusher, options.records), {
+      input: {
+        policy: this.policy,
+        backend: pusher ? "git" : "file",
+        remote: pusher !== null && (options.remote ?? true),
+        restored: options.restored ?? null,
+        selected: options.records ? (options.selected ?? null) : null,
+        ask: options.askRestored === true && pusher?.ask !== undefined,
+      },
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
-    this.actor.on("publication.push", (push) => void this.announced.push(push));
-    this.actor.on("publication.stale", ({ target }) => void this.stale.add(target));
-    this.actor.on("publication.ask", (ask) => void this.asks.push(ask));
+    this.actor.on("publication.record", ({ record }) => this.record(record));
     this.actor.start();
-    if (options.restored) this.restore(options.restored);
   }
 
   get pending(): PendingPublication | null {
-    return this.isOpen() ? intentOf(this.snap().context) : null;
+    return this.isOpen() ? pendingOf(this.snap().context) : null;
+  }
+
+  /** Resolves once restart recovery has read the record. */
+  async recovered(): Promise<void> {
+    if (this.snap().status !== "active" || !this.snap().matches("recovering")) return;
+    await waitFor(this.actor, (s) => s.status !== "active" || !s.matches("recovering"));
   }
 
   async accepted(revision: string, options?: { readonly wait?: boolean }): Promise<PublicationOutcome> {
+    await this.recovered();
     await this.findRemote();
     const fixed = this.routeOutcome(revision);
     if (fixed) return fixed;
-    const outcome = this.policy === "transition" && options?.wait !== false ? this.outcomeOf(revision) : null;
-    this.dispatch({ type: "ACCEPTED", target: revision });
-    if (outcome) return outcome; // transition: resolves after this cohort's push result
-    // turn-end (or not waiting): queued for its turn end, or covered by its own push in flight
-    return (
-      this.routeOutcome(revision) ??
-      (this.snap().context.inflight === revision ? { kind: "pushing", revision } : { kind: "queued", revision })
-    );
+    const waits = options?.wait !== false && waitsForPush(this.snap());
+    const since = resultSeq(this.snap());
+    this.actor.send({ type: "ACCEPTED", target: revision });
+    if (waits) return this.outcomeOf(revision, since); // transition: resolves after this cohort's push result
+    // turn-end (or not waiting): queued for its run's end, or covered by its own push in flight
+    return this.routeOutcome(revision) ?? { kind: heldAs(this.snap(), revision) ?? "queued", revision };
   }
 
-  turnEnd(): PublicationOutcome {
+  runEnd(): PublicationOutcome {
     const fixed = this.routeOutcome(null);
     if (fixed) return fixed.kind === "fenced" ? { kind: "idle" } : fixed;
-    this.dispatch({ type: "TURN_END" });
+    this.actor.send({ type: "RUN_END" });
     const target = pushingTarget(this.snap());
     return target === null ? { kind: "idle" } : { kind: "pushing", revision: target };
   }
 
   async retry(): Promise<PublicationOutcome> {
+    if (this.snap().matches("recovering")) await this.recovered();
     const fixed = this.routeOutcome(null);
     if (fixed) return fixed;
     const plan = retryPlan(this.snap());
-    if (plan.kind === "await") return this.outcomeOf(plan.target);
+    const since = resultSeq(this.snap());
+    if (plan.kind === "await") return this.outcomeOf(plan.target, since);
     if (plan.kind === "checking") return { kind: "checking", revision: plan.target }; // the answer decides
-    if (plan.kind === "queued") return { kind: "queued", revision: plan.target }; // waits for its turn end
+    if (plan.kind === "queued") return { kind: "queued", revision: plan.target }; // waits for its run's end
     if (plan.kind === "idle") return { kind: "idle" };
-    const outcome = this.outcomeOf(plan.target);
-    this.dispatch({ type: "RETRY" });
-    return outcome;
+    this.actor.send({ type: "RETRY" });
+    return this.outcomeOf(plan.target, since);
   }
 
   async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    await waitFor(this.actor, (s) => !isBusy(s));
+    await this.writes;
   }
 
   shutdown(): PendingPublication | null {
-    const intent = this.isOpen() ? intentOf(this.snap().context) : null;
-    this.dispatch({ type: "SHUTDOWN" });
-    this.remoteWork.abort();
-    return intent;
+    const pending = this.pending;
+    this.actor.send({ type: "SHUTDOWN" });
+    return pending;
   }
 
   /** While local-only, a remote the user added since is reported, so this cohort is published. */
   private async findRemote(): Promise<void> {
-    if (publicationStatus(this.snap()) !== "local-only" || !this.pusher?.hasRemote) return;
-    if (await this.pusher.hasRemote().catch(() => false)) this.dispatch({ type: "REMOTE_FOUND" });
+    const pusher = this.options.pusher;
+    if (publicationStatus(this.snap()) !== "local-only" || !pusher?.hasRemote) return;
+    if (await pusher.hasRemote().catch(() => false)) this.actor.send({ type: "REMOTE_FOUND" });
   }
 
   private snap(): PublicationSnapshot {
@@ -318,109 +293,19 @@ class MachinePublication implements PublicationDriver {
     return this.snap().status === "active";
   }
 
-  /** The intent a previous generation persisted; sent directly: restoring starts no push. */
-  private restore(restored: PendingPublication): void {
-    this.actor.send({
-      type: "RESTORED_PENDING",
-      target: restored.revision,
-      attempts: restored.attempts,
-      ...(restored.lastError === undefined ? {} : { error: restored.lastError }),
-      ask: this.options.askRestored === true && this.pusher?.ask !== undefined,
-    });
-    for (const ask of this.asks.splice(0)) this.ask(ask.target, ask.generation);
-    // A route that publishes nothing (file-only, no remote, off) drops the old intent: say so.
-    const intent = intentOf(this.snap().context);
-    if (!sameIntent(restored, intent)) this.options.onPendingChange?.(intent);
+  /** The outcome of `revision`'s push (or superseded / fenced), once the snapshot settles it. */
+  private async outcomeOf(revision: string, since: number): Promise<PublicationOutcome> {
+    const s = await waitFor(this.actor, (next) => targetSettled(next, revision, since) !== null);
+    return settledOutcome(s, revision, since);
   }
 
-  /**
-   * Sends one event (the pushes it starts run from the emitted events); reports the intent change;
-   * settles the waiters of a delivered result and of superseded or fenced targets.
-   */
-  private dispatch(
-    event: PublicationEvent,
-    delivered?: (stale: boolean, next: PublicationSnapshot) => PublicationOutcome,
-  ): void {
-    if (!this.isOpen()) return;
-    const prev = this.snap();
-    this.stale.clear();
-    this.actor.send(event);
-    const next = this.snap();
-    const open = next.status === "active";
-    if (open && !sameIntent(intentOf(prev.context), intentOf(next.context)))
-      this.options.onPendingChange?.(intentOf(next.context));
-    for (const push of this.announced.splice(0)) this.run(push.target, push.generation);
-    for (const ask of this.asks.splice(0)) this.ask(ask.target, ask.generation);
-    // A result settles its target's callers unless a push of that same target is in flight again
-    // (a same-target restart): then they wait for that push, which reports to them in turn.
-    if (delivered && isPushResult(event) && !(open && next.context.inflight === event.target))
-      this.settle(event.target, delivered(this.stale.has(event.target), next));
-    this.settleDropped(next);
-  }
-
-  /** Callers of a target the machine no longer holds learn it was superseded (or fenced at shutdown). */
-  private settleDropped(next: PublicationSnapshot): void {
-    const { queued, inflight } = next.context;
-    for (const waiter of [...this.waiters]) {
-      if (next.status !== "active") this.settle(waiter.revision, { kind: "fenced" });
-      else if (queued !== waiter.revision && inflight !== waiter.revision)
-        this.settle(waiter.revision, { kind: "superseded", revision: waiter.revision });
-    }
-  }
-
-  private settle(revision: string, outcome: PublicationOutcome): void {
-    for (const waiter of [...this.waiters])
-      if (waiter.revision === revision) {
-        this.waiters.delete(waiter);
-        waiter.resolve(outcome);
-      }
-  }
-
-  /** Resolves with the outcome of `revision`'s push (or superseded/fenced); register BEFORE dispatching. */
-  private outcomeOf(revision: string): Promise<PublicationOutcome> {
-    return new Promise((resolve) => this.waiters.add({ revision, resolve }));
-  }
-
-  private run(target: string, generation: number): void {
-    const pusher = this.pusher;
-    if (!pusher) return; // unreachable: only the remote route (which needs a pusher) pushes
-    const p: Promise<void> = (async () => {
-      let result: GitPushResult;
-      try {
-        result = await pusher.push(target, this.remoteWork.signal);
-      } catch (error) {
-        result = { kind: "failed", detail: errorMessage(error) };
-      }
-      this.report(target, generation, result);
-    })().finally(() => this.running.delete(p));
-    this.running.add(p);
-  }
-
-  /**
-   * Asks the remote about a restored target in the background. The answer is sent as its event,
-   * where the machine's generation and target fences decide whether it still counts; after
-   * shutdown it is dropped here (the machine is closed).
-   */
-  private ask(target: string, generation: number): void {
-    const ask = this.pusher?.ask?.bind(this.pusher);
-    if (!ask) return; // unreachable: RESTORED_PENDING asks only when the pusher can
-    const p: Promise<void> = (async () => {
-      let answer: RemoteAnswer;
-      try {
-        answer = await ask(target, this.remoteWork.signal);
-      } catch (error) {
-        answer = { kind: "unanswered", detail: errorMessage(error) };
-      }
-      if (this.isOpen()) this.dispatch(answerEvent(target, generation, answer));
-    })().finally(() => this.running.delete(p));
-    this.running.add(p);
-  }
-
-  /** Sends one push result as its event; the outcome is derived from the snapshot after it. */
-  private report(target: string, generation: number, result: GitPushResult): void {
-    if (!this.isOpen()) return this.settle(target, { kind: "fenced" });
-    const event = resultEvent(target, generation, result);
-    this.dispatch(event, (wasStale, next) => resultOutcome(event, result, wasStale, next));
+  /** One record the machine announced: reported, and written after the ones before it. */
+  private record(record: PublicationRecord): void {
+    const { records, onPendingChange, onRecordError } = this.options;
+    const { state: _state, ...pending } = record;
+    onPendingChange?.(record.state === "pending" ? (pending as PendingPublication) : null);
+    if (!records) return;
+    this.writes = this.writes.then(() => records.write(record)).catch((error: unknown) => onRecordError?.(error));
   }
 
   /** The outcome for routes that never publish, or null on the remote route. */
@@ -441,13 +326,7 @@ class MachinePublication implements PublicationDriver {
 }
 
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
-export function gitPusher(git: {
-  pushRevision(revision: string, signal?: AbortSignal): Promise<GitPushResult>;
-  publicationRemote?(): Promise<string | null>;
-  /** Changes whenever the repository's config file does (null: unknown, ask git). */
-  configStamp?(): Promise<string | null>;
-  askRemote?(revision: string, signal?: AbortSignal): Promise<RemoteAnswer>;
-}): Pusher {
+export function gitPusher(git: GitRemoteSide): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
   const askRemote = git.askRemote?.bind(git);
   const ask = askRemote ? { ask: (revision: string, signal: AbortSignal) => askRemote(revision, signal) } : {};
@@ -462,4 +341,103 @@ export function gitPusher(git: {
     return remote;
   };
   return { push: (revision, signal) => git.pushRevision(revision, signal), hasRemote, ...ask };
+}
+
+/** What the Git backend offers publication: its remote side. */
+export interface GitRemoteSide {
+  pushRevision(revision: string, signal?: AbortSignal): Promise<GitPushResult>;
+  publicationRemote?(): Promise<string | null>;
+  /** Changes whenever the repository's config file does (null: unknown, ask git). */
+  configStamp?(): Promise<string | null>;
+  askRemote?(revision: string, signal?: AbortSignal): Promise<RemoteAnswer>;
+}
+
+/** What publication needs of a Git store (storage's PublicationPort): its remote and the sessions' pending records. */
+export interface GitPublicationSide {
+  readonly remote: GitRemoteSide;
+  readPending(sessionKey: string): Promise<PendingRecord | null>;
+  writePending(sessionKey: string, record: PendingRecord): Promise<void>;
+}
+
+/**
+ * The publication of one branch: one actor per store generation. The runtime opens it once its
+ * branch is bound (start, restore, adoption) and ends it at shutdown or when adoption replaces a
+ * file-only generation with a Git one. Opening recovers from the session's record and asks the
+ * remote in the background, so start, resume and /tree return once local state is established.
+ */
+export class BranchPublication {
+  private driver: PublicationDriver | null = null;
+  private readonly notify: (message: string) => void;
+  private readonly inspect: Observer<InspectionEvent> | undefined;
+
+  constructor(notify: (message: string) => void, inspect?: Observer<InspectionEvent>) {
+    this.notify = notify;
+    this.inspect = inspect;
+  }
+
+  /** Opens this store generation's publication, unless one is open (the branch is already bound to it). */
+  async open(runtime: BranchState, git: GitPublicationSide | null): Promise<void> {
+    if (this.driver) return;
+    const sessionKey = runtime.identity.sessionKey;
+    const records: RecordStore | undefined = git
+      ? {
+          read: () =>
+            git.readPending(sessionKey).catch((error: unknown) => {
+              this.notify(errorMessage(error));
+              throw error;
+            }),
+          write: (record) => git.writePending(sessionKey, record),
+        }
+      : undefined;
+    this.driver = await openPublication({
+      policy: runtime.config.remotePublication,
+      pusher: git ? gitPusher(git.remote) : null,
+      ...(records ? { records, selected: runtime.pointer.revision } : {}),
+      askRestored: true,
+      onPendingChange: (pending) => {
+        if (!pending?.lastError) return;
+        this.notify(
+          `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); ` +
+            "it is retried later.",
+        );
+      },
+      onRecordError: (error) =>
+        this.notify(
+          `State Flow could not record its pending publication (${errorMessage(error)}); after a restart it ` +
+            "asks the remote what it still needs instead.",
+        ),
+      ...(this.inspect ? { inspect: this.inspect } : {}),
+    });
+  }
+
+  /** Shutdown: the generation is fenced (its running pushes stop); the status still names its policy. */
+  shutdown(): void {
+    this.driver?.shutdown();
+  }
+
+  /** Adoption into Git: the file-only generation ends, so the next open() starts the Git one. */
+  close(): void {
+    this.driver?.shutdown();
+    this.driver = null;
+  }
+
+  /** A new durable revision of the bound branch (`wait` false: activation never waits for a push). */
+  async accepted(revision: string, wait: boolean): Promise<void> {
+    await this.driver?.accepted(revision, { wait });
+  }
+
+  runEnd(): void {
+    this.driver?.runEnd();
+  }
+
+  /** The pending target for the status (null = nothing pending or no publication open). */
+  get pendingTarget(): string | null {
+    return this.driver?.pending?.revision ?? null;
+  }
+
+  /** The status line's publication label for a store of `storeKind`. */
+  label(storeKind: string | undefined): string {
+    if (!this.driver) return "none";
+    return storeKind !== "git" ? "file-only (nothing to publish)" : this.driver.policy;
+  }
 }

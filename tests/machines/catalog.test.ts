@@ -23,7 +23,7 @@ describe("machine catalog", () => {
         if (typeof v === "function" && !mapping) throw new Error(`${machine.id}: function at ${path}`);
         if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`);
       };
-      // context may be an input factory; everything else must be data
+      // context may be an input factory, an invoke's input a mapper; everything else must be data
       const { context: _c, ...rest } = config as Record<string, unknown>;
       expect(() => walk(rest, machine.id)).not.toThrow();
       expect(() => JSON.stringify(rest)).not.toThrow();

@@ -85,7 +85,7 @@ describe("publication policies", () => {
   it("file-only stores publish nothing and report no fake pending", async () => {
     const pub = createPublication({ pusher: null });
     expect(await pub.accepted("x")).toEqual({ kind: "file-only" });
-    expect(pub.turnEnd()).toEqual({ kind: "file-only" });
+    expect(pub.runEnd()).toEqual({ kind: "file-only" });
     expect(pub.pending).toBeNull();
   });
 
@@ -93,18 +93,18 @@ describe("publication policies", () => {
     const { pusher, calls } = manualPusher();
     const pub = createPublication({ policy: "off", pusher });
     expect(await pub.accepted("a")).toEqual({ kind: "kept-local", revision: "a" });
-    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    expect(pub.runEnd()).toEqual({ kind: "idle" });
     expect(calls).toHaveLength(0);
   });
 
-  it("turn-end queues only the newest target and pushes asynchronously at turn end", async () => {
+  it("turn-end queues only the newest target and pushes asynchronously at run end", async () => {
     const { pusher, calls } = manualPusher();
     const persisted: Array<PendingPublication | null> = [];
     const pub = createPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
     expect(await pub.accepted("a")).toEqual({ kind: "queued", revision: "a" });
     expect(await pub.accepted("b")).toEqual({ kind: "queued", revision: "b" });
-    expect(calls).toHaveLength(0); // nothing pushed before turn end
-    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "b" });
+    expect(calls).toHaveLength(0); // nothing pushed before run end
+    expect(pub.runEnd()).toEqual({ kind: "pushing", revision: "b" });
     expect(calls.map((c) => c.revision)).toEqual(["b"]);
     calls[0]!.resolve({ kind: "pushed", remote: "origin" });
     await pub.settled();
@@ -116,12 +116,12 @@ describe("publication policies", () => {
     const { pusher, calls } = manualPusher();
     const pub = createPublication({ pusher });
     await pub.accepted("a");
-    pub.turnEnd();
+    pub.runEnd();
     await pub.accepted("b"); // newer target while a's push is in flight
     calls[0]!.resolve({ kind: "pushed" });
     await new Promise((r) => setTimeout(r, 0));
     expect(pub.pending).toEqual({ revision: "b", attempts: 0 });
-    pub.turnEnd();
+    pub.runEnd();
     await new Promise((r) => setTimeout(r, 0));
     expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
     calls[1]!.resolve({ kind: "failed", detail: "network down" });
@@ -134,7 +134,7 @@ describe("publication policies", () => {
     const persisted: Array<PendingPublication | null> = [];
     const pub = createPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
     await pub.accepted("a");
-    pub.turnEnd();
+    pub.runEnd();
     expect(pub.shutdown()).toEqual({ revision: "a", attempts: 0 });
     calls[0]!.resolve({ kind: "pushed" });
     await pub.settled();
@@ -176,14 +176,14 @@ describe("publication policies", () => {
   );
 
   it(
-    "unreachable after a turn end with a newer target " + "queued: the newer target is pushed right away (turn-end)",
+    "unreachable after a run end with a newer target " + "queued: the newer target is pushed right away (turn-end)",
     async () => {
       const { pusher, calls } = manualPusher();
       const pub = createPublication({ pusher });
       await pub.accepted("a");
-      pub.turnEnd();
+      pub.runEnd();
       await pub.accepted("b");
-      pub.turnEnd();
+      pub.runEnd();
       calls[0]!.resolve({ kind: "unreachable", detail: "bad object a" });
       await tick();
       expect(calls.map((c) => c.revision)).toEqual(["a", "b"]);
@@ -209,7 +209,7 @@ describe("publication policies", () => {
       calls[0]!.resolve({ kind: "pushed", remote: "origin" });
       await tick();
       expect(a.value).toEqual({ kind: "pushed", revision: "a", remote: "origin" });
-      expect(calls.map((c) => c.revision)).toEqual(["a", "b"]); // pushed right after a's result, no turn end needed
+      expect(calls.map((c) => c.revision)).toEqual(["a", "b"]); // pushed right after a's result, no run end needed
       expect(b.done).toBe(false);
       calls[1]!.resolve({ kind: "failed", detail: "offline" });
       await tick();
@@ -239,13 +239,13 @@ describe("publication policies", () => {
     },
   );
 
-  it("turn-end: a turn end during a push pushes the newer target right after the result (not lost)", async () => {
+  it("turn-end: a run end during a push pushes the newer target right after the result (not lost)", async () => {
     const { pusher, calls } = manualPusher();
     const pub = createPublication({ pusher });
     await pub.accepted("a");
-    pub.turnEnd();
+    pub.runEnd();
     await pub.accepted("b");
-    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "b" });
+    expect(pub.runEnd()).toEqual({ kind: "pushing", revision: "b" });
     await tick();
     expect(calls.map((c) => c.revision)).toEqual(["a"]); // one push at a time
     calls[0]!.resolve({ kind: "failed", detail: "offline" });
@@ -256,19 +256,19 @@ describe("publication policies", () => {
     expect(pub.pending).toBeNull();
   });
 
-  it("turn-end: a cohort accepted after the turn end waits for its own turn end", async () => {
+  it("turn-end: a cohort accepted after the run end waits for its own run end", async () => {
     const { pusher, calls } = manualPusher();
     const pub = createPublication({ pusher });
     await pub.accepted("a");
-    pub.turnEnd();
+    pub.runEnd();
     await pub.accepted("b");
-    pub.turnEnd();
-    await pub.accepted("c"); // c's turn has not ended yet
+    pub.runEnd();
+    await pub.accepted("c"); // c's run has not ended yet
     calls[0]!.resolve({ kind: "pushed" });
     await tick();
     expect(calls.map((x) => x.revision)).toEqual(["a"]);
     expect(pub.pending).toEqual({ revision: "c", attempts: 0 });
-    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "c" });
+    expect(pub.runEnd()).toEqual({ kind: "pushing", revision: "c" });
     expect(calls.map((x) => x.revision)).toEqual(["a", "c"]);
   });
 
@@ -292,7 +292,7 @@ describe("publication policies", () => {
     expect(await pub.retry()).toEqual({ kind: "idle" });
   });
 
-  it("a restored intent under a route that publishes nothing is dropped and reported cleared", () => {
+  it("a restored pending publication under a route that publishes nothing is dropped and reported cleared", () => {
     const restored = { revision: "r", attempts: 1, lastError: "offline" };
     for (const options of [
       { pusher: null },
@@ -304,7 +304,7 @@ describe("publication policies", () => {
       expect(pub.pending).toBeNull();
       expect(persisted).toEqual([null]);
     }
-    // the remote route keeps it and does not rewrite the intent the caller already persisted
+    // the remote route keeps it and does not rewrite the pending publication the caller already persisted
     const persisted: Array<PendingPublication | null> = [];
     const pub = createPublication({
       pusher: manualPusher().pusher,
@@ -341,7 +341,7 @@ describe("publication policies", () => {
 
   it(
     "openPublication asks the backend for a remote: none → " +
-      "local-only without a push or a pending intent (real git)",
+      "local-only without a push or a pending publication (real git)",
     async () => {
       const { backend, commit } = await gitStore();
       const { pusher, pushed } = counting(gitPusher(backend.remote));
@@ -349,7 +349,7 @@ describe("publication policies", () => {
       const pub = await openPublication({ pusher, onPendingChange: (p) => persisted.push(p) });
       const revision = await commit();
       expect(await pub.accepted(revision)).toEqual({ kind: "local-only", revision });
-      expect(pub.turnEnd()).toEqual({ kind: "idle" });
+      expect(pub.runEnd()).toEqual({ kind: "idle" });
       await pub.settled();
       expect(pushed).toEqual([]);
       expect(persisted).toEqual([]);
@@ -382,7 +382,7 @@ describe("publication policies", () => {
     expect(await backend.remote.pushRevision(beside)).toMatchObject({ kind: "failed", remote: "origin" });
   });
 
-  it("turn-end with a bare remote pushes only the newest target asynchronously at turn end (real git)", async () => {
+  it("turn-end with a bare remote pushes only the newest target asynchronously at run end (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
     const { pusher, pushed } = counting(gitPusher(backend.remote));
@@ -392,7 +392,7 @@ describe("publication policies", () => {
     const r2 = await commit();
     expect(await pub.accepted(r2)).toEqual({ kind: "queued", revision: r2 });
     expect(pushed).toEqual([]);
-    expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
+    expect(pub.runEnd()).toEqual({ kind: "pushing", revision: r2 });
     await pub.settled();
     expect(pushed).toEqual([r2]);
     const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
@@ -407,7 +407,7 @@ describe("publication policies", () => {
     const pub = await openPublication({ policy: "off", pusher });
     const revision = await commit();
     expect(await pub.accepted(revision)).toEqual({ kind: "kept-local", revision });
-    expect(pub.turnEnd()).toEqual({ kind: "idle" });
+    expect(pub.runEnd()).toEqual({ kind: "idle" });
     await pub.settled();
     expect(pushed).toEqual([]);
     expect(git(remote, env, "for-each-ref").trim()).toBe("");
@@ -427,14 +427,14 @@ describe("publication policies", () => {
       await first.accepted(r1);
       const r2 = await commit();
       await first.accepted(r2);
-      expect(first.turnEnd()).toEqual({ kind: "pushing", revision: r2 });
+      expect(first.runEnd()).toEqual({ kind: "pushing", revision: r2 });
       await first.settled();
       expect(persisted).toMatchObject({ revision: r2, attempts: 1 });
       expect(persisted!.lastError).toMatch(/does-not-exist/);
       const saved = first.shutdown();
       expect(saved).toEqual(persisted);
 
-      // restart: a new generation gets the persisted intent; the remote is fixed meanwhile
+      // restart: a new generation gets the persisted pending publication; the remote is fixed meanwhile
       git(root, env, "remote", "set-url", "origin", remote);
       const headBefore = git(root, env, "rev-parse", "HEAD").trim();
       const second = await openPublication({
@@ -511,7 +511,7 @@ describe("regression: a target accepted while its own push is in flight", () => 
     expect(await pub.accepted("r1")).toEqual({ kind: "pushing", revision: "r1" });
     calls[0]!.resolve({ kind: "pushed" });
     expect(await retry).toEqual({ kind: "pushed", revision: "r1" });
-    expect(pub.turnEnd()).toEqual({ kind: "idle" }); // nothing queued: no second push of r1
+    expect(pub.runEnd()).toEqual({ kind: "idle" }); // nothing queued: no second push of r1
     await pub.settled();
     expect(calls.map((c) => c.revision)).toEqual(["r1"]);
     expect(pub.pending).toBeNull();
@@ -553,13 +553,13 @@ describe("gitPusher", () => {
     expect(await pub.accepted("r1")).toEqual({ kind: "local-only", revision: "r1" });
     remote = true;
     expect(await pub.accepted("r2")).toEqual({ kind: "queued", revision: "r2" });
-    pub.turnEnd();
+    pub.runEnd();
     await pub.settled();
     expect(pushed).toEqual(["r2"]);
   });
 });
 
-describe("asking the remote about a restored intent (askRestored), in the background", () => {
+describe("asking the remote about a restored pending publication (askRestored), in the background", () => {
   const restored = { revision: "r1", attempts: 1, lastError: "offline" };
 
   it(
@@ -574,7 +574,7 @@ describe("asking the remote about a restored intent (askRestored), in the backgr
           { ...restored, lastError: "the remote origin did not answer within 10 s" },
         ],
       ];
-      for (const [answer, pushes, intent] of answers) {
+      for (const [answer, pushes, pending] of answers) {
         const { pusher, calls, asks } = askingPusher();
         const persisted: Array<PendingPublication | null> = [];
         const pub = createPublication({
@@ -587,15 +587,15 @@ describe("asking the remote about a restored intent (askRestored), in the backgr
           asks.map((a) => a.revision),
           "asked at once, answered later",
         ).toEqual(["r1"]);
-        expect(pub.pending, "owed until the remote answers").toEqual(restored);
+        expect(pub.pending, "pending until the remote answers").toEqual(restored);
         expect(await pub.retry()).toEqual({ kind: "checking", revision: "r1" });
-        expect(pub.turnEnd()).toEqual({ kind: "idle" });
+        expect(pub.runEnd()).toEqual({ kind: "idle" });
         asks[0]!.answer(answer);
         await tick();
         expect(calls.map((c) => c.revision)).toEqual(pushes);
-        expect(pub.pending).toEqual(intent);
+        expect(pub.pending).toEqual(pending);
         expect(persisted, "a settled target is recorded settled (null); a changed cause is recorded").toEqual(
-          answer.kind === "lacks" ? [] : [intent],
+          answer.kind === "lacks" ? [] : [pending],
         );
         pub.shutdown();
       }
@@ -612,7 +612,7 @@ describe("asking the remote about a restored intent (askRestored), in the backgr
       asks[0]!.answer({ kind: "lacks" });
       await tick();
       expect(calls, "r1 is not pushed behind the newer r2's back").toEqual([]);
-      expect(pub.turnEnd()).toEqual({ kind: "pushing", revision: "r2" });
+      expect(pub.runEnd()).toEqual({ kind: "pushing", revision: "r2" });
       calls[0]!.resolve({ kind: "pushed" });
       await pub.settled();
 
