@@ -154,11 +154,11 @@ export const MUTANTS: readonly Mutant[] = [
     why: "turn_end accepts the answer without committing it to response",
   },
   {
-    id: "episode-stop-error-to-success",
+    id: "episode-stop-error-silent",
     file: "machines/episode.ts",
     from: 'onError: { target: "#episode.active.hist", actions: ["reportStopFailed"] },',
-    to: 'onError: { target: "passive", actions: ["freezeHandoff"] },',
-    why: "the stop actor's failure takes its success transition: passive over a branch still enabled on disk",
+    to: 'onError: { target: "#episode.active.hist" },',
+    why: "a stop the store refused is dropped without a word: the person believes State Flow stopped",
   },
   {
     id: "episode-adoption-error-said-as-success",
