@@ -185,27 +185,26 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
   return lines.join("\n");
 }
 
-/** Protocol text appended to the system prompt while State Flow is active. */
+/**
+ * Protocol text appended to the system prompt while State Flow is active. It states each rule
+ * once; what the tools' own descriptions already say (the fields, the merge rules, final:true's
+ * effect) is not repeated here, since both ride along in every request.
+ */
 export const PROTOCOL = [
   "## State Flow protocol",
-  "State Flow keeps this conversation's durable memory as one materialized state per scope (global, cwd, session; " +
-    "effective = global → cwd → session, session wins). Each run you see the user's current request, state[0] and " +
-    "compact transition context in a runtime-context message, plus this run's own messages; earlier runs are not " +
-    "replayed.",
-  "- patch_state({global?, cwd?, session?, final?}) is the only way to change state. Each scope patch may touch " +
-    "artifacts, contract and working; objects merge, arrays and values replace, null deletes a key (never inside an " +
-    "array: arrays are stored whole). response is captured by the runtime from your final answer.",
-  "- Use patch_state only for established, future-relevant facts: decisions, verified results, unresolved " +
-    "questions and the exact continuation. No narration or routine progress. Keep requirements, observations, " +
-    "conclusions and hypotheses distinct; recheck volatile facts before relying on them; after an interruption " +
-    "or a restore, inspect external effects before repeating an operation. Never put secrets in state.",
-  "- Call patch_state alone in its message: any other tool call beside it is blocked.",
-  '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). ' +
-    "Without it your answer is not accepted and you will be asked again.",
-  "- read_state({offset?: 0–7, scope?}) reads older or scope-specific state when a concrete gap needs it.",
-  "- artifacts are compiled Knowledge, keyed by exact source path: {description, kind?, compilation?, tags?}. " +
-    "Work from them first. Read a source only for a concrete gap its artifact does not cover, an operation on " +
-    "that exact source, an entry under Artifact invalidations, a contradiction, or an explicit request — never " +
-    "for reassurance. After reading a listed source, patch a compact global artifact at its exact path (a routing " +
-    "description, not its text). Freshness evidence is the runtime's: never write hashes or compiler fields.",
+  "Your durable memory is State Flow state, one per scope. The runtime-context message holds the current " +
+    "request, the effective state[0] and recent transitions; earlier runs are not replayed.",
+  "- patch_state is the only way to change state, except response: the runtime records your accepted answer. " +
+    "Call patch_state alone in its message: any other tool call beside it is blocked.",
+  "- Patch only established, future-relevant facts (decisions, verified results, open questions, exact " +
+    "continuation), never narration. Keep requirements, observations, conclusions and hypotheses distinct; " +
+    "recheck volatile facts; after an interruption or a restore, inspect external effects before repeating an " +
+    "operation. Never put secrets in state.",
+  '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed); ' +
+    "without it your answer is not accepted and you will be asked again.",
+  "- read_state only for a concrete gap in older or scope-specific state.",
+  "- Work from artifacts first. Read a source only for a concrete gap its artifact does not cover, an operation " +
+    "on that exact source, an entry under Artifact invalidations, a contradiction, or an explicit request, never " +
+    "for reassurance. After reading a listed source, patch a compact global artifact at its exact path (routing, " +
+    "not its text); never write hashes or compiler fields.",
 ].join("\n");

@@ -38,6 +38,7 @@ import {
   renderRuntimeContext,
   withoutOwnMessages,
 } from "./context.ts";
+import { withoutLoneSkillListing } from "./skill-listing.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
@@ -69,10 +70,8 @@ export interface ControllerOptions {
   registerTools: () => void;
 }
 
-type RunStart = {
-  systemPrompt: string;
-  message: { customType: string; content: string; display: boolean; details: unknown };
-};
+type RunMessage = { customType: string; content: string; display: boolean; details: unknown };
+type RunStart = { systemPrompt: string; message?: RunMessage };
 
 function steerText(attempt: number): string {
   return (
@@ -273,8 +272,9 @@ export class StateFlowController {
   beforeAgentStart(event: BeforeAgentStartFields, systemPrompt: string): RunStart | undefined {
     const trigger = runTriggerOf(event);
     this.frame({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
-    if (!this.runtime.runStarted(trigger)) return undefined;
-    return { systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
+    const prompt = withoutLoneSkillListing(systemPrompt, event.systemPromptOptions?.skills);
+    if (!this.runtime.runStarted(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
+    return { systemPrompt: `${prompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
   }
 
   /** agent_start: only a run no before_agent_start opened begins here (see pi-versions.ts). */
@@ -303,7 +303,7 @@ export class StateFlowController {
     this.runtime.runEnded();
   }
 
-  private runAnchor(): RunStart["message"] {
+  private runAnchor(): RunMessage {
     return {
       customType: RUN_ANCHOR,
       content: "[State Flow run]",

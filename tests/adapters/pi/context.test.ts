@@ -168,6 +168,9 @@ describe("renderRuntimeContext", () => {
     expect(PROTOCOL).toMatch(/patch_state/);
     expect(PROTOCOL).toMatch(/read_state/);
     expect(PROTOCOL).toMatch(/final:true/);
+    expect(PROTOCOL).toMatch(/Call patch_state alone in its message: any other tool call beside it is blocked/);
+    expect(PROTOCOL).toMatch(/without it your answer is not accepted and you will be asked again/);
+    expect(PROTOCOL).toMatch(/patch_state is the only way to change state, except response/);
   });
 
   it("the protocol carries 001's handoff guidance and stays small (Pi's own token estimate)", () => {
@@ -175,11 +178,11 @@ describe("renderRuntimeContext", () => {
     expect(PROTOCOL).toMatch(/after an interruption or a restore, inspect external effects before repeating/);
     expect(PROTOCOL).toMatch(/Never put secrets in state/);
     const tokens = estimateTokens({ role: "user", content: [{ type: "text", text: PROTOCOL }], timestamp: 0 } as never);
-    expect(tokens, "303 before the Knowledge and handoff lines; keep it well under 600").toBeLessThan(600);
+    expect(tokens, "496 before issue 27 tightened it; overhead.test.ts bounds it with the tools").toBeLessThan(400);
   });
 
   it("the protocol states the materialized-first policy: artifacts first, a source read only for a reason", () => {
-    expect(PROTOCOL).toMatch(/Work from them first\. Read a source only for a concrete gap/);
+    expect(PROTOCOL).toMatch(/Work from artifacts first\. Read a source only for a concrete gap/);
     expect(PROTOCOL).toMatch(/an entry under Artifact invalidations/);
     expect(PROTOCOL).toMatch(/never write hashes or compiler fields/);
   });
