@@ -16,6 +16,7 @@ import {
   headBoundary,
   readTemporalState,
   recentTransitions,
+  type CompactTransition,
   type TemporalRead,
   type TemporalView,
 } from "../../storage/core/temporal.ts";
@@ -35,10 +36,12 @@ import {
   STOP_HANDOFF,
   closedRunOnly,
   projectContext,
-  renderRuntimeContext,
+  renderRuntimeContextParts,
   withoutOwnMessages,
+  type RuntimeContextParts,
 } from "./context.ts";
 import { withoutLoneSkillListing } from "./skill-listing.ts";
+import { withStableBreakpoint } from "./cache-breakpoints.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
@@ -124,6 +127,43 @@ function userText(message: AgentMessage): string {
     .join("\n");
 }
 
+/**
+ * The paths the retained transitions of a view touched, as the runtime context names paths
+ * (`field` or `field.key`; response is the run part's): the volatile part at a run's start.
+ */
+function recentlyChangedPaths(transitions: readonly CompactTransition[]): Set<string> {
+  const paths = new Set<string>();
+  for (const t of transitions)
+    for (const changed of Object.values(t.changes))
+      for (const path of changed ?? []) {
+        const plain = path.startsWith("-") ? path.slice(1) : path;
+        if (plain !== "response") paths.add(plain);
+      }
+  return paths;
+}
+
+/** The paths whose value differs between two states (added, changed or removed top-level keys). */
+function changedPaths(before: ScopeState, after: ScopeState): string[] {
+  const changed: string[] = [];
+  for (const field of ["artifacts", "contract", "working"] as const) {
+    const a = before[field] as Record<string, unknown>;
+    const b = after[field] as Record<string, unknown>;
+    if (a === b) continue;
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      if (a[key] !== b[key] && JSON.stringify(a[key]) !== JSON.stringify(b[key])) changed.push(`${field}.${key}`);
+    }
+  }
+  return changed;
+}
+
+/** What the runtime context keeps of a run's start: its view, and the paths then volatile. */
+interface RunBase {
+  view: TemporalView;
+  state: ScopeState;
+  recent: ReadonlySet<string>;
+  transitions: CompactTransition[];
+}
+
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
 function newestBatch(manager: ExtensionContext["sessionManager"]): { id: string; name: string }[] | null {
   // From the leaf up, not getBranch(): that copies the whole root-to-leaf path on every tool call.
@@ -147,6 +187,10 @@ export class StateFlowController {
   private readonly callInput = new Map<string, unknown>();
   private versionWarned = false;
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
+  /** The open run's start, as its runtime context keeps it (null: taken at the run's first context). */
+  private runBase: RunBase | null = null;
+  /** The newest runtime context sent, for the cache breakpoint at the end of its stable part. */
+  private sent: RuntimeContextParts | null = null;
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
   private toolsWanted = false;
   /** Which of Pi's events belong to the open run (M5): a prompt, an addition, a continuation, a source. */
@@ -273,6 +317,7 @@ export class StateFlowController {
     const trigger = runTriggerOf(event);
     this.frame({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
     const prompt = withoutLoneSkillListing(systemPrompt, event.systemPromptOptions?.skills);
+    this.runBase = null;
     if (!this.runtime.runStarted(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
     return { systemPrompt: `${prompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
   }
@@ -291,6 +336,7 @@ export class StateFlowController {
     this.framing.send(event);
     for (const effect of this.framingEffects.splice(0)) {
       if (effect.type === "run.unannounced") {
+        this.runBase = null;
         if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
       } else if (effect.type === "run.userMessage") this.runtime.userMessage(effect.text);
       else this.runtime.runSource(effect.source);
@@ -328,6 +374,7 @@ export class StateFlowController {
   /** context: the projection the next inference receives (undefined = Pi's own context). */
   context(messages: AgentMessage[]): AgentMessage[] | undefined {
     const projection: Projection = this.runtime.projection();
+    this.sent = null;
     // Where State Flow is not projecting, the drafts discarded on this branch are read from its entries.
     const recorded = () => (this.ctx ? discardedDrafts(this.ctx.sessionManager.getBranch()) : new Set<number>());
     if (projection.mode === "ordinary") return withoutOwnMessages(messages, recorded()) ?? undefined;
@@ -337,22 +384,47 @@ export class StateFlowController {
       return projectContext({ messages, mode: "passive", sessionId, runtimeContext: "", discardedDrafts: discarded });
     }
     const { view } = projection;
-    const text = renderRuntimeContext({
+    const base = this.runBaseFor(view);
+    const state = this.modelStateOf(view);
+    const baseStep = headBoundary(base.view.lineage).step;
+    const parts = renderRuntimeContextParts({
       specification: projection.specification,
-      state: this.modelStateOf(view),
+      state,
+      volatile: new Set([...base.recent, ...(view === base.view ? [] : changedPaths(base.state, state))]),
       step: headBoundary(view.lineage).step,
-      transitions: recentTransitions(view),
+      transitions: base.transitions,
+      runTransitions: view === base.view ? [] : recentTransitions(view).filter((t) => t.step > baseStep),
       invalidations: projection.invalidations,
       resolutionNote: resolutionNote(projection.resolution),
       bootstrap: projection.mode === "bootstrap",
     });
+    this.sent = parts;
     return projectContext({
       messages,
       mode: projection.mode,
       sessionId,
-      runtimeContext: text,
+      runtimeContext: parts,
       discardedDrafts: discarded,
     });
+  }
+
+  /**
+   * The open run's start: taken at its first context. A view of another lineage (a restore, a
+   * start) begins a new base, as does an older head (a branch switched under the run).
+   */
+  private runBaseFor(view: TemporalView): RunBase {
+    const base = this.runBase;
+    const head = headBoundary(view.lineage).step;
+    if (base && base.view.lineage.id === view.lineage.id && headBoundary(base.view.lineage).step <= head) return base;
+    const transitions = recentTransitions(view);
+    this.runBase = { view, state: this.modelStateOf(view), recent: recentlyChangedPaths(transitions), transitions };
+    return this.runBase;
+  }
+
+  /** before_provider_request: a cache breakpoint at the end of the runtime context's stable part. */
+  providerRequest(payload: unknown): unknown {
+    if (!this.sent) return undefined;
+    return withStableBreakpoint(payload, this.sent.stable, this.sent.volatile);
   }
 
   /**

@@ -83,6 +83,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       const messages = controller.context(event.messages);
       return messages ? { messages } : undefined;
     });
+    pi.on("before_provider_request", (event) => controller.providerRequest(event.payload));
     pi.on("tool_execution_start", (event) => controller.toolExecutionStart(event.toolCallId, event.args));
     pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx, event.input));
     pi.on("tool_execution_end", (event) =>

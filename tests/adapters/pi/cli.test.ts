@@ -171,7 +171,8 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
       const runtime = messageText(second!.messages[0]!);
       expect(runtime).toMatch(/^\[State Flow runtime context/);
       expect(runtime).toContain("Record that the CLI works");
-      expect(runtime).toContain('"checked": "print mode"');
+      // patched in this run: in the runtime context's volatile part (here after the run's trajectory)
+      expect(second!.messages.map(messageText).join("\n")).toContain('"checked": "print mode"');
 
       // The store: <agentDir>/state-flow/<cwd-key>/<session-key>/…, a Git repository with three commits.
       const cwdDir = join(dirs.storeRoot, cwdKey(dirs.cwd));

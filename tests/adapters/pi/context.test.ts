@@ -9,6 +9,8 @@ import {
   currentRunStart,
   projectContext,
   renderRuntimeContext,
+  renderRuntimeContextParts,
+  volatileAfterRun,
   withoutOwnMessages,
   closedRunOnly,
   type ProjectionMode,
@@ -109,11 +111,48 @@ describe("projectContext", () => {
   });
 });
 
+describe("the volatile part's place", () => {
+  const parts = { stable: "STABLE", run: "RUN", volatile: "V".repeat(40) };
+  const blocks = (m: AgentMessage) => ((m as { content: { text: string }[] }).content ?? []).map((b) => b.text);
+
+  it("stays in the runtime-context message while it is larger than the run's trajectory", () => {
+    const messages = [user("short"), custom(RUN_ANCHOR, "[run]")];
+    const out = projectContext({
+      messages,
+      mode: "steady",
+      sessionId: "S",
+      runtimeContext: parts,
+      discardedDrafts: new Set(),
+    });
+    expect(out.map(blocks)).toEqual([["STABLE", "RUN", parts.volatile], ["short"]]);
+    expect(volatileAfterRun(parts.volatile, [user("short")])).toBe(false);
+  });
+
+  it("follows the trajectory, as the last message, once the trajectory is at least as large", () => {
+    const messages = [user("a request long enough to outweigh it"), custom(RUN_ANCHOR, "[run]"), assistant("working")];
+    const out = projectContext({
+      messages,
+      mode: "steady",
+      sessionId: "S",
+      runtimeContext: parts,
+      discardedDrafts: new Set(),
+    });
+    expect(out.map(blocks)).toEqual([
+      ["STABLE", "RUN"],
+      ["a request long enough to outweigh it"],
+      ["working"],
+      [parts.volatile],
+    ]);
+    expect(out.at(-1)!.role).toBe("user");
+  });
+});
+
 describe("renderRuntimeContext", () => {
   it("carries the specification, state[0], compact transitions, invalidations and the resolution note", () => {
     const text = renderRuntimeContext({
       specification: { request: "Fix the parser", added: [], startedBy: null },
       state: { ...emptyScopeState(), working: { next: "run tests" } },
+      volatile: new Set(["working.next"]),
       step: 3,
       transitions: [{ id: "T3", step: 3, changes: { session: ["working.next"] } }],
       invalidations: [{ path: "/k/a.md", reason: "changed" }],
@@ -132,6 +171,7 @@ describe("renderRuntimeContext", () => {
   it("renders each state object once and never serves one state's text for another", () => {
     const input = {
       specification: { request: "r", added: [], startedBy: null },
+      volatile: new Set<string>(),
       step: 1,
       transitions: [],
       invalidations: [],
@@ -146,22 +186,59 @@ describe("renderRuntimeContext", () => {
     expect(next).not.toContain('"n": 1');
   });
 
-  it("puts what changes least first: the state, then its step, the request and this step's sections", () => {
-    const text = renderRuntimeContext({
+  it("orders stable paths, then the run's parts, then the volatile paths, the step and the resolution", () => {
+    const parts = renderRuntimeContextParts({
       specification: { request: "Fix the parser", added: [], startedBy: null },
-      state: { ...emptyScopeState(), contract: { lang: "ts" }, working: { next: "run tests" } },
+      state: {
+        ...emptyScopeState(),
+        contract: { lang: "ts", api: "v2" },
+        working: { next: "run tests", big: "x".repeat(100) },
+        response: "Done before.",
+      },
+      volatile: new Set(["working.next", "contract.api"]),
       step: 3,
-      transitions: [],
+      transitions: [{ id: "T2", step: 2, changes: { session: ["working.next", "response"] } }],
+      runTransitions: [{ id: "T3", step: 3, changes: { cwd: ["contract.api"] } }],
       invalidations: [],
-      resolutionNote: null,
+      resolutionNote: "Attempt 2 of 3",
       bootstrap: false,
     });
-    const at = (needle: string) => text.indexOf(needle);
-    expect(at("## state[0]")).toBeGreaterThan(0);
-    expect(text.slice(0, at("```json"))).not.toMatch(/step|Fix the parser/);
-    expect(at('"lang": "ts"')).toBeLessThan(at('"next": "run tests"'));
-    expect(at("(state[0] is the state at step 3)")).toBeGreaterThan(at('"next": "run tests"'));
-    expect(at("## Current specification")).toBeGreaterThan(at("(state[0] is the state at step 3)"));
+    expect(JSON.parse(parts.stable.split("```json\n")[1]!.split("\n```")[0]!)).toEqual({
+      contract: { lang: "ts" },
+      working: { big: "x".repeat(100) },
+    });
+    expect(parts.stable).not.toMatch(/step|Fix the parser|response|artifacts/);
+    expect(parts.run).toMatch(
+      /^state\[0\]\.response: "Done before\."\n\n## Current specification[^\n]*\nFix the parser/,
+    );
+    expect(parts.run).toContain("## Recent transitions (newest first, as at this run's start)\n- step 2:");
+    expect(parts.run, "a clean invalidation check leaves its section out").not.toContain("Artifact invalidations");
+    expect(JSON.parse(parts.volatile.split("```json\n")[1]!.split("\n```")[0]!)).toEqual({
+      contract: { api: "v2" },
+      working: { next: "run tests" },
+    });
+    expect(parts.volatile).toMatch(
+      /\(state\[0\] is the state at step 3\)\n\n## This run's transitions[^\n]*\n- step 3: cwd:/,
+    );
+    expect(parts.volatile).toMatch(/## Resolution\nAttempt 2 of 3$/);
+    expect(parts.run + parts.volatile, "each path once").not.toContain('"lang"');
+  });
+
+  it("leaves empty fields and sections out, but says an invalidation plan that could not be made", () => {
+    const input = {
+      specification: { request: "Hello", added: [], startedBy: null },
+      state: emptyScopeState(),
+      volatile: new Set<string>(),
+      step: 0,
+      transitions: [],
+      invalidations: { unavailable: "the Knowledge root could not be read" },
+      resolutionNote: null,
+      bootstrap: false,
+    };
+    const text = renderRuntimeContext(input);
+    expect(text).not.toMatch(/"response"|"artifacts"|"contract"|"working"|\(none|Recent transitions|continued/);
+    expect(text).toContain("## Artifact invalidations\n(unavailable: the Knowledge root could not be read)");
+    expect(renderRuntimeContext({ ...input, invalidations: [] })).not.toContain("Artifact invalidations");
   });
 
   it("the protocol names both tools and the final:true rule", () => {
