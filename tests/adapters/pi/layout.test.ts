@@ -48,3 +48,26 @@ describe("the runtime context's layout across runs", () => {
     for (const c of firstOfRun) expect(blocks(c)[0]).not.toContain('"next"');
   }, 60_000);
 });
+
+describe("/state-flow-status shows how large state[0] is", () => {
+  it("per scope and per request; a one-line notice past 8,000 tokens, and nothing refused", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { cwd: { contract: { lang: "ts" } }, final: true }), say("ok"));
+    await h.prompt("small");
+    await h.command("/state-flow-status");
+    const small = h.lastNotice()!.message;
+    expect(small).toMatch(/state\[0\] size \(tokens, Pi's estimate\): global \d+, cwd \d+, session \d+; effective \d+/);
+    expect(small).not.toContain("notice:");
+    const notes = "n".repeat(40_000);
+    h.script(call("patch_state", { cwd: { working: { notes } }, final: true }), say("ok"));
+    await h.prompt("large");
+    await h.command("/state-flow-status");
+    const large = h.lastNotice()!.message;
+    expect(large).toMatch(/cwd 10,0\d\d, session \d+; effective 10,\d\d\d, added to every model request/);
+    expect(large).toContain("notice: state[0] is past 8,000 tokens; consider curating it (/skill:state-flow-memory)");
+    h.script(call("patch_state", { cwd: { working: { more: notes } }, final: true }), say("still ok"));
+    await h.prompt("larger");
+    expect(h.accessor.read(0, "cwd").state.working.more, "information, never a gate").toBe(notes);
+  }, 60_000);
+});
