@@ -13,6 +13,7 @@ import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
 import { renderSpecification, type Specification } from "../../runtime/specification.ts";
+import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
 export const STOP_HANDOFF = "state-flow-stop";
@@ -81,13 +82,23 @@ export function runtimeContextMessage(texts: string | readonly string[], timesta
 }
 
 /**
+ * Up to this many characters (≈ 1,024 tokens, the smallest prefix Anthropic and OpenAI cache at
+ * all) the volatile part always follows the run's trajectory: sent uncached with each inference,
+ * it costs less than the trajectory it would otherwise make the provider re-read after every
+ * accepted patch, and it never moves within the run.
+ */
+export const SMALL_VOLATILE = 1024;
+
+/**
  * Where the volatile part goes: after the run's trajectory when that is cheaper. There it is sent
- * uncached with every inference (its size, once per inference); before the trajectory, each change
- * of it (every accepted patch moves the step) makes the provider re-read the whole trajectory
- * behind it uncached. So it goes last once it is no larger than the trajectory so far (counted in
- * characters of what the provider is sent), and stays in the runtime-context message otherwise.
+ * uncached with every inference (its size, once per inference); inside the runtime-context
+ * message, each change of it (every accepted patch moves the step) makes the provider re-read the
+ * whole trajectory behind it. A small part (SMALL_VOLATILE) always goes last; a larger one goes
+ * last once the trajectory so far (counted in characters of what the provider is sent) is at
+ * least its size — it then moves once in the run.
  */
 export function volatileAfterRun(volatile: string, run: readonly AgentMessage[]): boolean {
+  if (volatile.length <= SMALL_VOLATILE) return true;
   let size = 0;
   for (const message of run) {
     size += JSON.stringify((message as { content?: unknown }).content ?? "").length;
@@ -150,10 +161,10 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 //
 // Three parts, ordered so that what changes least is a prefix a provider can cache from one
 // inference, and one run, to the next (README, "What the model sees"):
-//   stable    state[0] without the volatile paths: the paths no retained transition touched
-//             (at the run's start) and this run has not changed; each keeps its place in the
-//             state's own key order, so a path moves only when it changes or has been quiet
-//             through the whole retained window (seven transitions);
+//   stable    state[0] without the volatile paths (stability.ts): the paths no retained
+//             transition touched (at the run's start) and this run has not changed; each keeps
+//             its place in the state's own key order, so a path moves only when it changes or has
+//             been quiet through the whole retained window (seven transitions);
 //   run       what is fixed for the run: the last response, the specification, the transitions as
 //             at the run's start, the artifact invalidations, the bootstrap note;
 //   volatile  the paths changed recently or in this run (current values: with the stable part they
@@ -168,11 +179,8 @@ export interface RuntimeContextInput {
   specification: Specification;
   /** The current effective state[0], as the model sees it. */
   state: ScopeState;
-  /**
-   * Paths rendered in the volatile part: `field` (the whole field) or `field.key` (one top-level
-   * key of artifacts, contract or working). Everything else is stable.
-   */
-  volatile: ReadonlySet<string>;
+  /** Paths rendered in the volatile part (stability.ts); everything else is stable. */
+  volatile: PathTrie;
   step: number;
   /** Transitions as at the run's start (newest first). */
   transitions: CompactTransition[];
@@ -190,28 +198,11 @@ export interface RuntimeContextParts {
   readonly volatile: string;
 }
 
-const FIELDS = ["artifacts", "contract", "working"] as const;
-
-type Split = { stable: Record<string, Record<string, unknown>>; volatile: Record<string, Record<string, unknown>> };
-
-/** state[0] split in its stable and volatile paths, empty fields left out (response is the run part's). */
-function splitState(state: ScopeState, volatile: ReadonlySet<string>): Split {
-  const split: Split = { stable: {}, volatile: {} };
-  for (const field of FIELDS) {
-    const value = state[field] as Record<string, unknown>;
-    for (const key of Object.keys(value)) {
-      const side = volatile.has(field) || volatile.has(`${field}.${key}`) ? split.volatile : split.stable;
-      (side[field] ??= {})[key] = value[key];
-    }
-  }
-  return split;
-}
-
 /** The stable part's text per state and volatile set: a run's inferences share both until a patch. */
-const renderedStable = new WeakMap<ScopeState, { key: string; split: Split; stable: string }>();
+const renderedStable = new WeakMap<ScopeState, { key: string; split: SplitState; stable: string }>();
 
-function stateParts(state: ScopeState, volatile: ReadonlySet<string>): { split: Split; stable: string } {
-  const key = [...volatile].sort().join("\u0000");
+function stateParts(state: ScopeState, volatile: PathTrie): { split: SplitState; stable: string } {
+  const key = trieKey(volatile);
   const known = renderedStable.get(state);
   if (known && known.key === key) return known;
   const split = splitState(state, volatile);

@@ -32,6 +32,7 @@ import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
   RESOLUTION_NOTE,
+  SMALL_VOLATILE,
   RUN_ANCHOR,
   STOP_HANDOFF,
   closedRunOnly,
@@ -42,6 +43,7 @@ import {
 } from "./context.ts";
 import { withoutLoneSkillListing } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
+import { addChanged, recentlyChanged, splitState, trieOf, union, type PathTrie } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
@@ -127,41 +129,13 @@ function userText(message: AgentMessage): string {
     .join("\n");
 }
 
-/**
- * The paths the retained transitions of a view touched, as the runtime context names paths
- * (`field` or `field.key`; response is the run part's): the volatile part at a run's start.
- */
-function recentlyChangedPaths(transitions: readonly CompactTransition[]): Set<string> {
-  const paths = new Set<string>();
-  for (const t of transitions)
-    for (const changed of Object.values(t.changes))
-      for (const path of changed ?? []) {
-        const plain = path.startsWith("-") ? path.slice(1) : path;
-        if (plain !== "response") paths.add(plain);
-      }
-  return paths;
-}
-
-/** The paths whose value differs between two states (added, changed or removed top-level keys). */
-function changedPaths(before: ScopeState, after: ScopeState): string[] {
-  const changed: string[] = [];
-  for (const field of ["artifacts", "contract", "working"] as const) {
-    const a = before[field] as Record<string, unknown>;
-    const b = after[field] as Record<string, unknown>;
-    if (a === b) continue;
-    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
-      if (a[key] !== b[key] && JSON.stringify(a[key]) !== JSON.stringify(b[key])) changed.push(`${field}.${key}`);
-    }
-  }
-  return changed;
-}
-
 /** What the runtime context keeps of a run's start: its view, and the paths then volatile. */
 interface RunBase {
   view: TemporalView;
   state: ScopeState;
-  recent: ReadonlySet<string>;
   transitions: CompactTransition[];
+  /** The paths volatile at the run's start. */
+  volatile: PathTrie;
 }
 
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
@@ -189,6 +163,8 @@ export class StateFlowController {
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
   /** The open run's start, as its runtime context keeps it (null: taken at the run's first context). */
   private runBase: RunBase | null = null;
+  /** The volatile paths of the newest run's start, per lineage (see runBaseFor). */
+  private partition: { lineage: string; volatile: PathTrie } | null = null;
   /** The newest runtime context sent, for the cache breakpoint at the end of its stable part. */
   private sent: RuntimeContextParts | null = null;
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
@@ -390,7 +366,7 @@ export class StateFlowController {
     const parts = renderRuntimeContextParts({
       specification: projection.specification,
       state,
-      volatile: new Set([...base.recent, ...(view === base.view ? [] : changedPaths(base.state, state))]),
+      volatile: this.volatilePaths(base, view, state),
       step: headBoundary(view.lineage).step,
       transitions: base.transitions,
       runTransitions: view === base.view ? [] : recentTransitions(view).filter((t) => t.step > baseStep),
@@ -416,9 +392,24 @@ export class StateFlowController {
     const base = this.runBase;
     const head = headBoundary(view.lineage).step;
     if (base && base.view.lineage.id === view.lineage.id && headBoundary(base.view.lineage).step <= head) return base;
-    const transitions = recentTransitions(view);
-    this.runBase = { view, state: this.modelStateOf(view), recent: recentlyChangedPaths(transitions), transitions };
+    const state = this.modelStateOf(view);
+    const recent = recentlyChanged(view);
+    // The previous runs' volatile paths stay volatile until together they outgrow SMALL_VOLATILE;
+    // then the quiet ones return to the stable part at once (one change of it, not one per run).
+    const previous = this.partition?.lineage === view.lineage.id ? this.partition.volatile : null;
+    const kept = previous ? union(previous, recent) : recent;
+    const volatile = JSON.stringify(splitState(state, kept).volatile).length <= SMALL_VOLATILE ? kept : recent;
+    this.partition = { lineage: view.lineage.id, volatile };
+    this.runBase = { view, state, transitions: recentTransitions(view), volatile };
     return this.runBase;
+  }
+
+  /** The volatile paths: those of the run's start, and what the run has changed since. */
+  private volatilePaths(base: RunBase, view: TemporalView, state: ScopeState): PathTrie {
+    if (view === base.view) return base.volatile;
+    const paths = union(base.volatile, trieOf([]));
+    addChanged(paths, base.state, state);
+    return paths;
   }
 
   /** before_provider_request: a cache breakpoint at the end of the runtime context's stable part. */

@@ -7,7 +7,7 @@ import type { Context, Model } from "@earendil-works/pi-ai";
 import { stream } from "@earendil-works/pi-ai/api/anthropic-messages";
 import { describe, expect, it } from "vitest";
 import { MAX_BREAKPOINTS, withStableBreakpoint } from "../../../adapters/pi/cache-breakpoints.ts";
-import { projectContext } from "../../../adapters/pi/context.ts";
+import { SMALL_VOLATILE, projectContext } from "../../../adapters/pi/context.ts";
 
 const model = {
   id: "claude-sonnet-4-5",
@@ -40,7 +40,11 @@ async function payloadOf(context: Context, cacheRetention: "short" | "none" = "s
   return captured;
 }
 
-const parts = { stable: "STABLE state[0]", run: "RUN parts", volatile: `VOLATILE paths ${"v".repeat(60)}` };
+const parts = {
+  stable: "STABLE state[0]",
+  run: "RUN parts",
+  volatile: `VOLATILE paths ${"v".repeat(SMALL_VOLATILE)}`,
+};
 const tool = { name: "read", description: "Read a file", parameters: { type: "object", properties: {} } };
 const marks = (payload: any): string[] => {
   const out: string[] = [];
@@ -86,7 +90,7 @@ describe("the stable part's cache breakpoint on Pi's Anthropic payload", () => {
 
   it("volatile after the trajectory: Pi's last breakpoint moves to the trajectory's end", async () => {
     const payload = await payloadOf(
-      context([user(`a request longer than the volatile part ${"r".repeat(60)}`), anchor]),
+      context([user(`a request longer than the volatile part ${"r".repeat(SMALL_VOLATILE + 40)}`), anchor]),
     );
     expect(payload.messages.at(-1).content).toEqual([expect.objectContaining({ text: parts.volatile })]);
     expect(marks(payload).at(-1)).toMatch(/^2:text:VOLATILE paths/);

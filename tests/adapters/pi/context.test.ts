@@ -10,12 +10,14 @@ import {
   projectContext,
   renderRuntimeContext,
   renderRuntimeContextParts,
+  SMALL_VOLATILE,
   volatileAfterRun,
   withoutOwnMessages,
   closedRunOnly,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../storage/core/scope-state.ts";
+import { trieOf } from "../../../adapters/pi/stability.ts";
 
 let clock = 0;
 const user = (text: string): AgentMessage =>
@@ -112,7 +114,8 @@ describe("projectContext", () => {
 });
 
 describe("the volatile part's place", () => {
-  const parts = { stable: "STABLE", run: "RUN", volatile: "V".repeat(40) };
+  const parts = { stable: "STABLE", run: "RUN", volatile: "V".repeat(SMALL_VOLATILE + 40) };
+  const long = "L".repeat(SMALL_VOLATILE + 40);
   const blocks = (m: AgentMessage) => ((m as { content: { text: string }[] }).content ?? []).map((b) => b.text);
 
   it("stays in the runtime-context message while it is larger than the run's trajectory", () => {
@@ -126,10 +129,11 @@ describe("the volatile part's place", () => {
     });
     expect(out.map(blocks)).toEqual([["STABLE", "RUN", parts.volatile], ["short"]]);
     expect(volatileAfterRun(parts.volatile, [user("short")])).toBe(false);
+    expect(volatileAfterRun("V".repeat(SMALL_VOLATILE), [user("short")]), "a small part always goes last").toBe(true);
   });
 
   it("follows the trajectory, as the last message, once the trajectory is at least as large", () => {
-    const messages = [user("a request long enough to outweigh it"), custom(RUN_ANCHOR, "[run]"), assistant("working")];
+    const messages = [user(long), custom(RUN_ANCHOR, "[run]"), assistant("working")];
     const out = projectContext({
       messages,
       mode: "steady",
@@ -137,12 +141,7 @@ describe("the volatile part's place", () => {
       runtimeContext: parts,
       discardedDrafts: new Set(),
     });
-    expect(out.map(blocks)).toEqual([
-      ["STABLE", "RUN"],
-      ["a request long enough to outweigh it"],
-      ["working"],
-      [parts.volatile],
-    ]);
+    expect(out.map(blocks)).toEqual([["STABLE", "RUN"], [long], ["working"], [parts.volatile]]);
     expect(out.at(-1)!.role).toBe("user");
   });
 });
@@ -152,7 +151,7 @@ describe("renderRuntimeContext", () => {
     const text = renderRuntimeContext({
       specification: { request: "Fix the parser", added: [], startedBy: null },
       state: { ...emptyScopeState(), working: { next: "run tests" } },
-      volatile: new Set(["working.next"]),
+      volatile: trieOf([["working", "next"]]),
       step: 3,
       transitions: [{ id: "T3", step: 3, changes: { session: ["working.next"] } }],
       invalidations: [{ path: "/k/a.md", reason: "changed" }],
@@ -171,7 +170,7 @@ describe("renderRuntimeContext", () => {
   it("renders each state object once and never serves one state's text for another", () => {
     const input = {
       specification: { request: "r", added: [], startedBy: null },
-      volatile: new Set<string>(),
+      volatile: trieOf([]),
       step: 1,
       transitions: [],
       invalidations: [],
@@ -195,7 +194,10 @@ describe("renderRuntimeContext", () => {
         working: { next: "run tests", big: "x".repeat(100) },
         response: "Done before.",
       },
-      volatile: new Set(["working.next", "contract.api"]),
+      volatile: trieOf([
+        ["working", "next"],
+        ["contract", "api"],
+      ]),
       step: 3,
       transitions: [{ id: "T2", step: 2, changes: { session: ["working.next", "response"] } }],
       runTransitions: [{ id: "T3", step: 3, changes: { cwd: ["contract.api"] } }],
@@ -228,7 +230,7 @@ describe("renderRuntimeContext", () => {
     const input = {
       specification: { request: "Hello", added: [], startedBy: null },
       state: emptyScopeState(),
-      volatile: new Set<string>(),
+      volatile: trieOf([]),
       step: 0,
       transitions: [],
       invalidations: { unavailable: "the Knowledge root could not be read" },

@@ -49,6 +49,34 @@ describe("the runtime context's layout across runs", () => {
   }, 60_000);
 });
 
+describe("a stable path patched in a run", () => {
+  it("leaves the stable part at once, and the next run starts with the stable part the run ended with", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const notes: Record<string, string> = {};
+    for (let k = 0; k < 12; k++) notes[`n${k}`] = `note ${k} `.repeat(30);
+    h.script(call("patch_state", { session: { working: { notes } }, final: true }), say("seeded"));
+    await h.prompt("seed");
+    for (let run = 1; run <= 8; run++) {
+      h.script(call("patch_state", { session: { working: { status: `run ${run}` } }, final: true }), say("ok"));
+      await h.prompt(`quiet run ${run}`);
+    }
+    const quiet = blocks(h.contexts.at(-1)!)[0]!;
+    expect(quiet, "the seeded notes are stable by now").toContain('"n5": "note 5');
+    h.script(call("patch_state", { session: { working: { notes: { n5: "changed" } } }, final: true }), say("ok"));
+    const before = h.contexts.length;
+    await h.prompt("change n5");
+    const [first, second] = h.contexts.slice(before).map((c) => blocks(c)[0]!);
+    expect(first).toBe(quiet);
+    expect(second, "n5 left the stable part with its change").not.toContain('"n5"');
+    expect(second).toContain('"n4": "note 4');
+    h.script(call("patch_state", { final: true }), say("ok"));
+    const next = h.contexts.length;
+    await h.prompt("next run");
+    expect(blocks(h.contexts[next]!)[0], "the next run starts where the run ended").toBe(second);
+  }, 60_000);
+});
+
 describe("/state-flow-status shows how large state[0] is", () => {
   it("per scope and per request; a one-line notice past 8,000 tokens, and nothing refused", async () => {
     const h = await harness();
