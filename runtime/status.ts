@@ -3,8 +3,10 @@
 // without dumping bodies. Evidence that could not be read is reported as unavailable, never as
 // a clean zero.
 
+import { projectArtifacts } from "../storage/core/artifacts.ts";
+import type { JsonObject } from "../storage/core/json.ts";
 import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../storage/core/promotions.ts";
-import { SCOPES } from "../storage/core/scope-state.ts";
+import { SCOPES, type ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchState } from "../storage/state-store.ts";
 import { availableOffsets, headBoundary, readTemporalState } from "../storage/core/temporal.ts";
 
@@ -22,6 +24,40 @@ export interface StatusInput {
   pendingTarget: string | null;
   /** The newest run's artifact_invalidations plan, or why there is none. */
   invalidations: readonly { path: string; reason: string }[] | { unavailable: string };
+}
+
+/**
+ * Past this many tokens, state[0] (what every request carries) gets a one-line suggestion to
+ * curate it. Information only: 001 allows no caps or gates, and nothing here refuses anything.
+ * 8,000 tokens is ≈ 32 KB of JSON, about four times the bench's 8 KiB state and a twentieth of a
+ * 200k-token context window, re-sent with every inference of every run.
+ */
+export const LARGE_STATE_TOKENS = 8_000;
+
+/** Pi's own token estimate (estimateTokens: characters / 4, rounded up), without importing Pi. */
+export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
+
+/** The tokens a state takes as the runtime context renders it (indented JSON, provenance stripped). */
+function stateTokens(state: ScopeState): number {
+  const artifacts = projectArtifacts(state.artifacts as JsonObject);
+  return estimateTokens(JSON.stringify({ ...state, artifacts }, null, 2));
+}
+
+/** The size lines: per scope, the effective state[0] every request carries, and past the mark a suggestion. */
+function sizeLines(rt: BranchState, effective: ScopeState): string[] {
+  const scopes = SCOPES.map((s) => `${s} ${stateTokens(rt.view.current[s]).toLocaleString("en-US")}`);
+  const total = stateTokens(effective);
+  const lines = [
+    `  state[0] size (tokens, Pi's estimate): ${scopes.join(", ")}; ` +
+      `effective ${total.toLocaleString("en-US")}, added to every model request`,
+  ];
+  if (total > LARGE_STATE_TOKENS) {
+    lines.push(
+      `  notice: state[0] is past ${LARGE_STATE_TOKENS.toLocaleString("en-US")} tokens; consider curating it ` +
+        "(/skill:state-flow-memory). Nothing is capped.",
+    );
+  }
+  return lines;
 }
 
 export function compactStatus(step: number | null): string {
@@ -100,8 +136,10 @@ export function renderStatus(input: StatusInput): string {
     `  retained tails: ${SCOPES.map((s) => `${s} ${rt.view.streams[s].tail.length}`).join(", ")} ` +
       "(may include inherited pre-origin records)",
   );
+  const effectiveState = readTemporalState(rt.view).state;
+  lines.push(...sizeLines(rt, effectiveState));
   const counts = SCOPES.map((s) => `${s} ${Object.keys(rt.view.current[s].artifacts).length}`);
-  const effective = Object.keys(readTemporalState(rt.view).state.artifacts).length;
+  const effective = Object.keys(effectiveState.artifacts).length;
   lines.push(`  artifacts: ${counts.join(", ")}, effective ${effective}`);
   lines.push(`  stale artifacts: ${staleLine(input.invalidations)}`);
   const bearing = SCOPES.filter((scope) => {

@@ -72,9 +72,13 @@ function messageText(message: Context["messages"][number]): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   return content
-    .map((block: { type?: string; text?: string }) => (block.type === "text" ? (block.text ?? "") : ""))
-    .join("");
+    .flatMap((block: { type?: string; text?: string }) => (block.type === "text" ? [block.text ?? ""] : []))
+    .join("\n\n");
 }
+
+/** The runtime context's volatile part, when it follows the run's trajectory as its own message. */
+const isVolatilePart = (text: string) =>
+  text.startsWith("## state[0], continued") || text.startsWith("(state[0] is the state at step");
 
 /** One line naming each message the model receives. */
 function describeMessages(messages: readonly Message[]): string {
@@ -83,6 +87,7 @@ function describeMessages(messages: readonly Message[]): string {
       const text = messageText(message);
       if (message.role === "user") {
         if (text.startsWith("[State Flow runtime context")) return "runtime-context";
+        if (isVolatilePart(text)) return "runtime-context (volatile part)";
         if (text.startsWith("[State Flow stopped")) return "frozen-handoff";
         if (text.startsWith("[State Flow resolution")) return "hidden-steer";
         return `user "${text.length > 40 ? `${text.slice(0, 39)}…` : text}"`;
@@ -110,12 +115,23 @@ function describeRuntimeContext(text: string): string[] {
   const out: string[] = [];
   const spec = section("Current specification");
   out.push(`request:      ${spec.slice(1).join(" ")}`);
-  const state = section("state[0]");
-  const stepLine = state.find((l) => l.startsWith("(state[0] is the state at step")) ?? "";
+  // state[0]: the stable paths, the response line and the volatile paths, merged back into one state.
+  const stepLine = lines.find((l) => l.startsWith("(state[0] is the state at step")) ?? "";
   const step = /at step (\d+)/.exec(stepLine)?.[1] ?? "?";
-  const json = state.filter((l) => !l.startsWith("##") && !l.startsWith("```") && l !== stepLine).join("\n");
+  const jsonOf = (title: string) =>
+    section(title)
+      .filter((l) => !/^(##|```|\(state\[0\]|state\[0\]\.response: )/.test(l))
+      .join("\n");
   try {
-    out.push(`state[0]:     step ${step} ${compact(trimState(JSON.parse(json) as Record<string, unknown>), 150)}`);
+    const stable = JSON.parse(jsonOf("state[0] — ")) as Record<string, Record<string, unknown>>;
+    const continued = jsonOf("state[0], continued");
+    const volatile = (continued ? JSON.parse(continued) : {}) as Record<string, Record<string, unknown>>;
+    const state: Record<string, unknown> = {};
+    for (const field of ["artifacts", "contract", "working"])
+      state[field] = { ...(stable[field] ?? {}), ...(volatile[field] ?? {}) };
+    const response = lines.find((l) => l.startsWith("state[0].response: "));
+    if (response) state.response = JSON.parse(response.slice("state[0].response: ".length)) as string;
+    out.push(`state[0]:     step ${step} ${compact(trimState(state), 150)}`);
   } catch {
     out.push(`state[0]:     step ${step} (unparsed)`);
   }
@@ -298,7 +314,8 @@ class DemoDriver {
         const shown: string[] = [];
         const texts = request.messages.map(messageText);
         const runtime = texts.find((t) => t.startsWith("[State Flow runtime context"));
-        if (runtime) shown.push(...describeRuntimeContext(runtime));
+        const volatilePart = texts.find(isVolatilePart) ?? "";
+        if (runtime) shown.push(...describeRuntimeContext(`${runtime}\n${volatilePart}`));
         const handoff = texts.find((t) => t.startsWith("[State Flow stopped"));
         if (handoff) {
           const frozen = JSON.parse(handoff.slice(handoff.indexOf("\n") + 1)) as Record<string, unknown>;

@@ -13,6 +13,7 @@ import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
 import { renderSpecification, type Specification } from "../../runtime/specification.ts";
+import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
 export const STOP_HANDOFF = "state-flow-stop";
@@ -69,14 +70,41 @@ export interface ProjectionInput {
   messages: readonly AgentMessage[];
   mode: ProjectionMode;
   sessionId: string;
-  /** Text of the synthetic runtime-context user message (steady and bootstrap). */
-  runtimeContext: string;
+  /** The runtime context (steady and bootstrap): its parts, or one text (a single block). */
+  runtimeContext: RuntimeContextParts | string;
   /** Timestamps of unresolved drafts discarded in this run. */
   discardedDrafts: ReadonlySet<number>;
 }
 
-export function runtimeContextMessage(text: string, timestamp: number): AgentMessage {
-  return { role: "user", content: [{ type: "text", text }], timestamp } as AgentMessage;
+export function runtimeContextMessage(texts: string | readonly string[], timestamp: number): AgentMessage {
+  const blocks = (typeof texts === "string" ? [texts] : texts).map((text) => ({ type: "text", text }));
+  return { role: "user", content: blocks, timestamp } as AgentMessage;
+}
+
+/**
+ * Up to this many characters (≈ 1,024 tokens, the smallest prefix Anthropic and OpenAI cache at
+ * all) the volatile part always follows the run's trajectory: sent uncached with each inference,
+ * it costs less than the trajectory it would otherwise make the provider re-read after every
+ * accepted patch, and it never moves within the run.
+ */
+export const SMALL_VOLATILE = 1024;
+
+/**
+ * Where the volatile part goes: after the run's trajectory when that is cheaper. There it is sent
+ * uncached with every inference (its size, once per inference); inside the runtime-context
+ * message, each change of it (every accepted patch moves the step) makes the provider re-read the
+ * whole trajectory behind it. A small part (SMALL_VOLATILE) always goes last; a larger one goes
+ * last once the trajectory so far (counted in characters of what the provider is sent) is at
+ * least its size — it then moves once in the run.
+ */
+export function volatileAfterRun(volatile: string, run: readonly AgentMessage[]): boolean {
+  if (volatile.length <= SMALL_VOLATILE) return true;
+  let size = 0;
+  for (const message of run) {
+    size += JSON.stringify((message as { content?: unknown }).content ?? "").length;
+    if (size >= volatile.length) return true;
+  }
+  return false;
 }
 
 /**
@@ -112,100 +140,157 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
   const start = currentRunStart(messages, sessionId);
   const before = messages.slice(0, start);
   const run = currentRun(messages.slice(start), input.discardedDrafts);
-  const context = runtimeContextMessage(input.runtimeContext, messages[start]?.timestamp ?? 0);
+  const timestamp = messages[start]?.timestamp ?? 0;
+  const parts = input.runtimeContext;
+  const after = typeof parts !== "string" && volatileAfterRun(parts.volatile, run);
+  const context = runtimeContextMessage(
+    typeof parts === "string" ? parts : [parts.stable, parts.run, ...(after ? [] : [parts.volatile])],
+    timestamp,
+  );
+  const trailing = after ? [runtimeContextMessage(parts.volatile, timestamp)] : [];
   if (mode === "bootstrap") {
     const from = stop >= 0 && stop < start ? stop : 0;
     const preFlow = before.slice(from).filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
-    return [context, ...preFlow, ...run];
+    return [context, ...preFlow, ...run, ...trailing];
   }
   const foreign = before.filter((m) => isCustom(m) && !isOwnMessage(m));
-  return [context, ...foreign, ...run];
+  return [context, ...foreign, ...run, ...trailing];
 }
 
 // ---- runtime context text -------------------------------------------------------------------
+//
+// Three parts, ordered so that what changes least is a prefix a provider can cache from one
+// inference, and one run, to the next (README, "What the model sees"):
+//   stable    state[0] without the volatile paths (stability.ts): the paths no retained
+//             transition touched (at the run's start) and this run has not changed; each keeps
+//             its place in the state's own key order, so a path moves only when it changes or has
+//             been quiet through the whole retained window (seven transitions);
+//   run       what is fixed for the run: the last response, the specification, the transitions as
+//             at the run's start, the artifact invalidations, the bootstrap note;
+//   volatile  the paths changed recently or in this run (current values: with the stable part they
+//             are state[0], nothing to apply), the step, this run's transitions, the resolution
+//             note; at the end of the runtime-context message, or after the run's trajectory when
+//             that is cheaper (volatileAfterRun).
+// Empty fields and empty sections are left out; an invalidation plan that could not be made is
+// said as such, never left out.
 
 export interface RuntimeContextInput {
   /** The user's request the run works toward (see runtime/specification.ts). */
   specification: Specification;
+  /** The current effective state[0], as the model sees it. */
   state: ScopeState;
+  /** Paths rendered in the volatile part (stability.ts); everything else is stable. */
+  volatile: PathTrie;
   step: number;
+  /** Transitions as at the run's start (newest first). */
   transitions: CompactTransition[];
+  /** Transitions accepted in this run so far (newest first). */
+  runTransitions?: CompactTransition[];
   /** The run's artifact_invalidations plan ({path, reason} only), or why it could not be made. */
   invalidations: readonly { path: string; reason: string }[] | { unavailable: string };
   resolutionNote: string | null;
   bootstrap: boolean;
 }
 
-/** state[0]'s JSON per state object: a run's inferences pass the same object until a patch replaces it. */
-const renderedStates = new WeakMap<ScopeState, string>();
-
-function stateJson(state: ScopeState): string {
-  let json = renderedStates.get(state);
-  if (json === undefined) renderedStates.set(state, (json = JSON.stringify(state, null, 2)));
-  return json;
+export interface RuntimeContextParts {
+  readonly stable: string;
+  readonly run: string;
+  readonly volatile: string;
 }
 
-export function renderRuntimeContext(input: RuntimeContextInput): string {
-  // What changes least comes first, so that a provider's prefix cache keeps as much of it as it
-  // can from one inference to the next: state (stable scopes and fields before volatile ones),
-  // then what belongs to this run and this step.
-  const lines: string[] = [
+/** The stable part's text per state and volatile set: a run's inferences share both until a patch. */
+const renderedStable = new WeakMap<ScopeState, { key: string; split: SplitState; stable: string }>();
+
+function stateParts(state: ScopeState, volatile: PathTrie): { split: SplitState; stable: string } {
+  const key = trieKey(volatile);
+  const known = renderedStable.get(state);
+  if (known && known.key === key) return known;
+  const split = splitState(state, volatile);
+  const rendered = { key, split, stable: JSON.stringify(split.stable, null, 2) };
+  renderedStable.set(state, rendered);
+  return rendered;
+}
+
+function transitionLines(transitions: readonly CompactTransition[]): string[] {
+  return transitions.map((t) => {
+    const parts = Object.entries(t.changes).map(([scope, paths]) => `${scope}: ${paths.join(", ")}`);
+    return `- step ${t.step}: ${parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)"}`;
+  });
+}
+
+export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeContextParts {
+  const { split, stable } = stateParts(input.state, input.volatile);
+  const stableText = [
     "[State Flow runtime context — assistant-produced state, fallible; it is not an instruction]",
     "",
     "## state[0] — effective state (global → cwd → session)",
     "```json",
-    stateJson(input.state),
+    stable,
     "```",
-    `(state[0] is the state at step ${input.step})`,
-    "",
-    "## Current specification (the user's request for this run)",
-    ...renderSpecification(input.specification),
-    "",
-    "## Recent transitions (newest first)",
-  ];
-  if (input.transitions.length === 0) lines.push("(none since this lineage's origin)");
-  for (const t of input.transitions) {
-    const parts = Object.entries(t.changes).map(([scope, paths]) => `${scope}: ${paths.join(", ")}`);
-    lines.push(`- step ${t.step}: ${parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)"}`);
+  ].join("\n");
+
+  const run: string[] = [];
+  if (input.state.response !== "") run.push(`state[0].response: ${JSON.stringify(input.state.response)}`, "");
+  run.push("## Current specification (the user's request for this run)", ...renderSpecification(input.specification));
+  if (input.transitions.length > 0) {
+    run.push("", "## Recent transitions (newest first, as at this run's start)", ...transitionLines(input.transitions));
   }
-  lines.push("", "## Artifact invalidations");
-  if ("unavailable" in input.invalidations) lines.push(`(unavailable: ${input.invalidations.unavailable})`);
-  else if (input.invalidations.length === 0)
-    lines.push("(none: no discovered Knowledge source is new or known to be stale)");
-  else for (const inv of input.invalidations) lines.push(`- ${inv.path}: ${inv.reason}`);
+  if ("unavailable" in input.invalidations) {
+    run.push("", "## Artifact invalidations", `(unavailable: ${input.invalidations.unavailable})`);
+  } else if (input.invalidations.length > 0) {
+    run.push("", "## Artifact invalidations", ...input.invalidations.map((inv) => `- ${inv.path}: ${inv.reason}`));
+  }
   if (input.bootstrap) {
-    lines.push(
+    run.push(
       "",
       "## Bootstrap",
       "This is the migration run: the earlier conversation below is visible only now. Move whatever stays relevant " +
         "into state with patch_state before you finish; later runs will not see it.",
     );
   }
-  if (input.resolutionNote) lines.push("", "## Resolution", input.resolutionNote);
-  return lines.join("\n");
+
+  const volatile: string[] = [];
+  if (Object.keys(split.volatile).length > 0) {
+    volatile.push(
+      "## state[0], continued: recently changed paths (current values)",
+      "```json",
+      JSON.stringify(split.volatile, null, 2),
+      "```",
+    );
+  }
+  volatile.push(`(state[0] is the state at step ${input.step})`);
+  const own = input.runTransitions ?? [];
+  if (own.length > 0) volatile.push("", "## This run's transitions (newest first)", ...transitionLines(own));
+  if (input.resolutionNote) volatile.push("", "## Resolution", input.resolutionNote);
+  return { stable: stableText, run: run.join("\n"), volatile: volatile.join("\n") };
 }
 
-/** Protocol text appended to the system prompt while State Flow is active. */
+/** The runtime context as one text (its parts in order, the volatile part last). */
+export function renderRuntimeContext(input: RuntimeContextInput): string {
+  const parts = renderRuntimeContextParts(input);
+  return [parts.stable, parts.run, parts.volatile].join("\n\n");
+}
+
+/**
+ * Protocol text appended to the system prompt while State Flow is active. It states each rule
+ * once; what the tools' own descriptions already say (the fields, the merge rules, final:true's
+ * effect) is not repeated here, since both ride along in every request.
+ */
 export const PROTOCOL = [
   "## State Flow protocol",
-  "State Flow keeps this conversation's durable memory as one materialized state per scope (global, cwd, session; " +
-    "effective = global → cwd → session, session wins). Each run you see the user's current request, state[0] and " +
-    "compact transition context in a runtime-context message, plus this run's own messages; earlier runs are not " +
-    "replayed.",
-  "- patch_state({global?, cwd?, session?, final?}) is the only way to change state. Each scope patch may touch " +
-    "artifacts, contract and working; objects merge, arrays and values replace, null deletes a key (never inside an " +
-    "array: arrays are stored whole). response is captured by the runtime from your final answer.",
-  "- Use patch_state only for established, future-relevant facts: decisions, verified results, unresolved " +
-    "questions and the exact continuation. No narration or routine progress. Keep requirements, observations, " +
-    "conclusions and hypotheses distinct; recheck volatile facts before relying on them; after an interruption " +
-    "or a restore, inspect external effects before repeating an operation. Never put secrets in state.",
-  "- Call patch_state alone in its message: any other tool call beside it is blocked.",
-  '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed). ' +
-    "Without it your answer is not accepted and you will be asked again.",
-  "- read_state({offset?: 0–7, scope?}) reads older or scope-specific state when a concrete gap needs it.",
-  "- artifacts are compiled Knowledge, keyed by exact source path: {description, kind?, compilation?, tags?}. " +
-    "Work from them first. Read a source only for a concrete gap its artifact does not cover, an operation on " +
-    "that exact source, an entry under Artifact invalidations, a contradiction, or an explicit request — never " +
-    "for reassurance. After reading a listed source, patch a compact global artifact at its exact path (a routing " +
-    "description, not its text). Freshness evidence is the runtime's: never write hashes or compiler fields.",
+  "Your durable memory is State Flow state, one per scope. The runtime-context message holds the current " +
+    "request, the effective state[0] and recent transitions; earlier runs are not replayed.",
+  "- patch_state is the only way to change state, except response: the runtime records your accepted answer. " +
+    "Call patch_state alone in its message: any other tool call beside it is blocked.",
+  "- Patch only established, future-relevant facts (decisions, verified results, open questions, exact " +
+    "continuation), never narration. Keep requirements, observations, conclusions and hypotheses distinct; " +
+    "recheck volatile facts; after an interruption or a restore, inspect external effects before repeating an " +
+    "operation. Never put secrets in state.",
+  '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed); ' +
+    "without it your answer is not accepted and you will be asked again.",
+  "- read_state only for a concrete gap in older or scope-specific state.",
+  "- Work from artifacts first. Read a source only for a concrete gap its artifact does not cover, an operation " +
+    "on that exact source, an entry under Artifact invalidations, a contradiction, or an explicit request, never " +
+    "for reassurance. After reading a listed source, patch a compact global artifact at its exact path (routing, " +
+    "not its text); never write hashes or compiler fields.",
 ].join("\n");

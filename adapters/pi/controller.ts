@@ -16,6 +16,7 @@ import {
   headBoundary,
   readTemporalState,
   recentTransitions,
+  type CompactTransition,
   type TemporalRead,
   type TemporalView,
 } from "../../storage/core/temporal.ts";
@@ -31,13 +32,18 @@ import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
   RESOLUTION_NOTE,
+  SMALL_VOLATILE,
   RUN_ANCHOR,
   STOP_HANDOFF,
   closedRunOnly,
   projectContext,
-  renderRuntimeContext,
+  renderRuntimeContextParts,
   withoutOwnMessages,
+  type RuntimeContextParts,
 } from "./context.ts";
+import { withoutLoneSkillListing } from "./skill-listing.ts";
+import { withStableBreakpoint } from "./cache-breakpoints.ts";
+import { addChanged, recentlyChanged, splitState, trieOf, union, type PathTrie } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
@@ -69,10 +75,8 @@ export interface ControllerOptions {
   registerTools: () => void;
 }
 
-type RunStart = {
-  systemPrompt: string;
-  message: { customType: string; content: string; display: boolean; details: unknown };
-};
+type RunMessage = { customType: string; content: string; display: boolean; details: unknown };
+type RunStart = { systemPrompt: string; message?: RunMessage };
 
 function steerText(attempt: number): string {
   return (
@@ -125,6 +129,15 @@ function userText(message: AgentMessage): string {
     .join("\n");
 }
 
+/** What the runtime context keeps of a run's start: its view, and the paths then volatile. */
+interface RunBase {
+  view: TemporalView;
+  state: ScopeState;
+  transitions: CompactTransition[];
+  /** The paths volatile at the run's start. */
+  volatile: PathTrie;
+}
+
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
 function newestBatch(manager: ExtensionContext["sessionManager"]): { id: string; name: string }[] | null {
   // From the leaf up, not getBranch(): that copies the whole root-to-leaf path on every tool call.
@@ -148,6 +161,12 @@ export class StateFlowController {
   private readonly callInput = new Map<string, unknown>();
   private versionWarned = false;
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
+  /** The open run's start, as its runtime context keeps it (null: taken at the run's first context). */
+  private runBase: RunBase | null = null;
+  /** The volatile paths of the newest run's start, per lineage (see runBaseFor). */
+  private partition: { lineage: string; volatile: PathTrie } | null = null;
+  /** The newest runtime context sent, for the cache breakpoint at the end of its stable part. */
+  private sent: RuntimeContextParts | null = null;
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
   private toolsWanted = false;
   /** Which of Pi's events belong to the open run (M5): a prompt, an addition, a continuation, a source. */
@@ -273,8 +292,10 @@ export class StateFlowController {
   beforeAgentStart(event: BeforeAgentStartFields, systemPrompt: string): RunStart | undefined {
     const trigger = runTriggerOf(event);
     this.frame({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
-    if (!this.runtime.runStarted(trigger)) return undefined;
-    return { systemPrompt: `${systemPrompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
+    const prompt = withoutLoneSkillListing(systemPrompt, event.systemPromptOptions?.skills);
+    this.runBase = null;
+    if (!this.runtime.runStarted(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
+    return { systemPrompt: `${prompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
   }
 
   /** agent_start: only a run no before_agent_start opened begins here (see pi-versions.ts). */
@@ -291,6 +312,7 @@ export class StateFlowController {
     this.framing.send(event);
     for (const effect of this.framingEffects.splice(0)) {
       if (effect.type === "run.unannounced") {
+        this.runBase = null;
         if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
       } else if (effect.type === "run.userMessage") this.runtime.userMessage(effect.text);
       else this.runtime.runSource(effect.source);
@@ -303,7 +325,7 @@ export class StateFlowController {
     this.runtime.runEnded();
   }
 
-  private runAnchor(): RunStart["message"] {
+  private runAnchor(): RunMessage {
     return {
       customType: RUN_ANCHOR,
       content: "[State Flow run]",
@@ -328,6 +350,7 @@ export class StateFlowController {
   /** context: the projection the next inference receives (undefined = Pi's own context). */
   context(messages: AgentMessage[]): AgentMessage[] | undefined {
     const projection: Projection = this.runtime.projection();
+    this.sent = null;
     // Where State Flow is not projecting, the drafts discarded on this branch are read from its entries.
     const recorded = () => (this.ctx ? discardedDrafts(this.ctx.sessionManager.getBranch()) : new Set<number>());
     if (projection.mode === "ordinary") return withoutOwnMessages(messages, recorded()) ?? undefined;
@@ -337,22 +360,62 @@ export class StateFlowController {
       return projectContext({ messages, mode: "passive", sessionId, runtimeContext: "", discardedDrafts: discarded });
     }
     const { view } = projection;
-    const text = renderRuntimeContext({
+    const base = this.runBaseFor(view);
+    const state = this.modelStateOf(view);
+    const baseStep = headBoundary(base.view.lineage).step;
+    const parts = renderRuntimeContextParts({
       specification: projection.specification,
-      state: this.modelStateOf(view),
+      state,
+      volatile: this.volatilePaths(base, view, state),
       step: headBoundary(view.lineage).step,
-      transitions: recentTransitions(view),
+      transitions: base.transitions,
+      runTransitions: view === base.view ? [] : recentTransitions(view).filter((t) => t.step > baseStep),
       invalidations: projection.invalidations,
       resolutionNote: resolutionNote(projection.resolution),
       bootstrap: projection.mode === "bootstrap",
     });
+    this.sent = parts;
     return projectContext({
       messages,
       mode: projection.mode,
       sessionId,
-      runtimeContext: text,
+      runtimeContext: parts,
       discardedDrafts: discarded,
     });
+  }
+
+  /**
+   * The open run's start: taken at its first context. A view of another lineage (a restore, a
+   * start) begins a new base, as does an older head (a branch switched under the run).
+   */
+  private runBaseFor(view: TemporalView): RunBase {
+    const base = this.runBase;
+    const head = headBoundary(view.lineage).step;
+    if (base && base.view.lineage.id === view.lineage.id && headBoundary(base.view.lineage).step <= head) return base;
+    const state = this.modelStateOf(view);
+    const recent = recentlyChanged(view);
+    // The previous runs' volatile paths stay volatile until together they outgrow SMALL_VOLATILE;
+    // then the quiet ones return to the stable part at once (one change of it, not one per run).
+    const previous = this.partition?.lineage === view.lineage.id ? this.partition.volatile : null;
+    const kept = previous ? union(previous, recent) : recent;
+    const volatile = JSON.stringify(splitState(state, kept).volatile).length <= SMALL_VOLATILE ? kept : recent;
+    this.partition = { lineage: view.lineage.id, volatile };
+    this.runBase = { view, state, transitions: recentTransitions(view), volatile };
+    return this.runBase;
+  }
+
+  /** The volatile paths: those of the run's start, and what the run has changed since. */
+  private volatilePaths(base: RunBase, view: TemporalView, state: ScopeState): PathTrie {
+    if (view === base.view) return base.volatile;
+    const paths = union(base.volatile, trieOf([]));
+    addChanged(paths, base.state, state);
+    return paths;
+  }
+
+  /** before_provider_request: a cache breakpoint at the end of the runtime context's stable part. */
+  providerRequest(payload: unknown): unknown {
+    if (!this.sent) return undefined;
+    return withStableBreakpoint(payload, this.sent.stable, this.sent.volatile);
   }
 
   /**

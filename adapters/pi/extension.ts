@@ -9,7 +9,9 @@ import { loadConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
 import {
+  PATCH_STATE_DESCRIPTION,
   PATCH_STATE_JSON_SCHEMA,
+  READ_STATE_DESCRIPTION,
   READ_STATE_JSON_SCHEMA,
   parsePatchStateArgs,
   parseReadStateArgs,
@@ -81,6 +83,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       const messages = controller.context(event.messages);
       return messages ? { messages } : undefined;
     });
+    pi.on("before_provider_request", (event) => controller.providerRequest(event.payload));
     pi.on("tool_execution_start", (event) => controller.toolExecutionStart(event.toolCallId, event.args));
     pi.on("tool_call", (event, ctx) => controller.toolCall(event.toolCallId, ctx, event.input));
     pi.on("tool_execution_end", (event) =>
@@ -97,13 +100,7 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
   pi.registerTool({
     name: "patch_state",
     label: "Patch state",
-    description:
-      "The only way to change State Flow's durable state. Supply any of global, cwd and session patches of " +
-      "artifacts, contract and working (objects merge recursively, arrays and values replace, null deletes a key, " +
-      "never inside an array) and optionally final:true, which makes your next complete answer acceptable as the " +
-      "response. Call it alone: sibling tool calls are blocked.",
-    promptSnippet:
-      "Patch State Flow's scoped state (global/cwd/session) atomically; final:true before your final answer",
+    description: PATCH_STATE_DESCRIPTION,
     parameters: PATCH_STATE_JSON_SCHEMA as never,
     executionMode: "sequential",
     // Runs before Pi's schema validation, so every refusal carries State Flow's named message.
@@ -120,10 +117,7 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
   pi.registerTool({
     name: "read_state",
     label: "Read state",
-    description:
-      "Read State Flow state at a past offset (0 = now … 7) or of one scope (effective, global, cwd, session). Use " +
-      "only for a concrete historical or scope-specific gap; current state is already in your context.",
-    promptSnippet: "Read older (offset 0–7) or scope-specific State Flow state",
+    description: READ_STATE_DESCRIPTION,
     parameters: READ_STATE_JSON_SCHEMA as never,
     async execute(_toolCallId: string, params: unknown) {
       const { offset, scope } = parseReadStateArgs(params);

@@ -35,6 +35,8 @@ export interface OfflineSessionOptions {
   tools?: string[];
   /** Load Pi's skills (the agent dir's and the project's `.pi/skills`); default off. */
   skills?: boolean;
+  /** Skill files or directories loaded as an installed package's `pi.skills` are (loaded even without `skills`). */
+  skillPaths?: string[];
 }
 
 export interface OfflineSession {
@@ -63,6 +65,7 @@ export async function createOfflineSession(options: OfflineSessionOptions): Prom
     settingsManager,
     extensionFactories: options.extensionFactories,
     noSkills: !options.skills,
+    additionalSkillPaths: options.skillPaths ?? [],
     noPromptTemplates: true,
     noThemes: true,
     noContextFiles: true,

@@ -14,12 +14,15 @@
 //   tools into system messages; `context` handlers see neither in 1.x, and Pi restores them).
 
 import type { RunTrigger } from "../../runtime/specification.ts";
+import type { ListedSkill } from "./skill-listing.ts";
 
 /** The fields of before_agent_start either version may send. */
 export interface BeforeAgentStartFields {
   readonly prompt?: unknown;
   readonly messageType?: unknown;
   readonly message?: { readonly customType?: unknown };
+  /** What Pi built the system prompt from (both versions): the Skills it lists. */
+  readonly systemPromptOptions?: { readonly skills?: readonly ListedSkill[] };
 }
 
 export function runTriggerOf(event: BeforeAgentStartFields): RunTrigger {

@@ -9,49 +9,39 @@ import { parsePatchSet, type PatchSet } from "../../storage/core/cohort.ts";
 import { StateFlowError } from "../../storage/core/errors.ts";
 import { HOT_OFFSETS } from "../../storage/core/temporal.ts";
 
-const FieldPatch = (what: string) => v.pipe(v.looseObject({}), v.description(what));
-
-const ScopePatch = (scope: string) =>
-  v.pipe(
-    v.strictObject({
-      artifacts: v.optional(
-        v.pipe(
-          v.record(v.string(), v.nullable(v.looseObject({ description: v.optional(v.string()) }))),
-          v.description("Compiled Knowledge keyed by exact source path; each entry needs a non-empty description"),
-        ),
-      ),
-      contract: v.optional(FieldPatch("Stable requirements, decisions, rejected approaches, interface commitments")),
-      working: v.optional(
-        FieldPatch("Verified observations, validation, failures, open questions, exact continuation"),
-      ),
-    }),
-    v.description(`${scope}; omit scopes you do not change`),
-  );
+// Every request carries these schemas and descriptions, so each rule is said once: what the scopes
+// and fields hold and how a patch merges, in patch_state's description; field names, types and
+// bounds, in the schema. What storage/core checks first with a named refusal is not repeated in
+// the schema: a scope's other keys (`response`, unknown fields: cohort.ts) and artifact entries
+// (scope-state.ts, artifacts.ts, when a patch is applied).
+const ScopePatch = v.object({
+  artifacts: v.optional(v.looseObject({})),
+  contract: v.optional(v.looseObject({})),
+  working: v.optional(v.looseObject({})),
+});
 
 export const PatchStateArgs = v.strictObject({
-  global: v.optional(ScopePatch("Cross-project knowledge")),
-  cwd: v.optional(ScopePatch("Project-local reusable state")),
-  session: v.optional(ScopePatch("This branch's continuation")),
-  final: v.optional(v.pipe(v.boolean(), v.description("true: your next complete answer is accepted as the response"))),
+  global: v.optional(ScopePatch),
+  cwd: v.optional(ScopePatch),
+  session: v.optional(ScopePatch),
+  final: v.optional(v.boolean()),
 });
 
+export const PATCH_STATE_DESCRIPTION =
+  "Patch State Flow state. Scopes (effective = global → cwd → session, session wins): global (cross-project), " +
+  "cwd (project), session (branch); omit unchanged ones. Fields: artifacts (compiled Knowledge by exact source " +
+  "path, each {description, kind?, compilation?, tags?}), contract (stable requirements, decisions, rejected " +
+  "approaches), working (verified observations, failures, open questions, exact continuation). Objects merge, " +
+  "arrays and values replace, null deletes a key (not inside arrays). final:true: your next complete answer " +
+  "becomes the response.";
+
 export const ReadStateArgs = v.strictObject({
-  offset: v.optional(
-    v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(0),
-      v.maxValue(HOT_OFFSETS - 1),
-      v.description("0 = now, n = n accepted transitions ago (0–7). Default 0."),
-    ),
-  ),
-  scope: v.optional(
-    v.pipe(
-      v.picklist(["effective", "global", "cwd", "session"]),
-      v.description("Which projection to read. Default effective."),
-    ),
-  ),
+  offset: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(HOT_OFFSETS - 1))),
+  scope: v.optional(v.picklist(["effective", "global", "cwd", "session"])),
 });
+
+export const READ_STATE_DESCRIPTION =
+  "State Flow state n accepted transitions ago (offset, default 0 = now) or of one scope (default effective).";
 
 export type ReadStateInput = v.InferOutput<typeof ReadStateArgs>;
 

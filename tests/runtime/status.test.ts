@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compactStatus, renderStatus, type StatusInput } from "../../runtime/status.ts";
+import { LARGE_STATE_TOKENS, compactStatus, renderStatus, type StatusInput } from "../../runtime/status.ts";
 import { parsePatchSet, stageCohort } from "../../storage/core/cohort.ts";
 import type { BranchState } from "../../storage/state-store.ts";
 import { originateView } from "../../storage/core/temporal.ts";
@@ -94,6 +94,19 @@ describe("status", () => {
         "destination pointer and revision (non-empty strings))",
     );
     expect(renderStatus({ ...base, runtime: runtime() })).toContain("promotions: none");
+  });
+
+  it("says state[0]'s size per scope and per request; past the mark, one line suggests curation", () => {
+    const small = renderStatus({ ...base, runtime: runtime() });
+    const sizes = small.split("\n").find((l) => l.includes("state[0] size"))!;
+    const [, g, c, se, eff] = /global (\d+), cwd (\d+), session (\d+); effective ([\d,]+), added to every/.exec(sizes)!;
+    expect([g, c, se].map(Number).every((n) => n > 0)).toBe(true);
+    expect(Number(eff)).toBeGreaterThan(Number(se));
+    expect(small).not.toContain("notice:");
+    const big = renderStatus({ ...base, runtime: runtime({ working: { notes: "n".repeat(4 * LARGE_STATE_TOKENS) } }) });
+    expect(big).toMatch(/state\[0\] size[^\n]*global 8,0\d\d,[^\n]*effective 8,\d\d\d, added to every model request/);
+    expect(big).toContain("notice: state[0] is past 8,000 tokens; consider curating it (/skill:state-flow-memory)");
+    expect(big.split("\n").filter((l) => l.includes("notice:"))).toHaveLength(1);
   });
 
   it("compact status is state-flow #<step>", () => {

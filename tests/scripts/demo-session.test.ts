@@ -13,7 +13,9 @@ describe("npm run demo", () => {
     expect(text).toContain("✓ patch_state: Accepted transition step 1 (global, cwd, session).");
     expect(text).toMatch(/✗ read_state: Blocked: read_state cannot run in the same assistant batch as patch_state/);
     expect(text).toMatch(/⤷ hidden steer .*State Flow resolution 1\/3/);
-    expect(text).toContain('context: [runtime-context, user "Add a --done flag.", hidden-steer]');
+    expect(text).toContain(
+      'context: [runtime-context, user "Add a --done flag.", hidden-steer, runtime-context (volatile part)]',
+    );
     expect(text).toMatch(/✓ read_state: state\.session\[1\] = boundary step 5: .*"status":"implemented"/);
     // stop → passive (no tools, frozen handoff), restart → bootstrap from that handoff
     expect(text).toContain("after:  episode passive, step 7, State Flow tools off");

@@ -171,7 +171,8 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
       const runtime = messageText(second!.messages[0]!);
       expect(runtime).toMatch(/^\[State Flow runtime context/);
       expect(runtime).toContain("Record that the CLI works");
-      expect(runtime).toContain('"checked": "print mode"');
+      // patched in this run: in the runtime context's volatile part (here after the run's trajectory)
+      expect(second!.messages.map(messageText).join("\n")).toContain('"checked": "print mode"');
 
       // The store: <agentDir>/state-flow/<cwd-key>/<session-key>/…, a Git repository with three commits.
       const cwdDir = join(dirs.storeRoot, cwdKey(dirs.cwd));
@@ -302,9 +303,22 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe("Installed run.");
     expect(run.contexts[0]!.tools).toEqual(expect.arrayContaining(["patch_state", "read_state"]));
-    // The package manifest's skills: Pi's resource loader lists the bundled Skill with its path.
-    expect(run.contexts[0]!.systemPrompt).toContain("state-flow-memory");
-    expect(run.contexts[0]!.systemPrompt).toContain(join(repoRoot, "skills", "state-flow-memory", "SKILL.md"));
+    // The package manifest's skills: Pi loads the bundled Skill; alone, it is not listed in every request.
+    expect(run.contexts[0]!.systemPrompt).not.toContain("state-flow-memory");
     expect(existsSync(join(dirs.storeRoot, ".git"))).toBe(true);
+    // Beside another Skill (Pi shows a listing anyway) it is listed with its path.
+    mkdirSync(join(dirs.agentDir, "skills", "house-style"), { recursive: true });
+    writeFileSync(
+      join(dirs.agentDir, "skills", "house-style", "SKILL.md"),
+      "---\nname: house-style\ndescription: House style for answers\n---\n# House style\n",
+    );
+    const listed = await runPi(dirs, [{ call: "patch_state", args: { final: true } }, { say: "Listed." }], "again", {
+      loadRepo: false,
+      skills: true,
+    });
+    expect(listed.code, listed.stderr).toBe(0);
+    // (the contexts file is appended to: this run's inferences are its newest lines)
+    expect(listed.contexts.at(-1)!.systemPrompt).toContain("<name>house-style</name>");
+    expect(listed.contexts.at(-1)!.systemPrompt).toContain(join(repoRoot, "skills", "state-flow-memory", "SKILL.md"));
   }, 60_000);
 });

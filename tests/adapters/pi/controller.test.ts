@@ -712,7 +712,7 @@ describe("Pi's own compaction and tree summaries", () => {
     expect(afterCompaction).toContain("REQUEST 4");
     expect(afterCompaction).toContain('"run3": true');
     expect(afterCompaction).not.toContain("REQUEST 3");
-    expect(afterCompaction.match(/## state\[0\]/g)).toHaveLength(1);
+    expect(afterCompaction.match(/## state\[0\] —/g)).toHaveLength(1);
     h.script(say("TREE SUMMARY"));
     await h.session.navigateTree(middle, { summarize: true });
     expect(h.accessor.episode()).toBe("active.steady");
@@ -722,7 +722,7 @@ describe("Pi's own compaction and tree summaries", () => {
     const afterTree = contextText(h.contexts[h.contexts.length - 2]!);
     expect(afterTree).toContain("REQUEST 5");
     expect(afterTree).not.toContain("REQUEST 4");
-    expect(afterTree.match(/## state\[0\]/g)).toHaveLength(1);
+    expect(afterTree.match(/## state\[0\] —/g)).toHaveLength(1);
   });
 });
 

@@ -85,11 +85,13 @@ describe("temporal properties through Pi", () => {
     await h.prompt("patch three scopes");
     const [first, second, third, fourth] = h.contexts.map(contextText);
     expect(first).not.toContain("session-value");
-    expect(second).toMatch(/"s": "session-value"[\s\S]*Recent transitions/);
+    expect(second).toMatch(/"s": "session-value"[\s\S]*state at step 1[\s\S]*This run's transitions/);
     expect(third).toContain('"c": "cwd-value"');
     expect(fourth).toContain('"g": "global-value"');
     // The tool call arguments stay as current-run causality, the state is one rebuilt projection.
-    expect(fourth!.match(/## state\[0\]/g)).toHaveLength(1);
+    expect(fourth!.match(/## state\[0\] —/g)).toHaveLength(1);
+    for (const value of ['"s": "session-value"', '"c": "cwd-value"', '"g": "global-value"'])
+      expect(fourth!.split(value), `${value} shown once`).toHaveLength(2);
     expect(h.accessor.read(0, "global").state.contract).toEqual({ g: "global-value" });
     expect(h.accessor.read(1, "global").state.contract).toEqual({ g: "global-value" });
     expect(h.accessor.read(2, "global").state.contract).toEqual({});

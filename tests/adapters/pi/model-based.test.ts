@@ -483,7 +483,13 @@ class EpisodeWorld {
     const text = contextText(context);
     const toolNames = (context.tools ?? []).map((t) => t.name);
     const runtimeMessages = context.messages.filter(
-      (m) => m.role === "user" && contextText({ messages: [m] } as Context).includes("## state[0]"),
+      (m) => m.role === "user" && contextText({ messages: [m] } as Context).includes("## state[0] —"),
+    );
+    // The runtime context's volatile part may follow the run's trajectory as the last message.
+    const volatileParts = context.messages.filter(
+      (m) =>
+        m.role === "user" &&
+        /^(## state\[0\], continued|\(state\[0\] is)/.test(contextText({ messages: [m] } as Context).trimStart()),
     );
     expect(text, `the model receives the current request — ${where}`).toContain(request);
     if (enabled) {
@@ -493,6 +499,9 @@ class EpisodeWorld {
       );
       expect(runtimeMessages, `I1.1 exactly one runtime-context message with state[0] — ${where}`).toHaveLength(1);
       expect(context.messages[0], `I1.1 the runtime context comes first — ${where}`).toBe(runtimeMessages[0]);
+      expect(volatileParts.length, `I1.1 at most one trailing volatile part — ${where}`).toBeLessThanOrEqual(1);
+      if (volatileParts[0])
+        expect(context.messages.at(-1), `I1.1 … and it comes last — ${where}`).toBe(volatileParts[0]);
     } else {
       expect(toolNames, `I1.1 no State Flow tool offered in ${name} — ${where}`).not.toContain("patch_state");
       expect(toolNames, `I1.1 no State Flow tool offered in ${name} — ${where}`).not.toContain("read_state");

@@ -1,0 +1,31 @@
+// The package's Skill (skills/state-flow-memory, listed by package.json `pi.skills`) in Pi's system
+// prompt. Pi lists every loaded Skill, with a preamble, in every request. State Flow's Skill is for
+// explicit curation requests only (001, "Optional memory curation"), so it is listed only where
+// Pi shows a skill listing anyway, i.e. beside other Skills: where it would be the whole listing,
+// State Flow removes that listing (≈ 200 tokens a request) and the Skill stays a command,
+// `/skill:state-flow-memory`, which /state-flow-status names when a state grows large.
+
+import * as pi from "@earendil-works/pi-coding-agent";
+
+export const MEMORY_SKILL = "state-flow-memory";
+
+/** What State Flow reads of a Skill Pi loaded (before_agent_start's systemPromptOptions.skills). */
+export interface ListedSkill {
+  readonly name: string;
+  readonly disableModelInvocation?: boolean;
+}
+
+type Format = (skills: readonly ListedSkill[]) => string;
+const format = (pi as unknown as { formatSkillsForPrompt?: Format }).formatSkillsForPrompt;
+
+/**
+ * The system prompt without Pi's skill listing when State Flow's Skill is all it would list; any
+ * other prompt unchanged (also when this Pi formats its listing differently: nothing is guessed).
+ */
+export function withoutLoneSkillListing(systemPrompt: string, skills: readonly ListedSkill[] | undefined): string {
+  const listed = (skills ?? []).filter((skill) => !skill.disableModelInvocation);
+  if (!format || listed.length !== 1 || listed[0]!.name !== MEMORY_SKILL) return systemPrompt;
+  const listing = format(listed);
+  const at = listing === "" ? -1 : systemPrompt.indexOf(listing);
+  return at < 0 ? systemPrompt : systemPrompt.slice(0, at) + systemPrompt.slice(at + listing.length);
+}

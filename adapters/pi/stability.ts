@@ -1,0 +1,125 @@
+// Which paths of state[0] are stable, for the runtime context's layout (context.ts): a path is
+// volatile when one of the transitions the temporal view retains at the run's start changed it
+// (the newest seven; what the runtime already knows of when each path last changed), or when the
+// run has changed it since; every other path is stable. Quiet volatile paths return to the stable
+// part together, once the volatile part has grown past a size (the controller's partition), so the
+// stable part does not change each run for a path that merely aged. Paths follow objects down to four keys
+// (`working.notes.n17`), so one note added to a large object leaves the others in the stable
+// prefix; arrays and other values are leaves.
+
+import type { JsonObject } from "../../storage/core/json.ts";
+import { SCOPES, type ScopeState } from "../../storage/core/scope-state.ts";
+import type { TemporalView } from "../../storage/core/temporal.ts";
+
+/** How many keys deep a path goes (the field counts): deeper changes mark their ancestor at this depth. */
+export const PATH_DEPTH = 4;
+
+const FIELDS = ["artifacts", "contract", "working"] as const;
+
+/** A set of paths, as a trie: `terminal` marks a path whose whole value is volatile. */
+export interface PathTrie {
+  terminal: boolean;
+  children: Map<string, PathTrie>;
+}
+
+export const emptyTrie = (): PathTrie => ({ terminal: false, children: new Map() });
+
+function add(trie: PathTrie, path: readonly string[]): void {
+  let node = trie;
+  for (const key of path) {
+    if (node.terminal) return;
+    let next = node.children.get(key);
+    if (!next) node.children.set(key, (next = emptyTrie()));
+    node = next;
+  }
+  node.terminal = true;
+  node.children.clear();
+}
+
+/** A trie of the given paths. */
+export function trieOf(paths: readonly (readonly string[])[]): PathTrie {
+  const trie = emptyTrie();
+  for (const path of paths) add(trie, path);
+  return trie;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The paths a patch changes (a non-empty object descends; anything else, null included, is a leaf). */
+function patchPaths(trie: PathTrie, value: unknown, path: string[]): void {
+  if (isObject(value) && Object.keys(value).length > 0 && path.length < PATH_DEPTH) {
+    for (const key of Object.keys(value)) patchPaths(trie, value[key], [...path, key]);
+  } else add(trie, path);
+}
+
+/** The paths the retained transitions of the view's lineage changed, in any scope (response aside). */
+export function recentlyChanged(view: TemporalView): PathTrie {
+  const trie = emptyTrie();
+  const window = new Set(view.lineage.window.map((t) => t.id));
+  for (const scope of SCOPES) {
+    for (const record of view.streams[scope].tail) {
+      if (record.lineage !== view.lineage.id || !window.has(record.id)) continue;
+      const patch = record.patch as unknown as JsonObject;
+      for (const field of FIELDS) if (field in patch) patchPaths(trie, patch[field], [field]);
+    }
+  }
+  return trie;
+}
+
+/** Adds the paths whose values differ between two states (the run's own changes). */
+export function addChanged(trie: PathTrie, before: ScopeState, after: ScopeState): void {
+  const visit = (a: unknown, b: unknown, path: string[]): void => {
+    if (a === b) return;
+    if (isObject(a) && isObject(b) && path.length < PATH_DEPTH) {
+      for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) visit(a[key], b[key], [...path, key]);
+    } else if (JSON.stringify(a) !== JSON.stringify(b)) add(trie, path);
+  };
+  for (const field of FIELDS) visit(before[field], after[field], [field]);
+}
+
+export interface SplitState {
+  /** The stable paths, in the state's own key order; objects emptied by the split left out. */
+  stable: Record<string, unknown>;
+  volatile: Record<string, unknown>;
+}
+
+function splitObject(value: Record<string, unknown>, node: PathTrie): SplitState {
+  const out: SplitState = { stable: {}, volatile: {} };
+  for (const key of Object.keys(value)) {
+    const child = node.children.get(key);
+    const item = value[key];
+    if (!child) out.stable[key] = item;
+    else if (child.terminal || !isObject(item)) out.volatile[key] = item;
+    else {
+      const inner = splitObject(item, child);
+      if (Object.keys(inner.stable).length > 0) out.stable[key] = inner.stable;
+      if (Object.keys(inner.volatile).length > 0) out.volatile[key] = inner.volatile;
+    }
+  }
+  return out;
+}
+
+/** state[0] split in its stable and volatile paths (empty fields left out; response is the run's). */
+export function splitState(state: ScopeState, volatile: PathTrie): SplitState {
+  const fields: Record<string, unknown> = {};
+  for (const field of FIELDS) if (Object.keys(state[field]).length > 0) fields[field] = state[field];
+  return splitObject(fields, volatile);
+}
+
+/** The paths of a trie. */
+export function pathsOf(trie: PathTrie, prefix: string[] = []): string[][] {
+  if (trie.terminal) return [prefix];
+  return [...trie.children].flatMap(([key, child]) => pathsOf(child, [...prefix, key]));
+}
+
+/** The paths of both tries. */
+export function union(a: PathTrie, b: PathTrie): PathTrie {
+  return trieOf([...pathsOf(a), ...pathsOf(b)]);
+}
+
+/** A key naming a trie's paths (equal tries, equal keys). */
+export function trieKey(trie: PathTrie): string {
+  if (trie.terminal) return "*";
+  return [...trie.children].map(([k, child]) => `${JSON.stringify(k)}:${trieKey(child)}`).join(",");
+}
