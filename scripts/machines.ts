@@ -1,12 +1,19 @@
-// npm run machines: writes docs/machines/<machine>.mmd from the machines and embeds each diagram
-// and each transition table into docs/state-machines.md between its markers. `--check` writes
+// npm run machines: writes docs/machines/<machine>.mmd from the machines and embeds each diagram,
+// transition table and state list into docs/state-machines.md between its markers. `--check` writes
 // nothing and exits 1 naming every file that differs from what the machines generate
 // (tests/adapters/diagram/*.test.ts check the committed files the same way). `--root <dir>` works
 // on another checkout's docs/.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { driftedPaths, generatedDocs, MissingMarkerError, MissingTableMarkerError } from "../adapters/diagram/docs.ts";
+import {
+  driftedPaths,
+  generatedDocs,
+  MissingMarkerError,
+  MissingStatesMarkerError,
+  MissingTableMarkerError,
+} from "../adapters/diagram/docs.ts";
+import { MissingDescriptionError, renderStateList } from "../adapters/diagram/state-list.ts";
 import { renderMermaid } from "../adapters/diagram/mermaid.ts";
 import { renderTransitionTable } from "../adapters/diagram/transition-table.ts";
 import { machineCatalog } from "../machines/catalog.ts";
@@ -25,11 +32,14 @@ try {
       name,
       mermaid: renderMermaid(machine),
       table: renderTransitionTable(machine),
+      states: renderStateList(machine),
     })),
   );
 } catch (error) {
   // A doc without a machine's markers is the author's to fix: say which, without a stack trace.
-  if (!(error instanceof MissingMarkerError || error instanceof MissingTableMarkerError)) throw error;
+  const known = [MissingMarkerError, MissingTableMarkerError, MissingStatesMarkerError, MissingDescriptionError];
+  if (!known.some((kind) => error instanceof kind)) throw error;
+  if (!(error instanceof Error)) throw error;
   console.error(error.message);
   process.exit(1);
 }

@@ -15,7 +15,12 @@ import {
   tableBeginMarker,
   tableEndMarker,
   unmentionedIds,
+  embedStates,
+  statesBeginMarker,
+  statesEndMarker,
+  MissingStatesMarkerError,
 } from "../../../adapters/diagram/docs.ts";
+import { renderStateList } from "../../../adapters/diagram/state-list.ts";
 import { renderMermaid } from "../../../adapters/diagram/mermaid.ts";
 import { namedReferences, renderTransitionTable } from "../../../adapters/diagram/transition-table.ts";
 import { machineCatalog } from "../../../machines/catalog.ts";
@@ -38,6 +43,7 @@ const generate = (text: string) =>
       name,
       mermaid: renderMermaid(machine),
       table: renderTransitionTable(machine),
+      states: renderStateList(machine),
     })),
   );
 const committed = (path: string) => readFileSync(join(root, path), "utf8");
@@ -119,12 +125,23 @@ describe("docs/state-machines.md", () => {
     expect(unmentionedIds(["I1.5"], ["I1.1–I1.10 hold"])).toEqual([]);
   });
 
-  it("generatedDocs lists each diagram file and the doc with every diagram and table embedded", () => {
-    const d = `${beginMarker("a")}\nold\n${endMarker("a")}\n\n${tableBeginMarker("a")}\nold\n${tableEndMarker("a")}`;
-    expect([...generatedDocs(d, [{ name: "a", mermaid: "new\n", table: "| T |\n" }])]).toEqual([
+  it("generatedDocs lists each diagram file and the doc with every diagram, table and state list embedded", () => {
+    const d =
+      `${statesBeginMarker("a")}\nold\n${statesEndMarker("a")}\n` +
+      `${beginMarker("a")}\nold\n${endMarker("a")}\n\n${tableBeginMarker("a")}\nold\n${tableEndMarker("a")}`;
+    const embedded = embedStates(embedTable(embedDiagram(d, "a", "new\n"), "a", "| T |\n"), "a", "- `s`: S\n");
+    expect([...generatedDocs(d, [{ name: "a", mermaid: "new\n", table: "| T |\n", states: "- `s`: S\n" }])]).toEqual([
       ["docs/machines/a.mmd", "new\n"],
-      ["docs/state-machines.md", embedTable(embedDiagram(d, "a", "new\n"), "a", "| T |\n")],
+      ["docs/state-machines.md", embedded],
     ]);
+  });
+
+  it("embedStates puts the list between its markers; missing markers are a named error", () => {
+    const d = `before\n${statesBeginMarker("x")}\nold\n${statesEndMarker("x")}\nafter`;
+    const once = embedStates(d, "x", "- `a`: A\n");
+    expect(once).toBe(`before\n${statesBeginMarker("x")}\n\n- \`a\`: A\n\n${statesEndMarker("x")}\nafter`);
+    expect(embedStates(once, "x", "- `a`: A\n"), "embedding is idempotent").toBe(once);
+    expect(() => embedStates("# nothing", "episode", "x")).toThrow(MissingStatesMarkerError);
   });
 
   it("embedTable puts the table between its markers as a block of its own; missing markers are a named error", () => {
@@ -134,7 +151,7 @@ describe("docs/state-machines.md", () => {
     expect(embedTable(once, "x", "| T |\n"), "embedding is idempotent").toBe(once);
     expect(() => embedTable("# nothing", "episode", "x")).toThrow(MissingTableMarkerError);
     const diagramOnly = `${beginMarker("a")}\nold\n${endMarker("a")}`;
-    const machines = [{ name: "a", mermaid: "m\n", table: "t\n" }];
+    const machines = [{ name: "a", mermaid: "m\n", table: "t\n", states: "s\n" }];
     expect(() => generatedDocs(diagramOnly, machines)).toThrow(/table markers.*"a"/);
   });
 
