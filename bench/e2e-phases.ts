@@ -17,6 +17,8 @@ import type { ExtensionAPI, ExtensionFactory } from "@earendil-works/pi-coding-a
 import { SessionManager } from "@earendil-works/pi-coding-agent";
 import { StateFlowController } from "../adapters/pi/controller.ts";
 import { FlowRuntime } from "../runtime/flow-runtime.ts";
+import { BranchBinding } from "../runtime/branch-binding.ts";
+import { RunSession } from "../runtime/run-session.ts";
 import { KnowledgeRun } from "../runtime/knowledge-run.ts";
 import { StateStore } from "../storage/state-store.ts";
 import { FileBackend } from "../storage/file/file-backend.ts";
@@ -169,8 +171,6 @@ export async function installPhaseWrappers(): Promise<void> {
   installed = true;
   wrapMethods("FlowRuntime", FlowRuntime.prototype, [
     "patchState",
-    "accept",
-    "commitResponse",
     "knowledgeReady",
     "projection",
     "runStarted",
@@ -179,6 +179,9 @@ export async function installPhaseWrappers(): Promise<void> {
     "runEnded",
     "sessionStart",
   ]);
+  // (where these steps now live, under the names the earlier figures used)
+  wrapMethods("FlowRuntime", BranchBinding.prototype, ["accept"]);
+  wrapMethods("FlowRuntime", RunSession.prototype, ["commitResponse"]);
   wrapMethods("KnowledgeRun", KnowledgeRun.prototype, ["ready", "invalidations", "plan"]);
   wrapMethods("StateStore", StateStore.prototype, [
     "commit",

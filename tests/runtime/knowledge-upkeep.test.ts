@@ -1,0 +1,38 @@
+// The Knowledge upkeep of a branch over a real store: before a run has discovered anything it says
+// so (never a falsely clean list); a run's discovery names a new source; a read of a path while no
+// branch is bound obliges nothing.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runtimeParts, type Parts } from "../support/runtime-parts.ts";
+
+let parts: Parts | null = null;
+afterEach(() => parts?.dispose());
+
+describe("KnowledgeUpkeep", () => {
+  it("says invalidations are unavailable until a run discovered Knowledge", async () => {
+    parts = runtimeParts(false);
+    await parts.actors.startStorage(false);
+    expect(parts.knowledge.invalidations(parts.binding.state!)).toEqual({
+      unavailable: "no enabled run has discovered Knowledge yet",
+    });
+  });
+
+  it("a run's discovery names a source that has no artifact yet", async () => {
+    parts = runtimeParts(false);
+    await parts.actors.startStorage(false);
+    const knowledge = join(parts.root, "..", "knowledge");
+    mkdirSync(knowledge, { recursive: true });
+    writeFileSync(join(knowledge, "guide.md"), "# Guide\n");
+    parts.knowledge.startDiscovery();
+    await parts.knowledge.ready();
+    const found = parts.knowledge.invalidations(parts.binding.state!);
+    expect(Array.isArray(found) ? found.map((i) => i.path) : found).toEqual([join(knowledge, "guide.md")]);
+  });
+
+  it("a read while no branch is bound obliges nothing", () => {
+    parts = runtimeParts(false);
+    parts.knowledge.sourceRead("/nowhere/SKILL.md");
+    expect(parts.knowledge.run).toBeNull();
+  });
+});
