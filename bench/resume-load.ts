@@ -16,16 +16,18 @@
 //     Target: with − without ≤ 100 ms.
 //
 //   npm run bench:resume-load
+//   RESUME_LOAD_PROFILE_DIR=/tmp/p npm run bench:resume-load   # also one CPU-profiled resume per State Flow mode
 //   RESUME_LOAD_RUNS=50 RESUME_LOAD_SAMPLES=3 LOAD_SAMPLES=5 npm run bench:resume-load   # a quick look
 
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { VERSION } from "@earendil-works/pi-coding-agent";
 import { createBenchEnv, openCase, resumeSample, runOnce, type Case, type ResumeSample } from "./e2e-run.ts";
+import { summarizeProfile, type CpuProfile } from "./e2e-profile.ts";
 import { p50, round } from "./e2e-stats.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -69,6 +71,18 @@ async function resumePart(): Promise<ResumeFigures> {
         if (c.mode !== "native" && sample.restoredStep === null) throw new Error(`${c.id}: no state restored`);
         samples.set(c.mode, [...(samples.get(c.mode) ?? []), sample]);
       }
+    const profileDir = process.env.RESUME_LOAD_PROFILE_DIR;
+    if (profileDir) {
+      // One more resume per State Flow case, CPU-profiled from opening the session to its first context.
+      mkdirSync(profileDir, { recursive: true });
+      for (const c of cases.filter((x) => x.mode !== "native")) {
+        const file = join(profileDir, `resume-${c.id}.cpuprofile`);
+        await resumeSample(env, c, RESUME_SAMPLES, file);
+        const summary = summarizeProfile(JSON.parse(readFileSync(file, "utf8")) as CpuProfile, 1, file);
+        process.stderr.write(`  profile ${file}: ${round(summary.totalMs)} ms sampled\n`);
+        for (const x of summary.inclusive.slice(0, 25)) process.stderr.write(`    ${round(x.msPerRun)} ${x.fn}\n`);
+      }
+    }
     const of = (mode: string, pick: (s: ResumeSample) => number) => p50((samples.get(mode) ?? []).map(pick));
     const native = of("native", (s) => s.firstContextMs);
     const byMode: ResumeFigures["byMode"] = {};
