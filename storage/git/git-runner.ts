@@ -23,11 +23,12 @@
 // without any way to prompt and kills them at a time limit.
 
 import { spawn } from "node:child_process";
-import { accessSync, constants as fsConstants, statSync } from "node:fs";
-import { delimiter, isAbsolute, join } from "node:path";
 import { simpleGit, type SimpleGit } from "simple-git";
 import { StoreError } from "../store-error.ts";
 import { ShellSpawner, helperCanRun, type SpawnRequest, type SpawnResult } from "./shell-spawner.ts";
+import { findGitExecutable } from "./git-executable.ts";
+
+export { findGitExecutable };
 
 /** How a git process was started: directly, from a helper shell (shell-spawner.ts), or by simple-git. */
 export type GitVia = "spawn" | "shell" | "simple-git";
@@ -107,26 +108,6 @@ export class GitCommandError extends Error {
     this.exitCode = exitCode;
     this.stderr = stderr;
   }
-}
-
-/** Finds an executable `git` on PATH (or checks an explicit binary); null when absent. */
-export function findGitExecutable(env: NodeJS.ProcessEnv = process.env, binary?: string): string | null {
-  const candidates = binary
-    ? [binary]
-    : (env.PATH ?? "")
-        .split(delimiter)
-        .filter((dir) => dir.length > 0 && isAbsolute(dir))
-        .map((dir) => join(dir, process.platform === "win32" ? "git.exe" : "git"));
-  for (const candidate of candidates) {
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
 }
 
 /** STATE_FLOW_GIT_SPAWN=direct turns the helper shells off (a system where they misbehave, an A/B measurement). */
