@@ -23,7 +23,7 @@
 // without any way to prompt and kills them at a time limit.
 
 import { spawn } from "node:child_process";
-import { simpleGit, type SimpleGit } from "simple-git";
+import type { SimpleGit } from "simple-git";
 import { StoreError } from "../store-error.ts";
 import { ShellSpawner, helperCanRun, type SpawnRequest, type SpawnResult } from "./shell-spawner.ts";
 import { findGitExecutable } from "./git-executable.ts";
@@ -110,6 +110,10 @@ export class GitCommandError extends Error {
   }
 }
 
+/** simple-git (and its dependencies) load at the first `run`: the hot path and a resume's open never need it. */
+let simpleGitModule: Promise<typeof import("simple-git")> | null = null;
+const loadSimpleGit = () => (simpleGitModule ??= import("simple-git"));
+
 /** STATE_FLOW_GIT_SPAWN=direct turns the helper shells off (a system where they misbehave, an A/B measurement). */
 function spawnPreference(env: Record<string, string>): "shell" | "direct" {
   return env.STATE_FLOW_GIT_SPAWN === "direct" ? "direct" : "shell";
@@ -157,12 +161,13 @@ export class GitRunner {
     return () => this.record(args, started, "spawn");
   }
 
-  private client(
+  private async client(
     input: Buffer | string | undefined,
     extraEnv: Record<string, string> | undefined,
     failure: { exit?: number; stderr?: string },
-  ): SimpleGit {
+  ): Promise<SimpleGit> {
     const env = extraEnv ? { ...this.env, ...extraEnv } : this.env;
+    const { simpleGit } = await loadSimpleGit();
     return simpleGit({
       baseDir: this.cwd,
       binary: this.binary,
@@ -206,7 +211,7 @@ export class GitRunner {
     this.counter.count += 1;
     const started = performance.now();
     try {
-      return await this.client(options?.input, options?.env, failure).raw([...args]);
+      return await (await this.client(options?.input, options?.env, failure)).raw([...args]);
     } catch (error) {
       throw this.fail(args, failure, error);
     } finally {
