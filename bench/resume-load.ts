@@ -246,7 +246,8 @@ async function main(): Promise<void> {
     lines.push(
       "",
       `Pi's start (\`pi -p\`, spawn → first provider request, p50 of ${LOAD_SAMPLES}, interleaved):`,
-      "| without State Flow ms | with ms | State Flow's share ms | with / without | module import ms | factory ms | ≤ 100 ms |",
+      "| without State Flow ms | with ms | State Flow's share ms | with / without | module import ms | factory ms " +
+        "| ≤ 100 ms |",
       "|---|---|---|---|---|---|---|",
       `| ${round(l.without)} | ${round(l.with)} | ${round(share)} | ${round(l.with / l.without, 3)} | ` +
         `${l.importMs} | ${l.factoryMs} | ${pass(share <= 100)} |`,
@@ -256,7 +257,8 @@ async function main(): Promise<void> {
   const seconds = round((performance.now() - started) / 1000, 1);
   lines.push(
     "",
-    `Pi ${VERSION}, ${process.version}, ${cpus().length} cores, load ${round(load0)} → ${round(loadavg()[0]!)}, ${seconds} s`,
+    `Pi ${VERSION}, ${process.version}, ${cpus().length} cores, ` +
+      `load ${round(load0)} → ${round(loadavg()[0]!)}, ${seconds} s`,
   );
   process.stdout.write(lines.join("\n") + "\n");
   console.log(`RESUME_LOAD ${JSON.stringify(out)}`);
