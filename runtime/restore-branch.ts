@@ -23,7 +23,7 @@ import type { CohortSnapshot } from "../storage/backend.ts";
 import type { BranchState, StateStore } from "../storage/state-store.ts";
 import { isStoreError } from "../storage/store-error.ts";
 import type { BranchHost } from "./host.ts";
-import { restoreOlderRevision, type OlderRestore } from "./legacy-restore.ts";
+import type { OlderRestore } from "./legacy-restore.ts";
 import { olderEntryNotice, unanchoredDetail } from "./notices.ts";
 
 export interface RestoreContext {
@@ -202,6 +202,8 @@ async function load(context: RestoreContext, revision: string, found: Found, liv
     if (!isStoreError(error, "revision-missing")) throw error;
     let restored: OlderRestore | null;
     try {
+      // Loaded only here: older store forms are rare, and their modules would otherwise load with the extension.
+      const { restoreOlderRevision } = await import("./legacy-restore.ts");
       restored = await restoreOlderRevision(context.store, revision, context.policy);
     } catch (failure) {
       // A missing commit is what it was: an invalid target; anything else is this session's older state.

@@ -10,12 +10,14 @@
 // codec, meta.json content, identity records) belongs to the temporal core and its caller.
 
 import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
+import { lstatSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { FileBackend } from "./file/file-backend.ts";
-import { openGitBackend, type GitBackend } from "./git/git-backend.ts";
+import type { GitBackend } from "./git/git-backend.ts";
+import { findGitExecutable } from "./git/git-executable.ts";
 import type { GitRemote } from "./git/git-remote.ts";
-import { findGitExecutable, type GitProcessCounter } from "./git/git-runner.ts";
-import { readPendingRecord, writePendingRecord, type PendingRecord } from "./git/pending-record.ts";
+import type { GitProcessCounter } from "./git/git-runner.ts";
+import type { PendingRecord } from "./git/pending-record.ts";
 import type { LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
 
 export type * from "./backend.ts";
@@ -63,7 +65,8 @@ export interface Store extends StoreBackend {
   readonly counter: GitProcessCounter;
 }
 
-function publicationPort(git: GitBackend): PublicationPort {
+function publicationPort(git: GitBackend, records: typeof import("./git/pending-record.ts")): PublicationPort {
+  const { readPendingRecord, writePendingRecord } = records;
   const commonDir = git.info.commonDir;
   return {
     remote: git.remote,
@@ -82,13 +85,19 @@ class OpenedStore implements Store {
   readonly counter: GitProcessCounter;
   private readonly backend: StoreBackend;
 
-  constructor(backend: StoreBackend, git: GitBackend | null, gitAvailable: boolean, counter: GitProcessCounter) {
+  constructor(
+    backend: StoreBackend,
+    git: GitBackend | null,
+    gitAvailable: boolean,
+    counter: GitProcessCounter,
+    publication: PublicationPort | null = null,
+  ) {
     this.backend = backend;
     this.kind = backend.kind;
     this.root = backend.root;
     this.lockPath = backend.lockPath;
     this.git = git;
-    this.publication = git === null ? null : publicationPort(git);
+    this.publication = publication;
     this.gitAvailable = gitAvailable;
     this.counter = counter;
   }
@@ -118,6 +127,16 @@ export function gitInstalled(env: NodeJS.ProcessEnv): boolean {
   return findGitExecutable(env) !== null;
 }
 
+/** True only when `<root>/.git` is certainly absent; any other answer is left to openGitBackend. */
+function dotGitAbsent(root: string): boolean {
+  try {
+    lstatSync(join(root, ".git"));
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT";
+  }
+}
+
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const root = resolve(options.root);
   const generation = options.generation ?? newGeneration();
@@ -125,8 +144,16 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const env = options.env ?? process.env;
   const binary = findGitExecutable(env, options.gitBinary);
   if (binary === null) return new OpenedStore(new FileBackend(root, { generation }), null, false, counter);
+  // No repository and no start: file-only, as openGitBackend would decide, without loading the Git
+  // backend's modules at all (Pi transpiles each one when the extension loads a store).
+  if (!options.initGit && dotGitAbsent(root))
+    return new OpenedStore(new FileBackend(root, { generation }), null, true, counter);
+  const [{ openGitBackend }, records] = await Promise.all([
+    import("./git/git-backend.ts"),
+    import("./git/pending-record.ts"),
+  ]);
   const git = await openGitBackend({ root, binary, env, counter, generation, init: options.initGit ?? false });
   if (git === null) return new OpenedStore(new FileBackend(root, { generation }), null, true, counter);
   if (options.initGit) await git.checkIdentity();
-  return new OpenedStore(git, git, true, counter);
+  return new OpenedStore(git, git, true, counter, publicationPort(git, records));
 }

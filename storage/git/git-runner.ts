@@ -23,11 +23,12 @@
 // without any way to prompt and kills them at a time limit.
 
 import { spawn } from "node:child_process";
-import { accessSync, constants as fsConstants, statSync } from "node:fs";
-import { delimiter, isAbsolute, join } from "node:path";
-import { simpleGit, type SimpleGit } from "simple-git";
+import type { SimpleGit } from "simple-git";
 import { StoreError } from "../store-error.ts";
 import { ShellSpawner, helperCanRun, type SpawnRequest, type SpawnResult } from "./shell-spawner.ts";
+import { findGitExecutable } from "./git-executable.ts";
+
+export { findGitExecutable };
 
 /** How a git process was started: directly, from a helper shell (shell-spawner.ts), or by simple-git. */
 export type GitVia = "spawn" | "shell" | "simple-git";
@@ -109,25 +110,9 @@ export class GitCommandError extends Error {
   }
 }
 
-/** Finds an executable `git` on PATH (or checks an explicit binary); null when absent. */
-export function findGitExecutable(env: NodeJS.ProcessEnv = process.env, binary?: string): string | null {
-  const candidates = binary
-    ? [binary]
-    : (env.PATH ?? "")
-        .split(delimiter)
-        .filter((dir) => dir.length > 0 && isAbsolute(dir))
-        .map((dir) => join(dir, process.platform === "win32" ? "git.exe" : "git"));
-  for (const candidate of candidates) {
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
+/** simple-git (and its dependencies) load at the first `run`: the hot path and a resume's open never need it. */
+let simpleGitModule: Promise<typeof import("simple-git")> | null = null;
+const loadSimpleGit = () => (simpleGitModule ??= import("simple-git"));
 
 /** STATE_FLOW_GIT_SPAWN=direct turns the helper shells off (a system where they misbehave, an A/B measurement). */
 function spawnPreference(env: Record<string, string>): "shell" | "direct" {
@@ -176,12 +161,13 @@ export class GitRunner {
     return () => this.record(args, started, "spawn");
   }
 
-  private client(
+  private async client(
     input: Buffer | string | undefined,
     extraEnv: Record<string, string> | undefined,
     failure: { exit?: number; stderr?: string },
-  ): SimpleGit {
+  ): Promise<SimpleGit> {
     const env = extraEnv ? { ...this.env, ...extraEnv } : this.env;
+    const { simpleGit } = await loadSimpleGit();
     return simpleGit({
       baseDir: this.cwd,
       binary: this.binary,
@@ -225,7 +211,7 @@ export class GitRunner {
     this.counter.count += 1;
     const started = performance.now();
     try {
-      return await this.client(options?.input, options?.env, failure).raw([...args]);
+      return await (await this.client(options?.input, options?.env, failure)).raw([...args]);
     } catch (error) {
       throw this.fail(args, failure, error);
     } finally {
