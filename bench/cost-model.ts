@@ -7,15 +7,21 @@
 //   bench           what `npm run bench` has always billed: the longest prefix this request shares
 //                   with ANY earlier request (whole elements, then the common characters of the
 //                   first differing element, pro rata) is read at 0.1×; everything else costs 1×.
-//   anthropic       explicit breakpoints where Pi's Anthropic provider puts them: on the last tool,
-//                   on the system prompt and on the last block of the last (user) message
-//                   (pi-ai 0.84.4 dist/api/anthropic-messages.js:1047, :769, :1003/:1011; 1.6.0
-//                   :1521, :1136, :1419/:1427). A request reads the longest prefix that an earlier
-//                   request wrote at one of its breakpoints and that ends at most 20 content blocks
-//                   before one of this request's breakpoints (Anthropic's lookback), at 0.1×. Each
-//                   breakpoint past that point whose prefix holds ≥ 1,024 tokens is written: the
-//                   tokens from the read point to the last written breakpoint cost 1.25×, the rest
-//                   1×. A prefix under 1,024 tokens is never cached.
+//   anthropic       explicit breakpoints where the request Pi would send to Anthropic carries them:
+//                   the payload pi-ai's own Anthropic provider builds from the captured context,
+//                   passed through the session's before_provider_request handlers
+//                   (bench/anthropic-payload.ts), read as its content blocks (Request.cache). A
+//                   native request carries Pi's three (the last tool, the system prompt, the last
+//                   block of the last user message); a State Flow request the ones State Flow's
+//                   handler leaves (adapters/pi/cache-breakpoints.ts: one after the runtime
+//                   context's stable block, Pi's last one moved off a trailing volatile message).
+//                   A request reads the longest prefix that an earlier request wrote at one of its
+//                   breakpoints and that ends at most 20 content blocks before one of this
+//                   request's breakpoints (Anthropic's lookback), at 0.1×. Each breakpoint past
+//                   that point whose prefix holds ≥ 1,024 tokens is written: the tokens from the
+//                   read point to the last written breakpoint cost 1.25×, the rest 1×. A prefix
+//                   under 1,024 tokens is never cached. A request made of elements alone (the
+//                   tests' hand-made ones) takes Pi's three by rule (`anthropicBreakpoints`).
 //   anthropic-idle  the same, but the cache expired between runs (more than its 5 minutes): every
 //                   run starts with an empty cache, so its first request writes again.
 //   openai          automatic prefix caching: the longest prefix shared with any earlier request, if
@@ -28,11 +34,23 @@
 // serialized transcript as a single user message under its own system prompt, so it shares no
 // prefix with the session's requests).
 
-import { commonPrefix, lowerBound, type Element } from "./e2e-tokens.ts";
+import { commonPrefix, lowerBound, type CacheBlocks, type Element } from "./e2e-tokens.ts";
 
-export type { Element };
-export type Request = readonly Element[];
+export type { CacheBlocks, Element };
+
+export interface Request {
+  /** The tools, the system prompt, one element per message (the bench and openai models). */
+  readonly elements: readonly Element[];
+  /** Anthropic's view: the payload's content blocks and its breakpoints (the anthropic models). */
+  readonly cache: CacheBlocks;
+}
 export type Run = readonly Request[];
+
+/** A request known only by its elements: Anthropic's view is the elements with Pi's three breakpoints. */
+export const requestOf = (elements: readonly Element[]): Request => ({
+  elements,
+  cache: { blocks: elements, breakpoints: anthropicBreakpoints(elements) },
+});
 
 export type PriceModel = "bench" | "anthropic" | "anthropic-idle" | "openai";
 export const PRICE_MODELS: readonly PriceModel[] = ["bench", "anthropic", "anthropic-idle", "openai"];
@@ -77,10 +95,10 @@ function child(at: Node, key: string): Node {
   return next;
 }
 
-const total = (request: Request) => request.reduce((s, e) => s + e.tokens, 0);
+const total = (elements: readonly Element[]) => elements.reduce((s, e) => s + e.tokens, 0);
 
 /** Tokens of the longest prefix shared with any request inserted before (whole elements, then characters). */
-function sharedPrefix(root: Node, request: Request): number {
+function sharedPrefix(root: Node, request: readonly Element[]): number {
   let at = root;
   let shared = 0;
   for (const element of request) {
@@ -100,13 +118,19 @@ function sharedPrefix(root: Node, request: Request): number {
   return shared;
 }
 
-function insert(root: Node, request: Request): void {
+function insert(root: Node, request: readonly Element[]): void {
   let at = root;
   for (const element of request) at = child(at, element.text);
 }
 
-/** Where Pi's Anthropic provider puts cache_control: prefix lengths (in elements) that end at a breakpoint. */
-export function anthropicBreakpoints(request: Request): number[] {
+/**
+ * Where Pi's Anthropic provider puts cache_control, by rule, for requests known only by their
+ * elements: prefix lengths (in elements) that end at a breakpoint (pi-ai 0.84.4
+ * dist/api/anthropic-messages.js convertTools, buildParams, convertMessages). The bench's own
+ * requests carry the breakpoints of the real payload instead (tests/bench/cost-model.test.ts
+ * checks this rule against it).
+ */
+export function anthropicBreakpoints(request: readonly Element[]): number[] {
   const points: number[] = [];
   request.forEach((e, i) => {
     if (e.role === "tools" && e.blocks > 0) points.push(i + 1); // the last tool definition
@@ -118,7 +142,7 @@ export function anthropicBreakpoints(request: Request): number[] {
   return [...new Set(points)].sort((a, b) => a - b);
 }
 
-function priceAnthropic(root: Node, request: Request): RequestCost {
+function priceAnthropic(root: Node, { blocks: request, breakpoints: points }: CacheBlocks): RequestCost {
   const prefix = [0];
   const blocks = [0];
   for (const e of request) (prefix.push(prefix.at(-1)! + e.tokens), blocks.push(blocks.at(-1)! + e.blocks));
@@ -129,7 +153,6 @@ function priceAnthropic(root: Node, request: Request): RequestCost {
     if (!next) break;
     path.push(next);
   }
-  const points = anthropicBreakpoints(request);
   let hit = 0;
   for (const b of points)
     for (let p = Math.min(b, path.length - 1); p > hit && blocks[b]! - blocks[p]! <= ANTHROPIC.lookbackBlocks; p--)
@@ -155,10 +178,10 @@ function priceAnthropic(root: Node, request: Request): RequestCost {
 
 /** Prices one request against the cache state `root`, then adds it to that state. */
 function priceRequest(root: Node, request: Request, model: PriceModel): RequestCost {
-  if (model === "anthropic" || model === "anthropic-idle") return priceAnthropic(root, request);
-  const input = total(request);
-  const shared = sharedPrefix(root, request);
-  insert(root, request);
+  if (model === "anthropic" || model === "anthropic-idle") return priceAnthropic(root, request.cache);
+  const input = total(request.elements);
+  const shared = sharedPrefix(root, request.elements);
+  insert(root, request.elements);
   if (model === "bench") return { input, read: shared, written: 0, cost: input - shared + BENCH_READ * shared };
   const read =
     shared < OPENAI.minimum
@@ -210,7 +233,9 @@ export function compactNative(
   runs: readonly Run[],
   options: CompactionOptions = COMPACTION,
 ): { runs: Run[]; compactions: number } {
+  // Cut after the tools and the system prompt: `cut` elements, `cutBlocks` of Anthropic's blocks.
   let cut = 0;
+  let cutBlocks = 0;
   let summary: Element | null = null;
   let compactions = 0;
   let last: Request | null = null;
@@ -218,24 +243,47 @@ export function compactNative(
   for (const run of runs) {
     const requests: Request[] = [];
     const first = run[0];
-    if (first && last && total(last) > options.thresholdTokens) {
+    if (first && last && total(last.elements) > options.thresholdTokens) {
       compactions++;
-      const transcript = last.slice(2).reduce((s, e) => s + e.tokens, 0);
-      requests.push([
-        { text: "system:summarization", tokens: options.promptTokens, role: "system", blocks: 1 },
-        { text: `compaction ${compactions}`, tokens: transcript, role: "user", blocks: 1 },
-      ]);
-      cut = first.length - 3; // every message before this run's prompt
+      const transcript = last.elements.slice(2).reduce((s, e) => s + e.tokens, 0);
+      requests.push(
+        requestOf([
+          { text: "system:summarization", tokens: options.promptTokens, role: "system", blocks: 1 },
+          { text: `compaction ${compactions}`, tokens: transcript, role: "user", blocks: 1 },
+        ]),
+      );
+      cut = first.elements.length - 3; // every message before this run's prompt
+      const blocks = first.cache.blocks;
+      let prompt = blocks.length - 1; // the first block of the prompt's message
+      while (prompt > 0 && blocks[prompt]!.continues) prompt--;
+      cutBlocks = prompt - head(blocks);
       summary = { text: `summary ${compactions}`, tokens: options.summaryTokens, role: "user", blocks: 1 };
     }
     for (const request of run) {
-      const kept = request.slice(2 + cut);
-      requests.push([request[0]!, request[1]!, ...(summary ? [summary] : []), ...kept]);
+      const kept = request.elements.slice(2 + cut);
+      const elements = [request.elements[0]!, request.elements[1]!, ...(summary ? [summary] : []), ...kept];
+      const { blocks, breakpoints } = request.cache;
+      const h = head(blocks);
+      const added = summary ? 1 : 0;
+      requests.push({
+        elements,
+        cache: {
+          blocks: [...blocks.slice(0, h), ...(summary ? [summary] : []), ...blocks.slice(h + cutBlocks)],
+          breakpoints: breakpoints.flatMap((b) => (b <= h ? [b] : b > h + cutBlocks ? [b - cutBlocks + added] : [])),
+        },
+      });
     }
     last = requests.at(-1) ?? last;
     out.push(requests);
   }
   return { runs: out, compactions };
+}
+
+/** How many of Anthropic's blocks come before the messages (the tools, the system prompt's blocks). */
+function head(blocks: readonly Element[]): number {
+  let h = 0;
+  while (h < blocks.length && (blocks[h]!.role === "tools" || blocks[h]!.role === "system")) h++;
+  return h;
 }
 
 /** Per run, the tokens of messages no earlier request carried: what the run adds to the conversation. */
@@ -244,7 +292,7 @@ export function newTokens(runs: readonly Run[]): number[] {
   return runs.map((run) => {
     let fresh = 0;
     for (const request of run)
-      for (const e of request.slice(2))
+      for (const e of request.elements.slice(2))
         if (!seen.has(e.text)) {
           seen.add(e.text);
           fresh += e.tokens;

@@ -50,7 +50,7 @@ const cumulative = (xs: readonly number[]) => {
 /** Tools + system prompt tokens of a session's first request. */
 const fixedTokens = (runs: readonly Run[]) => {
   const first = runs[0]?.[0];
-  return first ? first[0]!.tokens + first[1]!.tokens : NaN;
+  return first ? first.elements[0]!.tokens + first.elements[1]!.tokens : NaN;
 };
 
 export function costFigures(c: CostCase, model: PriceModel): CostFigures {

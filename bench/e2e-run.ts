@@ -8,10 +8,11 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Context } from "@earendil-works/pi-ai";
+import type { Context, SimpleStreamOptions } from "@earendil-works/pi-ai";
 import { scriptedSteps, type ToolArgs } from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
 import { findGitExecutable } from "../storage/git/git-runner.ts";
+import { anthropicPayload, type AnthropicPayload } from "./anthropic-payload.ts";
 import type { Request, Run } from "./cost-model.ts";
 import type { BenchConfig, Mode } from "./e2e-config.ts";
 import { COST_SIZES, type CostCase } from "./e2e-cost.ts";
@@ -246,13 +247,17 @@ export async function runOnce(c: Case, run: number, options: RunOptions): Promis
   const script = runScript(c.workload, c.mode, run, c.seed, c.notes);
   const steps = [...script.calls.map((s) => call(s.name, s.args as ToolArgs)), say(script.answer)];
   const captured: CapturedRequest[] = [];
+  const payloads: AnthropicPayload[] = [];
   let benchMs = 0;
   c.bench.faux.appendResponses(
-    steps.map((step) => (context: Context) => {
+    steps.map((step) => async (context: Context, streamOptions: SimpleStreamOptions | undefined) => {
       const t = performance.now();
       // Only the references are kept here; billing runs after the run, outside its timing.
       const request = providerRequest(context);
       captured.push({ systemPrompt: request.systemPrompt, tools: request.tools, messages: [...request.messages] });
+      // The Anthropic payload now, through the session's before_provider_request handlers: State
+      // Flow's depends on the runtime context it sent for this request.
+      if (options.account) payloads.push(await anthropicPayload(context, streamOptions?.onPayload));
       benchMs += performance.now() - t;
       return step();
     }),
@@ -291,7 +296,9 @@ export async function runOnce(c: Case, run: number, options: RunOptions): Promis
     phases: phaseTable(intervals, ms),
     // Kept as interned elements, not as Pi's messages: a long native session's requests would
     // otherwise hold a copy of its transcript each.
-    priced: options.account ? captured.map((r) => c.cache.elements(r)) : [],
+    priced: options.account
+      ? captured.map((r, i) => ({ elements: c.cache.elements(r), cache: c.cache.anthropic(payloads[i]!) }))
+      : [],
     requests: options.account ? captured.map((r) => c.cache.bill(r)) : [],
     frozenRequests:
       options.account && c.mode !== "native" ? frozenContext(captured).map((r) => c.frozenCache.bill(r)) : [],

@@ -13,6 +13,7 @@
 
 import { estimateTokens } from "@earendil-works/pi-coding-agent";
 import type { Message, Tool } from "@earendil-works/pi-ai";
+import { payloadBlocks, type AnthropicBlock, type AnthropicPayload } from "./anthropic-payload.ts";
 
 export interface CapturedRequest {
   readonly systemPrompt: string | undefined;
@@ -66,6 +67,36 @@ export interface Element {
   readonly role: string;
   /** Content blocks (tool definitions; a message's content parts): the unit of Anthropic's cache lookback. */
   readonly blocks: number;
+  /** One block of Anthropic's payload that is not the first of its message (see `PrefixCache.anthropic`). */
+  readonly continues?: true;
+}
+
+/** Anthropic's view of one request: its content blocks in cache order, and where cache_control is. */
+export interface CacheBlocks {
+  readonly blocks: readonly Element[];
+  /** Prefix lengths (in blocks) ending at a block that carries cache_control, ascending. */
+  readonly breakpoints: readonly number[];
+}
+
+const message = (role: string, content: unknown) => ({ role, content, timestamp: 0 }) as never;
+
+/** A payload block's tokens with Pi's estimator, counted the way it counts the message part it came from. */
+function blockTokens(role: string, block: AnthropicBlock, json: string): number {
+  if (role === "tools") return textTokens(json);
+  switch (block.type) {
+    case "text":
+      return estimateTokens(message("user", [{ type: "text", text: block.text }]));
+    case "image":
+      return estimateTokens(message("user", [{ type: "image" }]));
+    case "thinking":
+      return estimateTokens(message("assistant", [{ type: "thinking", thinking: block.thinking }]));
+    case "tool_use":
+      return estimateTokens(message("assistant", [{ type: "toolCall", name: block.name, arguments: block.input }]));
+    case "tool_result":
+      return estimateTokens(message("toolResult", block.content));
+    default:
+      return textTokens(json);
+  }
 }
 
 interface TrieNode {
@@ -104,6 +135,9 @@ export class PrefixCache {
   // One element per distinct text, so a session's requests kept for pricing share their parts.
   private readonly interned = new Map<string, Element>();
 
+  // Anthropic's payload blocks, one per distinct block (with its role and message boundary).
+  private readonly internedBlocks = new Map<string, Element>();
+
   private intern(element: Element): Element {
     const known = this.interned.get(element.text);
     if (known) return known;
@@ -140,6 +174,35 @@ export class PrefixCache {
       }),
       ...request.messages.map((m) => this.element(m)),
     ];
+  }
+
+  /**
+   * A payload Pi's Anthropic provider built (bench/anthropic-payload.ts) as the anthropic price
+   * models read it: one element per content block, its text the block without its cache_control
+   * (with its role, and whether it opens its message), its tokens Pi's estimate of that part.
+   */
+  anthropic(payload: AnthropicPayload): CacheBlocks {
+    const blocks: Element[] = [];
+    const breakpoints: number[] = [];
+    for (const { role, block, opens } of payloadBlocks(payload)) {
+      const { cache_control, ...content } = block;
+      const json = JSON.stringify(content);
+      const text = `${role}${opens ? "^" : "+"}${json}`;
+      let element = this.internedBlocks.get(text);
+      if (!element) {
+        element = {
+          text,
+          tokens: blockTokens(role, block, json),
+          role,
+          blocks: 1,
+          ...(opens ? {} : { continues: true }),
+        };
+        this.internedBlocks.set(text, element);
+      }
+      blocks.push(element);
+      if (cache_control) breakpoints.push(blocks.length);
+    }
+    return { blocks, breakpoints };
   }
 
   bill(request: CapturedRequest): BilledRequest {

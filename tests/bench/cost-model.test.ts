@@ -1,7 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { anthropicBreakpoints, compactNative, newTokens, priceRuns, type Element } from "../../bench/cost-model.ts";
+import {
+  anthropicBreakpoints,
+  compactNative,
+  newTokens,
+  priceRuns as priceRequests,
+  requestOf,
+  type Element,
+  type PriceModel,
+  type Run,
+} from "../../bench/cost-model.ts";
 import { PrefixCache, type CapturedRequest } from "../../bench/e2e-tokens.ts";
 
+/** Hand-made runs of elements, each request with Pi's three breakpoints by rule. */
+const runsOf = (runs: readonly (readonly (readonly Element[])[])[]): Run[] => runs.map((run) => run.map(requestOf));
+const priceRuns = (runs: readonly (readonly (readonly Element[])[])[], model: PriceModel) =>
+  priceRequests(runsOf(runs), model);
 const el = (text: string, tokens: number, role = "user", blocks = 1): Element => ({ text, tokens, role, blocks });
 const T = el("tools", 600, "tools", 3);
 const S = el("system", 500, "system");
@@ -124,12 +137,14 @@ describe("cost model", () => {
       ],
       [[t, s, u1, a1, r1, a2, u2]],
     ];
-    const out = compactNative(runs, { thresholdTokens: 1000, summaryTokens: 20, promptTokens: 5 });
+    const out = compactNative(runsOf(runs), { thresholdTokens: 1000, summaryTokens: 20, promptTokens: 5 });
     expect(out.compactions).toBe(1);
-    expect(out.runs[0]).toEqual(runs[0]);
+    expect(out.runs[0]).toEqual(runsOf(runs)[0]);
     const [summarize, next] = out.runs[1]!;
-    expect(summarize!.map((e) => e.tokens)).toEqual([5, 1110]);
-    expect(next!.map((e) => e.text)).toEqual(["tools", "system", "summary 1", "u2"]);
-    expect(newTokens(runs)).toEqual([1110, 12]);
+    expect(summarize!.elements.map((e) => e.tokens)).toEqual([5, 1110]);
+    expect(next!.elements.map((e) => e.text)).toEqual(["tools", "system", "summary 1", "u2"]);
+    expect(next!.cache.blocks.map((e) => e.text)).toEqual(["tools", "system", "summary 1", "u2"]);
+    expect(next!.cache.breakpoints).toEqual([1, 2, 4]);
+    expect(newTokens(runsOf(runs))).toEqual([1110, 12]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Element } from "../../bench/cost-model.ts";
+import { requestOf, type Element } from "../../bench/cost-model.ts";
 import { costFigures, costTargets, costText } from "../../bench/e2e-cost.ts";
 
 const el = (text: string, tokens: number, role = "user", blocks = 1): Element => ({ text, tokens, role, blocks });
@@ -11,8 +11,8 @@ describe("cost figures", () => {
     const S2 = el("system", 100, "system");
     const N = el("tools", 100, "tools", 2);
     const u = (r: number) => el(`${r}: a prompt`, 1000); // differing at the first character
-    const native = [1, 2, 3, 4].map((r) => [[N, S2, ...[1, 2, 3, 4].slice(0, r).map(u)]]);
-    const stateFlow = [1, 2, 3, 4].map((r) => [[T2, S2, u(r)]]);
+    const native = [1, 2, 3, 4].map((r) => [requestOf([N, S2, ...[1, 2, 3, 4].slice(0, r).map(u)])]);
+    const stateFlow = [1, 2, 3, 4].map((r) => [requestOf([T2, S2, u(r)])]);
     const f = costFigures({ workload: "bench", sizeKiB: 8, native, stateFlow }, "bench");
     // Native 1,200, 1,120, 1,220, 1,320; State Flow 1,400, then 1,000 + 0.1 × 400.
     // Cumulative: native 1,200, 2,320, 3,540, 4,860; State Flow 1,400, 2,440, 3,480, 4,520.
