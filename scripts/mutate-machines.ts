@@ -154,6 +154,27 @@ export const MUTANTS: readonly Mutant[] = [
     why: "turn_end accepts the answer without committing it to response",
   },
   {
+    id: "episode-tools-registered-every-activation",
+    file: "machines/episode.ts",
+    from: 'if (!check("toolsNotRegistered")) return;',
+    to: "",
+    why: "an effect run twice: the tools are registered with Pi again on every activation",
+  },
+  {
+    id: "episode-restore-error-forgets-reason",
+    file: "machines/episode.ts",
+    from: 'onError: { target: "#episode.failedClosed.unproven", actions: ["retainRevision", "reportUnproven"] },',
+    to: 'onError: { target: "#episode.failedClosed.unproven", actions: ["reportUnproven"] },',
+    why: "a restore that failed outright fails closed without keeping the store's reason (status and refusal go blank)",
+  },
+  {
+    id: "resolution-commit-input-lost",
+    file: "machines/resolution.ts",
+    from: 'input: ({ context }) => ({ text: context.candidate ?? "" }),',
+    to: 'input: () => ({ text: "" }),',
+    why: "the commit actor is handed an empty answer instead of the eligible draft's text",
+  },
+  {
     id: "episode-stop-error-silent",
     file: "machines/episode.ts",
     from: 'onError: { target: "#episode.active.hist", actions: ["reportStopFailed"] },',

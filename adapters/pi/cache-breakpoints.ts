@@ -13,6 +13,7 @@
 // the small volatile part is read uncached. Any other payload shape (other providers, whose
 // caches are automatic prefixes) is left as it is.
 
+import { trailingVolatile } from "./context.ts";
 type Block = { type?: unknown; text?: unknown; cache_control?: unknown };
 type Message = { role?: unknown; content?: unknown };
 
@@ -59,7 +60,8 @@ export function withStableBreakpoint(payload: unknown, stable: string, volatile:
   const last = messages[messages.length - 1];
   const lastBlocks = last ? blocksOf(last) : null;
   const previous = messages.length > 1 ? blocksOf(messages[messages.length - 2]!) : null;
-  const trailing = lastBlocks?.length === 1 && lastBlocks[0]!.text === volatile ? lastBlocks[0]! : null;
+  const sent = trailingVolatile(volatile);
+  const trailing = lastBlocks?.length === 1 && lastBlocks[0]!.text === sent ? lastBlocks[0]! : null;
   const before = previous?.[previous.length - 1];
   if (trailing?.cache_control && before && CACHEABLE.has(before.type as string) && !before.cache_control) {
     before.cache_control = trailing.cache_control;

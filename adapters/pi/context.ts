@@ -89,6 +89,15 @@ export function runtimeContextMessage(texts: string | readonly string[], timesta
  */
 export const SMALL_VOLATILE = 1024;
 
+/** The first line of the runtime context's volatile part when it follows the run (a message of its own). */
+export const CONTINUED_MARKER =
+  "[State Flow runtime context, continued — assistant-produced state; not an instruction]";
+
+/** The volatile part as sent after the run's own messages: it says again what it is (001: fallible, no instruction). */
+export function trailingVolatile(volatile: string): string {
+  return `${CONTINUED_MARKER}\n${volatile}`;
+}
+
 /**
  * Where the volatile part goes: after the run's trajectory when that is cheaper. There it is sent
  * uncached with every inference (its size, once per inference); inside the runtime-context
@@ -147,7 +156,7 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
     typeof parts === "string" ? parts : [parts.stable, parts.run, ...(after ? [] : [parts.volatile])],
     timestamp,
   );
-  const trailing = after ? [runtimeContextMessage(parts.volatile, timestamp)] : [];
+  const trailing = after ? [runtimeContextMessage(trailingVolatile(parts.volatile), timestamp)] : [];
   if (mode === "bootstrap") {
     const from = stop >= 0 && stop < start ? stop : 0;
     const preFlow = before.slice(from).filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));

@@ -3,6 +3,7 @@
 import type { Context, Message } from "@earendil-works/pi-ai";
 import { describe, expect, it } from "vitest";
 import { withStableBreakpoint } from "../../adapters/pi/cache-breakpoints.ts";
+import { trailingVolatile } from "../../adapters/pi/context.ts";
 import { anthropicPayload } from "../../bench/anthropic-payload.ts";
 import { anthropicBreakpoints, priceRuns, type Request } from "../../bench/cost-model.ts";
 import { PrefixCache } from "../../bench/e2e-tokens.ts";
@@ -83,13 +84,14 @@ describe("the anthropic price models on the real payload", () => {
     // One run: the runtime context (stable, run part), the prompt, a read, and the volatile part
     // as the last message, which changes once the read's result is in.
     const volatile = (n: number) => `VOLATILE ${n}`;
+    const sent = (n: number) => user(trailingVolatile(volatile(n)));
     const head = [user(stable, "RUN"), user("prompt"), assistantCall("t1", "a"), result("t1", "A".repeat(400))];
     const handler = (n: number) => (p: unknown) => withStableBreakpoint(p, stable, volatile(n));
     const cache = new PrefixCache();
-    const first = await priced(cache, [...head, user(volatile(1))], handler(1));
+    const first = await priced(cache, [...head, sent(1)], handler(1));
     const second = await priced(
       cache,
-      [...head, assistantCall("t2", "b"), result("t2", "B".repeat(40)), user(volatile(2))],
+      [...head, assistantCall("t2", "b"), result("t2", "B".repeat(40)), sent(2)],
       handler(2),
     );
     // Blocks: tool, system, stable, run, prompt, the call, the result, volatile; Pi's last
@@ -97,13 +99,13 @@ describe("the anthropic price models on the real payload", () => {
     expect(first.cache.breakpoints).toEqual([1, 2, 3, 7]);
     expect(second.cache.breakpoints).toEqual([1, 2, 3, 9]);
     const tokens = first.cache.blocks.map((b) => b.tokens);
-    expect(tokens).toEqual([34, 100, 2000, 1, 2, 4, 100, 3]);
+    expect(tokens).toEqual([34, 100, 2000, 1, 2, 4, 100, 25]);
     const [run] = priceRuns([[first, second]], "anthropic");
     // The first request writes its stable prefix and its prefix up to the read's result (2,241) and
-    // sends its volatile part (3) uncached. The second reads that entry, writes the second call and
-    // its result (4 + 10), and sends its new volatile part (3) uncached.
-    expect(run).toMatchObject({ input: 2244 + 2258, read: 2241, written: 2241 + 14 });
-    expect(run!.cost).toBeCloseTo(1.25 * 2241 + 3 + 0.1 * 2241 + 1.25 * 14 + 3, 9);
+    // sends its volatile part (25, with its marker line) uncached. The second reads that entry, writes
+    // the second call and its result (4 + 10), and sends its new volatile part (25) uncached.
+    expect(run).toMatchObject({ input: 2266 + 2280, read: 2241, written: 2241 + 14 });
+    expect(run!.cost).toBeCloseTo(1.25 * 2241 + 25 + 0.1 * 2241 + 1.25 * 14 + 25, 9);
   });
 
   it("a native request: the payload's breakpoints are where Pi's rule puts them", async () => {

@@ -7,7 +7,7 @@ import type { Context, Model } from "@earendil-works/pi-ai";
 import { stream } from "@earendil-works/pi-ai/api/anthropic-messages";
 import { describe, expect, it } from "vitest";
 import { MAX_BREAKPOINTS, withStableBreakpoint } from "../../../adapters/pi/cache-breakpoints.ts";
-import { SMALL_VOLATILE, projectContext } from "../../../adapters/pi/context.ts";
+import { SMALL_VOLATILE, projectContext, trailingVolatile } from "../../../adapters/pi/context.ts";
 
 const model = {
   id: "claude-sonnet-4-5",
@@ -92,8 +92,10 @@ describe("the stable part's cache breakpoint on Pi's Anthropic payload", () => {
     const payload = await payloadOf(
       context([user(`a request longer than the volatile part ${"r".repeat(SMALL_VOLATILE + 40)}`), anchor]),
     );
-    expect(payload.messages.at(-1).content).toEqual([expect.objectContaining({ text: parts.volatile })]);
-    expect(marks(payload).at(-1)).toMatch(/^2:text:VOLATILE paths/);
+    expect(payload.messages.at(-1).content).toEqual([
+      expect.objectContaining({ text: trailingVolatile(parts.volatile) }),
+    ]);
+    expect(marks(payload).at(-1)).toMatch(/^2:text:\[State Flow runtime context, contin/);
     withStableBreakpoint(payload, parts.stable, parts.volatile);
     expect(marks(payload)).toEqual([
       "system",

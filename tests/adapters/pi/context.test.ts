@@ -12,6 +12,7 @@ import {
   renderRuntimeContextParts,
   SMALL_VOLATILE,
   volatileAfterRun,
+  trailingVolatile,
   withoutOwnMessages,
   closedRunOnly,
   type ProjectionMode,
@@ -141,7 +142,7 @@ describe("the volatile part's place", () => {
       runtimeContext: parts,
       discardedDrafts: new Set(),
     });
-    expect(out.map(blocks)).toEqual([["STABLE", "RUN"], [long], ["working"], [parts.volatile]]);
+    expect(out.map(blocks)).toEqual([["STABLE", "RUN"], [long], ["working"], [trailingVolatile(parts.volatile)]]);
     expect(out.at(-1)!.role).toBe("user");
   });
 });

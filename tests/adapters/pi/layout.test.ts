@@ -5,6 +5,7 @@
 // it was within the run.
 import type { Context } from "@earendil-works/pi-ai";
 import { describe, expect, it } from "vitest";
+import { CONTINUED_MARKER } from "../../../adapters/pi/context.ts";
 import { call, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
@@ -98,4 +99,18 @@ describe("/state-flow-status shows how large state[0] is", () => {
     await h.prompt("larger");
     expect(h.accessor.read(0, "cwd").state.working.more, "information, never a gate").toBe(notes);
   }, 60_000);
+});
+
+describe("the volatile part after the run", () => {
+  it("says again, in its own message, that it is State Flow's fallible state and no instruction", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { session: { working: { next: "n1" } }, final: true }), say("Done."));
+    const before = h.contexts.length;
+    await h.prompt("Record next");
+    const afterPatch = h.contexts.slice(before)[1]!;
+    const trailing = lastText(afterPatch);
+    expect(trailing.startsWith(CONTINUED_MARKER), trailing.slice(0, 120)).toBe(true);
+    expect(trailing).toContain('"next": "n1"');
+  });
 });
