@@ -4,21 +4,13 @@
 // checked on hand-made sessions.
 
 import { compactNative, newTokens, priceRuns, PRICE_MODELS, type PriceModel, type Run } from "./cost-model.ts";
-import type { Workload } from "./e2e-fixture.ts";
+import type { CostCase, Workload } from "./e2e-fixture.ts";
 import { check, table, type Target } from "./e2e-report.ts";
 import { round, sum } from "./e2e-stats.ts";
 
-/** The state sizes (KiB) each extra workload runs at; `bench` runs at BENCH_SIZES. 0.5 KiB is "tiny". */
-export const COST_SIZES: Record<Exclude<Workload, "bench">, readonly number[]> = { qa: [0.5, 8], heavy: [8] };
-export const RATIO_RUNS = [10, 20, 100] as const;
+export { COST_SIZES, type CostCase } from "./e2e-fixture.ts";
 
-/** One workload at one state size: native's and State Flow's runs, each a list of requests' elements. */
-export interface CostCase {
-  readonly workload: Workload;
-  readonly sizeKiB: number;
-  readonly native: readonly Run[];
-  readonly stateFlow: readonly Run[];
-}
+export const RATIO_RUNS = [10, 20, 100] as const;
 
 export interface CostFigures {
   readonly workload: Workload;

@@ -12,6 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { CostWorkload, Mode } from "./e2e-config.ts";
+import type { Run } from "./cost-model.ts";
 
 export type Workload = "bench" | CostWorkload;
 
@@ -164,4 +165,15 @@ export function gitCommand(line: string): string {
   const name = words[i] ?? "?";
   const flag = words[i + 1];
   return flag && flag.startsWith("-") && !flag.includes("=") ? `${name} ${flag}` : name;
+}
+
+/** The state sizes (KiB) each extra workload runs at; `bench` runs at BENCH_SIZES. 0.5 KiB is "tiny". */
+export const COST_SIZES: Record<Exclude<Workload, "bench">, readonly number[]> = { qa: [0.5, 8], heavy: [8] };
+
+/** One workload at one state size: native's and State Flow's runs, each a list of requests' elements. */
+export interface CostCase {
+  readonly workload: Workload;
+  readonly sizeKiB: number;
+  readonly native: readonly Run[];
+  readonly stateFlow: readonly Run[];
 }

@@ -15,8 +15,16 @@ import { findGitExecutable } from "../storage/git/git-runner.ts";
 import { anthropicPayload, type AnthropicPayload } from "./anthropic-payload.ts";
 import type { Request, Run } from "./cost-model.ts";
 import type { BenchConfig, Mode } from "./e2e-config.ts";
-import { COST_SIZES, type CostCase } from "./e2e-cost.ts";
-import { nativeStateFile, runScript, seedState, stateLine, storeFiles, writeInputs } from "./e2e-fixture.ts";
+import {
+  COST_SIZES,
+  nativeStateFile,
+  runScript,
+  seedState,
+  stateLine,
+  storeFiles,
+  writeInputs,
+  type CostCase,
+} from "./e2e-fixture.ts";
 import type { Seed, Workload } from "./e2e-fixture.ts";
 import { phaseTable, takeIntervals, type Interval } from "./e2e-phases.ts";
 import { gitWrapper, isolatedBenchGitEnv, openBenchSession, type BenchSession, type CaseDirs } from "./e2e-session.ts";
