@@ -23,6 +23,7 @@ import {
   type OfflineSession,
 } from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
+import { CONTINUED_MARKER } from "../adapters/pi/context.ts";
 import type { RuntimeAccessor } from "../adapters/pi/controller.ts";
 
 export interface DemoOptions {
@@ -77,8 +78,7 @@ function messageText(message: Context["messages"][number]): string {
 }
 
 /** The runtime context's volatile part, when it follows the run's trajectory as its own message. */
-const isVolatilePart = (text: string) =>
-  text.startsWith("## state[0], continued") || text.startsWith("(state[0] is the state at step");
+const isVolatilePart = (text: string) => text.startsWith(CONTINUED_MARKER);
 
 /** One line naming each message the model receives. */
 function describeMessages(messages: readonly Message[]): string {
@@ -86,8 +86,8 @@ function describeMessages(messages: readonly Message[]): string {
     .map((message) => {
       const text = messageText(message);
       if (message.role === "user") {
-        if (text.startsWith("[State Flow runtime context")) return "runtime-context";
         if (isVolatilePart(text)) return "runtime-context (volatile part)";
+        if (text.startsWith("[State Flow runtime context")) return "runtime-context";
         if (text.startsWith("[State Flow stopped")) return "frozen-handoff";
         if (text.startsWith("[State Flow resolution")) return "hidden-steer";
         return `user "${text.length > 40 ? `${text.slice(0, 39)}…` : text}"`;
