@@ -9,6 +9,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import * as v from "valibot";
 import { PUBLICATION_POLICIES, type PublicationPolicy } from "../../storage/core/codec.ts";
 import { defaultStoreRoot } from "../../storage/layout.ts";
+import { DEFAULT_PUBLICATION_POLICY } from "../../runtime/publication.ts";
 
 export const CONFIG_FILE_NAME = "state-flow.json";
 
@@ -55,7 +56,7 @@ export function loadConfig(agentDir: string, home = homedir()): StateFlowConfig 
     directory: defaultStoreRoot(agentDir),
     autoStart: false,
     logging: false,
-    remotePublication: "turn-end",
+    remotePublication: DEFAULT_PUBLICATION_POLICY,
     source: null,
   };
   let text: string;
