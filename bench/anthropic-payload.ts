@@ -11,7 +11,15 @@
 // carry `cache_control`.
 
 import type { Context, Model } from "@earendil-works/pi-ai";
+import * as piAi from "@earendil-works/pi-ai";
 import { stream } from "@earendil-works/pi-ai/api/anthropic-messages";
+
+/**
+ * The context as the installed Pi's providers take it: Pi 1.6 carries the system prompt and tools as
+ * system messages (`normalizeContext`); Pi 0.84 takes the context as it is.
+ */
+const transcript = (context: Context): never =>
+  ((piAi as { normalizeContext?: (c: Context) => unknown }).normalizeContext?.(context) ?? context) as never;
 
 const model = {
   id: "claude-sonnet-4-5",
@@ -37,7 +45,7 @@ const STOP = new Error("payload captured");
 export async function anthropicPayload(context: Context, onPayload?: OnPayload): Promise<AnthropicPayload> {
   let captured: unknown;
   let failure: unknown;
-  const events = stream(model, context, {
+  const events = stream(model, transcript(context), {
     apiKey: "sk-ant-bench",
     cacheRetention: "short",
     onPayload: async (params: unknown, m: Model<string>) => {

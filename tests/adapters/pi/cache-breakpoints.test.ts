@@ -4,10 +4,18 @@
 // part and moves Pi's last-message breakpoint off a trailing volatile message.
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { Context, Model } from "@earendil-works/pi-ai";
+import * as piAi from "@earendil-works/pi-ai";
 import { stream } from "@earendil-works/pi-ai/api/anthropic-messages";
 import { describe, expect, it } from "vitest";
 import { MAX_BREAKPOINTS, withStableBreakpoint } from "../../../adapters/pi/cache-breakpoints.ts";
 import { SMALL_VOLATILE, projectContext, trailingVolatile } from "../../../adapters/pi/context.ts";
+
+/**
+ * The context as the installed Pi's providers take it: Pi 1.6 carries the system prompt and tools as
+ * system messages (`normalizeContext`); Pi 0.84 takes the context as it is.
+ */
+const transcript = (context: Context): never =>
+  ((piAi as { normalizeContext?: (c: Context) => unknown }).normalizeContext?.(context) ?? context) as never;
 
 const model = {
   id: "claude-sonnet-4-5",
@@ -27,7 +35,7 @@ const stop = new Error("payload captured");
 /** The request body Pi's Anthropic provider would send for this context. */
 async function payloadOf(context: Context, cacheRetention: "short" | "none" = "short"): Promise<any> {
   let captured: unknown;
-  const events = stream(model, context, {
+  const events = stream(model, transcript(context), {
     apiKey: "sk-ant-test",
     cacheRetention,
     onPayload: (params: unknown) => {
