@@ -41,7 +41,7 @@ import {
   withoutOwnMessages,
   type RuntimeContextParts,
 } from "./context.ts";
-import { withoutLoneSkillListing } from "./skill-listing.ts";
+import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
 import { addChanged, recentlyChanged, splitState, trieOf, union, type PathTrie } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
@@ -289,10 +289,13 @@ export class StateFlowController {
   }
 
   /** before_agent_start: a run begins (a user prompt; in Pi 1.x also a custom message's triggerTurn). */
-  beforeAgentStart(event: BeforeAgentStartFields, systemPrompt: string): RunStart | undefined {
+  beforeAgentStart(event: BeforeAgentStartFields, renderedPrompt: () => string): RunStart | undefined {
     const trigger = runTriggerOf(event);
     this.frame({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
-    const prompt = withoutLoneSkillListing(systemPrompt, event.systemPromptOptions?.skills);
+    const skills = event.systemPromptOptions?.skills;
+    dropLoneSkillOption(event.systemPromptOptions as { skills?: readonly ListedSkill[] } | undefined);
+    const systemPrompt = renderedPrompt();
+    const prompt = withoutLoneSkillListing(systemPrompt, skills);
     this.runBase = null;
     if (!this.runtime.runStarted(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
     return { systemPrompt: `${prompt}\n\n${PROTOCOL}`, message: this.runAnchor() };

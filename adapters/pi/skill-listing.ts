@@ -18,14 +18,29 @@ export interface ListedSkill {
 type Format = (skills: readonly ListedSkill[]) => string;
 const format = (pi as unknown as { formatSkillsForPrompt?: Format }).formatSkillsForPrompt;
 
+/** Whether State Flow's Skill is the only one Pi would list. */
+function loneMemorySkill(skills: readonly ListedSkill[] | undefined): boolean {
+  const listed = (skills ?? []).filter((skill) => !skill.disableModelInvocation);
+  return listed.length === 1 && listed[0]!.name === MEMORY_SKILL;
+}
+
+/**
+ * Pi 1.x renders the system prompt from `systemPromptOptions` each time it is read: where State
+ * Flow's Skill is all it would list, it is taken out of those options, so the prompt is rendered
+ * without the listing. (Pi 0.84 hands over a prompt already rendered: `withoutLoneSkillListing`.)
+ */
+export function dropLoneSkillOption(options: { skills?: readonly ListedSkill[] } | undefined): void {
+  if (!options || !Array.isArray(options.skills) || !loneMemorySkill(options.skills)) return;
+  (options as { skills: readonly ListedSkill[] }).skills = options.skills.filter((s) => s.name !== MEMORY_SKILL);
+}
+
 /**
  * The system prompt without Pi's skill listing when State Flow's Skill is all it would list; any
  * other prompt unchanged (also when this Pi formats its listing differently: nothing is guessed).
  */
 export function withoutLoneSkillListing(systemPrompt: string, skills: readonly ListedSkill[] | undefined): string {
-  const listed = (skills ?? []).filter((skill) => !skill.disableModelInvocation);
-  if (!format || listed.length !== 1 || listed[0]!.name !== MEMORY_SKILL) return systemPrompt;
-  const listing = format(listed);
+  if (!format || !loneMemorySkill(skills)) return systemPrompt;
+  const listing = format((skills ?? []).filter((skill) => !skill.disableModelInvocation));
   const at = listing === "" ? -1 : systemPrompt.indexOf(listing);
   return at < 0 ? systemPrompt : systemPrompt.slice(0, at) + systemPrompt.slice(at + listing.length);
 }
