@@ -3,6 +3,8 @@
 // does I/O invokes a named actor (start the store, adopt it into Git, select the restore, persist
 // a stop) whose success and failure are drawn transitions; the runtime supplies the actors and the
 // two host actions (register the tools, freeze the handoff) through `episodeMachine.provide`.
+// It spawns one run actor (M5) per Pi run, equipped while the branch is active and State Flow's
+// tools are; a run's end is the episode's transition (a bootstrap ends on an accepted answer).
 // The runtime sends Pi's lifecycle as events and asks the query helpers below.
 import {
   setup,
@@ -11,15 +13,14 @@ import {
   enqueueActions,
   fromPromise,
   raise,
-  spawnChild,
-  stopChild,
   type ActorRefFrom,
   type DoneActorEvent,
   type ErrorActorEvent,
   type SnapshotFrom,
 } from "xstate";
-import { resolutionMachine, type ResolutionOutput } from "./resolution.ts";
 import type { RestoreResult } from "./restore.ts";
+import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
+import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
 /** What the selected branch holds: nothing at all, conversation without State Flow markers, or markers. */
@@ -44,6 +45,10 @@ export interface EpisodeContext {
   toolsRegistered: boolean;
   /** Set exactly while failed closed: the status report names it, a retried start restores it. */
   retained: RetainedPointer | null;
+  /** The open Pi run's actor (M5); null between runs. */
+  run: ActorRefFrom<typeof runMachine> | null;
+  /** The specification the last run left: the next run a message starts continues it. */
+  specification: Specification;
 }
 
 /** What the host sends. The invoked actors' results arrive as their own done and error events. */
@@ -52,8 +57,10 @@ export type EpisodeEvent =
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
-  /** A run begins, or a user message arrives after its answer was resolved: a fresh resolution (active only). */
-  | { type: "RUN_STARTED" }
+  /** before_agent_start: Pi begins a run for a prompt or a message (`toolsMissing`: State Flow's tools are not active). */
+  | { type: "RUN_ANNOUNCED"; trigger: RunTrigger; toolsMissing: boolean }
+  /** agent_start: a run's continuation, or a run no before_agent_start announced. */
+  | { type: "AGENT_START"; toolsMissing: boolean }
   | { type: "SHUTDOWN" };
 
 /** The ids of the invoked actors: their results are `xstate.done.actor.<id>` / `xstate.error.actor.<id>`. */
@@ -67,8 +74,8 @@ export type EpisodeMachineEvent =
   | ErrorActorEvent<unknown, "restore">
   | DoneActorEvent<void, "stop">
   | ErrorActorEvent<unknown, "stop">
-  /** The run's resolution actor (spawned) finished: `output.accepted` when its answer became response. */
-  | DoneActorEvent<ResolutionOutput, "resolution">;
+  /** The run's actor (spawned) ended at agent_settled: `output.accepted` when an answer became response. */
+  | DoneActorEvent<RunOutput, "run">;
 
 /** A notice for the person; `detail` is the named cause when the code alone cannot say it. */
 export type EpisodeEmitted = { type: "episode.notice"; code: EpisodeNoticeCode; detail?: string };
@@ -114,13 +121,19 @@ function retainedOf(event: EpisodeMachineEvent): RetainedPointer | null {
   };
 }
 
-/** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
+/** The input of the run an event begins: how it began (announced by Pi, or by agent_start alone). */
+function runInput(context: EpisodeContext, event: EpisodeMachineEvent, equipped: boolean): RunInput {
+  const opening: RunOpening = event.type === "RUN_ANNOUNCED" ? event.trigger : { kind: "unannounced" };
+  return { opening, equipped, specification: context.specification };
+}
+
 function notProvided(name: string) {
   return async (): Promise<never> => {
     throw new Error(`episode actor ${name} is supplied by the runtime (episodeMachine.provide)`);
   };
 }
 
+/** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
 export function isGenuinelyNewSession(event: EpisodeMachineEvent): boolean {
   return (
     event.type === "SESSION_START" && (event.reason === "startup" || event.reason === "new") && event.branch === "empty"
@@ -149,10 +162,13 @@ export const episodeMachine = setup({
     restoredLockBusy: restoreIs("lockBusy"),
     restoredUnanchored: restoreIs("unanchored"),
     toolsNotRegistered: ({ context }) => !context.toolsRegistered,
-    runAccepted: ({ event }) => event.type === "xstate.done.actor.resolution" && event.output.accepted,
+    runAccepted: ({ event }) => event.type === "xstate.done.actor.run" && event.output.accepted,
+    runOpen: ({ context }) => context.run !== null,
+    toolsPresent: ({ event }) =>
+      (event.type === "RUN_ANNOUNCED" || event.type === "AGENT_START") && !event.toolsMissing,
   },
   actors: {
-    resolution: resolutionMachine,
+    run: runMachine,
     // Supplied by the runtime (`provide`); these stand-ins only name what each one does.
     /** Opens (initializing when needed) the store and establishes the session origin or the frozen restart. */
     startStorage: fromPromise<void, StartStorageInput>(notProvided("startStorage")),
@@ -173,10 +189,22 @@ export const episodeMachine = setup({
       enqueue.assign({ toolsRegistered: true });
       enqueue("registerTools");
     }),
-    // One resolution actor per enabled run: the previous run's actor ends when the next run starts
-    // and when the branch leaves active.
-    endRun: stopChild("resolution"),
-    spawnResolution: spawnChild("resolution", { id: "resolution" }),
+    // One run actor per Pi run: an open run ends when the next is announced and when the branch
+    // leaves active (its answer can no longer be resolved there).
+    endRun: enqueueActions(({ context, enqueue }) => {
+      if (!context.run) return;
+      enqueue.stopChild(context.run);
+      enqueue.assign({ run: null });
+    }),
+    spawnEquippedRun: assign({
+      run: ({ context, event, spawn }) => spawn("run", { id: "run", input: runInput(context, event, true) }),
+    }),
+    spawnOrdinaryRun: assign({
+      run: ({ context, event, spawn }) => spawn("run", { id: "run", input: runInput(context, event, false) }),
+    }),
+    runEnded: assign(({ event }) =>
+      event.type === "xstate.done.actor.run" ? { run: null, specification: event.output.specification } : {},
+    ),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
@@ -214,9 +242,17 @@ export const episodeMachine = setup({
 }).createMachine({
   id: "episode",
   initial: "unbound",
-  context: ({ input }) => ({ autoStart: input.autoStart, toolsRegistered: false, retained: null }),
+  context: ({ input }) => ({
+    autoStart: input.autoStart,
+    toolsRegistered: false,
+    retained: null,
+    run: null,
+    specification: NO_SPECIFICATION,
+  }),
   on: {
-    RUN_STARTED: { actions: ["endRun"] },
+    RUN_ANNOUNCED: { actions: ["endRun", "spawnOrdinaryRun"] },
+    AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
+    "xstate.done.actor.run": { actions: ["runEnded"] },
     SESSION_START: [
       { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["clearRetainedRevision"] },
       { guard: "isForkOrNewSession", target: ".off", actions: ["clearRetainedRevision"] },
@@ -305,7 +341,15 @@ export const episodeMachine = setup({
       entry: ["registerToolsOnce"],
       exit: ["endRun"],
       on: {
-        RUN_STARTED: { actions: ["endRun", "spawnResolution"] },
+        RUN_ANNOUNCED: [
+          { guard: "toolsPresent", actions: ["endRun", "spawnEquippedRun"] },
+          { actions: ["endRun", "spawnOrdinaryRun"] },
+        ],
+        AGENT_START: [
+          { guard: "runOpen" },
+          { guard: "toolsPresent", actions: ["spawnEquippedRun"] },
+          { actions: ["spawnOrdinaryRun"] },
+        ],
         STOP: { target: "stopping" },
         START: [{ guard: "startAdoptsGit", target: "starting.adopting" }, { actions: ["reportAlreadyActive"] }],
         TREE: { target: "restoring.branch" },
@@ -321,7 +365,7 @@ export const episodeMachine = setup({
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
-          on: { "xstate.done.actor.resolution": { guard: "runAccepted", target: "steady" } },
+          on: { "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] } },
           states: {
             fromTranscript: { description: "Migrates the active pre-Flow transcript." },
             fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },
@@ -468,9 +512,9 @@ export function isToolsRegistered(s: EpisodeSnapshot): boolean {
 export function retainedPointer(s: EpisodeSnapshot): RetainedPointer | null {
   return s.context.retained;
 }
-/** The current run's resolution actor (only an enabled run has one). */
-export function runResolution(s: EpisodeSnapshot): ActorRefFrom<typeof resolutionMachine> | undefined {
-  return s.children.resolution as ActorRefFrom<typeof resolutionMachine> | undefined;
+/** The open Pi run's actor (undefined between runs). */
+export function openRun(s: EpisodeSnapshot): ActorRefFrom<typeof runMachine> | undefined {
+  return s.context.run ?? undefined;
 }
 /** True only while storage may be initialized or migrated (manual startup is read-only). */
 export function mayInitializeStorage(s: EpisodeSnapshot): boolean {

@@ -29,7 +29,6 @@ import {
   type SessionStartReason,
   type BranchShape,
 } from "../machines/episode.ts";
-import { resolutionMachine } from "../machines/resolution.ts";
 import type { SessionIdentity } from "../storage/state-store.ts";
 import { BranchBinding } from "./branch-binding.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
@@ -42,7 +41,7 @@ import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import type { RunTrigger, Specification } from "./specification.ts";
+import type { RunTrigger, Specification } from "../machines/specification.ts";
 
 export type { Draft, PatchAccepted } from "./run-session.ts";
 
@@ -101,9 +100,7 @@ export class FlowRuntime {
     // The episode's I/O: each actor's success or failure is the machine's transition to take.
     const machine = episodeMachine.provide({
       actors: {
-        resolution: resolutionMachine.provide({
-          actors: { commitResponse: fromPromise(({ input }) => this.run.commitResponse(input.text)) },
-        }),
+        run: this.run.machine(),
         startStorage: fromPromise(({ input }) => effects.startStorage(input.fromFrozen)),
         adoptGit: fromPromise(() => effects.adoptIntoGit()),
         selectRestore: fromPromise(() => effects.selectRestore()),
@@ -159,26 +156,31 @@ export class FlowRuntime {
   // ---- the run --------------------------------------------------------------------------------
 
   /**
-   * A run begins (a user prompt, or a message another extension sent with triggerTurn); true when
-   * it is an enabled run (the host then adds the protocol and anchor).
+   * before_agent_start: Pi begins a run (a user prompt, or a message another extension sent with
+   * triggerTurn); true when the run is equipped (the host then adds the protocol and anchor).
    */
-  runStarted(trigger: RunTrigger): boolean {
-    return this.run.started(trigger);
+  runAnnounced(trigger: RunTrigger): boolean {
+    return this.run.announced(trigger);
   }
 
-  /** Names what started a run the host could not name when it began. */
-  runSource(source: string): void {
-    this.run.source(source);
+  /** agent_start: true when it began an equipped run no before_agent_start announced (the host sends the anchor). */
+  agentStart(): boolean {
+    return this.run.agentStart();
   }
 
-  /** A user message Pi delivered inside the run (steering, a queued follow-up). */
+  /** A user message Pi delivered (a run's prompt, steering, a queued follow-up). */
   userMessage(text: string): void {
     this.run.userMessage(text);
   }
 
-  /** Resolves once the current run's Knowledge discovery is complete (at once when none runs). */
+  /** A custom message Pi delivered (`ownAnchor`: State Flow's own run anchor). */
+  customMessage(customType: string, ownAnchor: boolean): void {
+    this.run.customMessage(customType, ownAnchor);
+  }
+
+  /** Resolves once the open run's Knowledge discovery is complete (at once when none runs). */
   async knowledgeReady(): Promise<void> {
-    await this.knowledge.ready();
+    await this.run.knowledgeReady();
     this.syncHost();
   }
 
@@ -199,6 +201,7 @@ export class FlowRuntime {
     this.syncHost();
   }
 
+  /** agent_settled: the run is over, with every retry and queued message Pi ran in it. */
   runEnded(): void {
     this.run.ended();
     this.publication.runEnd();
@@ -248,15 +251,15 @@ export class FlowRuntime {
     const mode = projectionMode(this.episode.getSnapshot());
     const { identity, state } = this.binding;
     if (mode === "failedClosed") return { mode: "closed" };
-    if (mode === "ordinary" || !identity || this.run.unequipped) return { mode: "ordinary" };
+    if (mode === "ordinary" || !identity) return { mode: "ordinary" };
     const sessionId = identity.sessionId;
-    if (mode === "passive") return { mode: "passive", sessionId, discarded: this.run.discarded };
-    if (!state) return { mode: "ordinary" };
+    if (mode === "passive") return { mode: "passive", sessionId, discarded: this.run.discarded() };
+    if (!state || this.run.unequipped()) return { mode: "ordinary" };
     return {
       mode: mode === "active" ? "steady" : "bootstrap",
       sessionId,
-      discarded: this.run.discarded,
-      specification: this.run.specification,
+      discarded: this.run.discarded(),
+      specification: this.run.specification(),
       view: state.view,
       invalidations: this.knowledge.invalidations(state),
       resolution: this.run.resolutionView(),

@@ -12,7 +12,7 @@
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
-import { renderSpecification, type Specification } from "../../runtime/specification.ts";
+import { renderSpecification, type Specification } from "../../machines/specification.ts";
 import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
@@ -184,7 +184,7 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 // said as such, never left out.
 
 export interface RuntimeContextInput {
-  /** The user's request the run works toward (see runtime/specification.ts). */
+  /** The user's request the run works toward (see machines/specification.ts). */
   specification: Specification;
   /** The current effective state[0], as the model sees it. */
   state: ScopeState;

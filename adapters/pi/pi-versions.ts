@@ -13,7 +13,7 @@
 // - What a provider is asked: adapters/pi/provider-request.ts (0.86 moved the system prompt and
 //   tools into system messages; `context` handlers see neither in 1.x, and Pi restores them).
 
-import type { RunTrigger } from "../../runtime/specification.ts";
+import type { RunTrigger } from "../../machines/specification.ts";
 import type { ListedSkill } from "./skill-listing.ts";
 
 /** The fields of before_agent_start either version may send. */

@@ -11,7 +11,7 @@ import { parsePatchSet } from "../../storage/core/cohort.ts";
 import { FlowRuntime } from "../../runtime/flow-runtime.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
 import { cwdKey } from "../../storage/layout.ts";
-import type { RunTrigger } from "../../runtime/specification.ts";
+import type { RunTrigger } from "../../machines/specification.ts";
 import { BLOCKED_URL, alive, blockingSsh, until, type BlockingSsh } from "../support/blocking-remote.ts";
 import { RecordingHost } from "../support/recording-host.ts";
 import { git as gitIn, gitTestEnv } from "../support/store-fixtures.ts";
