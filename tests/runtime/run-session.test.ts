@@ -24,8 +24,11 @@ describe("RunSession", () => {
   it("a run while State Flow is off is ordinary Pi: no resolution, no specification", () => {
     parts = runtimeParts(false);
     const { episode, run } = session(parts);
-    expect(run.started({ kind: "prompt", text: "hello" })).toBe(false);
-    expect(run.specification.request).toBe("");
+    expect(run.announced({ kind: "prompt", text: "hello" })).toBe(false);
+    run.userMessage("hello");
+    run.userMessage("more");
+    expect(run.specification().request).toBe("");
+    expect(run.unequipped(), "a run while off is an ordinary one").toBe(true);
     episode.stop();
   });
 
@@ -34,9 +37,10 @@ describe("RunSession", () => {
     const { episode, run } = session(parts);
     episode.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
     await new Promise<void>((done) => episode.subscribe((s) => s.matches("active") && done()));
-    expect(run.started({ kind: "prompt", text: "fix the build" })).toBe(true);
+    expect(run.announced({ kind: "prompt", text: "fix the build" })).toBe(true);
+    run.userMessage("fix the build");
     run.userMessage("and the tests");
-    expect(run.specification).toMatchObject({ request: "fix the build", added: ["and the tests"] });
+    expect(run.specification()).toMatchObject({ request: "fix the build", added: ["and the tests"] });
     const before = parts.host.recordedRevisions().size;
     await run.commitResponse("done.");
     await run.commitResponse("done.");
