@@ -270,7 +270,7 @@ describe("run scenarios", () => {
     actor.stop();
   });
 
-  it("I5.4/I5.5 an unannounced run keeps the request and learns its source; SETTLED mid-answer accepts nothing", () => {
+  it("I5.4/I5.5 a run its anchor started keeps the request, names no source; SETTLED mid-answer accepts none", () => {
     const input: RunInput = { opening: { kind: "unannounced" }, equipped: true, specification: EARLIER };
     const actor = createActor(withStubs(runMachine), { input }).start();
     actor.send(OWN_ANCHOR);
