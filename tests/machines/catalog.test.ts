@@ -8,7 +8,7 @@ describe("machine catalog", () => {
       "resolution",
       "publication",
       "barrier",
-      "runFraming",
+      "run",
     ]);
     expect(new Set(machineCatalog.map((m) => m.doc)).size).toBe(machineCatalog.length);
     for (const m of machineCatalog) expect(m.machine.id).toBe(m.name);
