@@ -57,7 +57,7 @@ export type EpisodeEvent =
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
-  /** before_agent_start: Pi begins a run for a prompt or a message (`toolsMissing`: State Flow's tools are not active). */
+  /** before_agent_start: Pi begins a run for a prompt or a message (`toolsMissing`: State Flow's tools inactive). */
   | { type: "RUN_ANNOUNCED"; trigger: RunTrigger; toolsMissing: boolean }
   /** agent_start: a run's continuation, or a run no before_agent_start announced. */
   | { type: "AGENT_START"; toolsMissing: boolean }

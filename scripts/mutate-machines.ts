@@ -57,15 +57,15 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "resolution-steer-attempt-number",
     file: "machines/resolution.ts",
-    from: "params: { attempt: n + 1 } }],",
-    to: "params: { attempt: n } }],",
+    from: '{ type: "steerHiddenSameRun", params: { attempt: n + 1 } },',
+    to: '{ type: "steerHiddenSameRun", params: { attempt: n } },',
     why: "a hidden steer names the wrong attempt (off by one)",
   },
   {
     id: "resolution-exhausted-attempts",
     file: "machines/resolution.ts",
-    from: "params: { attempts: n + 1 } }],",
-    to: "params: { attempts: n } }],",
+    from: '{ type: "reportExhausted", params: { attempts: n + 1 } },',
+    to: '{ type: "reportExhausted", params: { attempts: n } },',
     why: "the exhaustion error reports one attempt too few",
   },
   {
@@ -135,8 +135,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-bootstrap-ends-unaccepted",
     file: "machines/episode.ts",
-    from: '"xstate.done.actor.resolution": { guard: "runAccepted", target: "steady" }',
-    to: '"xstate.done.actor.resolution": { target: "steady" }',
+    from: '"xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] }',
+    to: '"xstate.done.actor.run": { target: "steady", actions: ["runEnded"] }',
     why: "a run whose answer was not committed still ends the migration run: the pre-Flow context is dropped unsaved",
   },
   {
@@ -217,18 +217,18 @@ export const MUTANTS: readonly Mutant[] = [
     why: "tools are registered with Pi again on every activation",
   },
   {
-    id: "episode-run-started-no-spawn",
+    id: "episode-enabled-run-ordinary",
     file: "machines/episode.ts",
-    from: 'RUN_STARTED: { actions: ["endRun", "spawnResolution"] },',
-    to: 'RUN_STARTED: { actions: ["endRun"] },',
-    why: "an enabled run starts without a resolution actor",
+    from: '{ guard: "toolsPresent", actions: ["endRun", "spawnEquippedRun"] },',
+    to: '{ guard: "toolsPresent", actions: ["endRun", "spawnOrdinaryRun"] },',
+    why: "a prompt on an enabled branch with its tools active runs as ordinary Pi: nothing resolved or projected",
   },
   {
     id: "episode-active-exit-keeps-run",
     file: "machines/episode.ts",
     from: 'exit: ["endRun"],',
     to: "exit: [],",
-    why: "the run's resolution actor outlives the active branch (steering a stopped branch)",
+    why: "the run's actor outlives the active branch (steering and resolving on a stopped branch)",
   },
   {
     id: "episode-fork-like-resume",
@@ -328,6 +328,56 @@ export const MUTANTS: readonly Mutant[] = [
     from: 'record?.state === "pending"\n',
     to: 'record?.state === "pending" && false\n',
     why: "restart recovery ignores the revision the record names pending and pushes the selected one instead",
+  },
+  // run
+  {
+    id: "run-prompt-added-twice",
+    file: "machines/run.ts",
+    from: 'on: { USER_MESSAGE: { target: "framed" } },',
+    to: 'on: { USER_MESSAGE: { target: "framed", actions: ["addUserMessage"] } },',
+    why: "the prompt Pi reports as the run's first user message is added to the specification a second time",
+  },
+  {
+    id: "run-unannounced-framed",
+    file: "machines/run.ts",
+    from: '{ guard: "openedUnannounced", target: "awaitingSource" },',
+    to: '{ guard: "openedUnannounced", target: "framed" },',
+    why: "a run agent_start alone began never learns which message started it",
+  },
+  {
+    id: "run-own-anchor-named-source",
+    file: "machines/run.ts",
+    from: '{ guard: "isOwnAnchor", target: "framed" },',
+    to: '{ guard: "isOwnAnchor", target: "framed", actions: ["nameSource"] },',
+    why: "State Flow's own run anchor is named as what started the run",
+  },
+  {
+    id: "run-no-fresh-answer",
+    file: "machines/run.ts",
+    from: 'on: { USER_MESSAGE: { target: "resolving" } },',
+    to: "on: { USER_MESSAGE: {} },",
+    why: "a follow-up after the run's answer is answered without resolution (no final:true asked, no response)",
+  },
+  {
+    id: "run-accepted-forgotten",
+    file: "machines/run.ts",
+    from: "accepted: context.accepted || event.output.accepted,",
+    to: "accepted: event.output.accepted,",
+    why: "a later unaccepted answer hides an accepted one: the bootstrap never ends",
+  },
+  {
+    id: "run-discards-forgotten",
+    file: "machines/run.ts",
+    from: "discarded: [...context.discarded, ...event.output.discarded],",
+    to: "discarded: context.discarded,",
+    why: "drafts an earlier answer of the run discarded come back into its later inferences",
+  },
+  {
+    id: "run-ordinary-discovers",
+    file: "machines/run.ts",
+    from: 'always: [{ guard: "equipped", target: "discovering" }, { target: "none" }],',
+    to: 'always: [{ target: "discovering" }],',
+    why: "an ordinary run (State Flow off) reads the Knowledge sources and their provenance",
   },
   // barrier
   {

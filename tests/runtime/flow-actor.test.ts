@@ -14,7 +14,7 @@ describe("createFlowActor", () => {
     expect(actor.getSnapshot().context.autoStart).toBe(true);
     actor.stop();
   });
-  it("reports the invoked storage actor and the spawned run actor and what it invokes to the inspection sink too", async () => {
+  it("reports the invoked storage actor, the spawned run and what it invokes to the inspection sink", async () => {
     const seen: string[] = [];
     const inspect = (e: InspectionEvent) => {
       if (e.type === "@xstate.actor") seen.push((e.actorRef as unknown as { id: string }).id);

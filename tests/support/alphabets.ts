@@ -104,16 +104,3 @@ export const RESPONSE_REFUSED: ResolutionMachineEvent = {
   actorId: "commit",
   error: new Error("store refused the response"),
 };
-
-export const RESOLUTION_EVENTS: ResolutionMachineEvent[] = [
-  { type: "PATCH_ACCEPTED", final: true },
-  { type: "PATCH_ACCEPTED", final: false },
-  { type: "FINAL_ONLY" },
-  { type: "PATCH_REJECTED" },
-  ...(["complete", "aborted", "length", "error", "empty"] as const).map(
-    (ending, id) => ({ type: "DRAFT", ending, text: `${ending} draft`, id: id + 1 }) as const,
-  ),
-  { type: "TURN_END" },
-  RESPONSE_COMMITTED,
-  RESPONSE_REFUSED,
-];

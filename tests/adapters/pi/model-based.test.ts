@@ -35,12 +35,12 @@ import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import {
   EPISODE_EVENTS,
-  RESOLUTION_EVENTS,
   RESPONSE_COMMITTED,
   RUN_ACCEPTED,
   RUN_ANNOUNCED,
   RUN_NOT_ACCEPTED,
 } from "../../support/alphabets.ts";
+import { RESOLUTION_ALPHABET } from "../../support/run-alphabets.ts";
 import { episodeWithPendingActors, resolutionWithPendingCommit } from "../../support/episode-stubs.ts";
 import { PiHarness, call, contextText, say, type HarnessOptions, holdForeignLock } from "../../support/pi-harness.ts";
 
@@ -685,7 +685,7 @@ describe("M1 episode: generated shortest paths replayed through a real Pi sessio
 
 // ==== M2 resolution ===============================================================================
 
-const resolutionAlphabet = RESOLUTION_EVENTS;
+const resolutionAlphabet = RESOLUTION_ALPHABET;
 
 /** Why a resolution path cannot be produced through Pi, or null. */
 function resolutionSkipReason(path: readonly ResolutionMachineEvent[]): string | null {
