@@ -9,8 +9,50 @@ import type { Mutant } from "./mutant.ts";
 const EPISODE_ACTORS = ["tests/runtime/episode-actors.test.ts"];
 const PUBLICATION = ["tests/runtime/publication.test.ts", "tests/runtime/publication-records.test.ts"];
 const RESTORE = ["tests/runtime/restore-branch.test.ts"];
+const RUN = ["tests/runtime/run-session.test.ts", "tests/runtime/flow-runtime.test.ts"];
 
 export const RUNTIME_MUTANTS: readonly Mutant[] = [
+  // the run's runtime side
+  {
+    id: "run-session-tools-ignored",
+    file: "runtime/run-session.ts",
+    from: "return this.host.missingTools().length > 0;",
+    to: "return false;",
+    why: "a run the host cannot give State Flow's tools is equipped anyway: the model is asked for tools it lacks",
+    suite: RUN,
+  },
+  {
+    id: "run-session-anchor-never",
+    file: "runtime/run-session.ts",
+    from: "return this.current() !== before && this.equipped();",
+    to: "return false;",
+    why: "a result dropped: a run agent_start alone began gets no anchor, so its messages are not told apart",
+    suite: RUN,
+  },
+  {
+    id: "run-session-commit-not-awaited",
+    file: "runtime/run-session.ts",
+    from: "if (resolution) await waitFor(resolution,",
+    to: "if (resolution) void waitFor(resolution,",
+    why: "a wait not awaited: turn_end returns before the answer's commit, so the response is read stale",
+    suite: RUN,
+  },
+  {
+    id: "run-session-discard-unrecorded",
+    file: "runtime/run-session.ts",
+    from: "if (event.type === \"DRAFT\") this.host.recordDiscarded(event.id ?? 0);",
+    to: "",
+    why: "an effect skipped: a discarded draft is not recorded on the branch, so a fork or a stop shows it again",
+    suite: RUN,
+  },
+  {
+    id: "run-session-steer-twice",
+    file: "runtime/run-session.ts",
+    from: "          this.host.steer(attempt);",
+    to: "          this.host.steer(attempt);\n          this.host.steer(attempt);",
+    why: "an effect run twice: one unresolved draft sends two hidden steers",
+    suite: RUN,
+  },
   // episode actors
   {
     id: "actors-start-waits-for-push",

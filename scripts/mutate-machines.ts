@@ -196,13 +196,6 @@ export const MUTANTS: readonly Mutant[] = [
     why: "STOP after a busy lock restores the branch and then forgets to stop",
   },
   {
-    id: "episode-register-tools-every-activation",
-    file: "machines/episode.ts",
-    from: 'if (!check("toolsNotRegistered")) return;',
-    to: "",
-    why: "tools are registered with Pi again on every activation",
-  },
-  {
     id: "episode-enabled-run-ordinary",
     file: "machines/episode.ts",
     from: '{ guard: "toolsPresent", actions: ["endRun", "spawnEquippedRun"] },',

@@ -171,11 +171,14 @@ describe("EpisodeActors and publication (a remote that really blocks)", () => {
     parts = runtimeParts(false);
     const { actors, binding, host } = parts;
     await actors.startStorage(false);
+    const before = binding.state!.pointer.revision;
     parts.env.PATH = process.env.PATH;
     host.appendCheckpoint = () => {
       throw new Error("the session file is not writable");
     };
     await expect(actors.adoptIntoGit()).rejects.toThrow(/not writable/);
     expect(binding.store!.store.kind, "the repository opened before the failure is not used").toBe("file");
+    expect(binding.state!.pointer.revision, "nor the revision committed into it").toBe(before);
+    expect(before.startsWith("file:")).toBe(true);
   });
 });
