@@ -159,7 +159,7 @@ const stepOf = (turn: Turn) => (): AssistantMessage =>
   turn.kind === "text"
     ? fauxAssistantMessage([fauxText(turn.text)], { stopReason: "stop" })
     : fauxAssistantMessage(
-        turn.calls.map((c) => fauxToolCall(c.name, c.args, { id: c.id })),
+        turn.calls.map((c) => fauxToolCall(c.name, c.args as never, { id: c.id })),
         { stopReason: "toolUse" },
       );
 
@@ -251,7 +251,8 @@ async function replayRun(h: PiHarness, path: readonly BarrierEvent[], tag: strin
           : !result.isError;
     if (ran === decided.block)
       bad.push(
-        `${what} ${ran ? "ran" : "did not run"} though the machine ${decided.block ? "blocked" : "allowed"} it — ${where}`,
+        `${what} ${ran ? "ran" : "did not run"} though the machine ` +
+          `${decided.block ? "blocked" : "allowed"} it — ${where}`,
       );
   }
   return { bad, events: events.length };
