@@ -120,7 +120,9 @@ function skipReason(path: readonly PublicationPathEvent[], input: PublicationInp
       if ((key === "record(pending)" || key === "record(unreadable)") && i === 0)
         return `${key} is not planted by this replay (it plants a fresh store, a settled record or none)`;
       if (key === "remote(has)" && !(i === 1 && eventKey(path[0]!, SELECTED) === "record(none)"))
-        return "the remote has a recovered target only where this replay planted one: a reopened session without record";
+        return (
+          "the remote has a recovered target only where this replay planted one: " + "a reopened session without record"
+        );
       if (
         waiting &&
         heldAs(s, waiting) !== null &&
@@ -176,7 +178,7 @@ function publicationPaths(): { generated: number; cases: PathCase[] } {
   return { generated, cases };
 }
 
-/** For each index: the remote is removed from the store's config before that event, so the push it starts finds none. */
+/** The indices before which the remote leaves the store's config, so the push that event starts finds none. */
 function remoteRemovals(path: readonly PublicationPathEvent[], input: PublicationInput): Set<number> {
   const starts: number[] = [];
   let started = 0;
@@ -369,7 +371,8 @@ class PublicationWorld {
     // Written in the order announced, asynchronously: the file catches up with the machine's record.
     await until(
       () => JSON.stringify(this.readRecord(this.h)) === JSON.stringify(record),
-      `I3.11 the durable record ${JSON.stringify(record)} (file: ${JSON.stringify(this.readRecord(this.h))}) — ${where}`,
+      `I3.11 the durable record ${JSON.stringify(record)} ` +
+        `(file: ${JSON.stringify(this.readRecord(this.h))}) — ${where}`,
     );
   }
 
@@ -485,7 +488,7 @@ class PublicationWorld {
       await this.observe(eventKey(this.adapter.steps[this.seen]!.event, this.selected));
   }
 
-  /** The adapter took an event the replay has not observed yet (REMOTE_FOUND arrives with its cohort, a local-only push at once). */
+  /** The adapter took an event not observed yet (REMOTE_FOUND comes with its cohort, a local-only push at once). */
   get ahead(): boolean {
     return this.run?.ahead === true || this.adapter.steps.length > this.seen;
   }
@@ -535,7 +538,8 @@ afterAll(() => {
 });
 
 const title = (c: PathCase) =>
-  `${c.input.policy}/${c.input.backend}${c.input.backend === "git" ? (c.input.remote ? "+remote" : " no remote") : ""}: ${show(c.path)}`;
+  `${c.input.policy}/${c.input.backend}` +
+  `${c.input.backend === "git" ? (c.input.remote ? "+remote" : " no remote") : ""}: ${show(c.path)}`;
 
 describe("M3 publication: generated shortest paths replayed through a real Pi session, store and remote", () => {
   const { generated, cases } = publicationPaths();
