@@ -156,11 +156,6 @@ interface PathCase {
  * Paths on which the replay found the adapter disagreeing with the machine, not yet resolved: kept
  * visible as skipped tests with what was seen, so the finding is not lost and the suite stays green.
  */
-const OPEN_FINDINGS: Record<string, string> = {
-  "transition/git+remote: record(none) → ACCEPTED → push(local-only)":
-    "OPEN FINDING: with the remote removed, a transition-policy cohort's push finds none, yet the session's " +
-    "record file is never written (the machine announced pending, then settled; the file stays absent)",
-};
 
 function publicationPaths(): { generated: number; cases: PathCase[] } {
   let generated = 0;
@@ -549,7 +544,6 @@ describe("M3 publication: generated shortest paths replayed through a real Pi se
     expect(cases.filter((c) => c.reason === null).length).toBeGreaterThanOrEqual(15);
   });
   for (const c of cases) {
-    c.reason ??= OPEN_FINDINGS[title(c)] ?? null;
     if (c.reason) {
       summary.skipped.push(`${title(c)}: ${c.reason}`);
       it.skip(`${title(c)} — skipped: ${c.reason}`, () => {});
