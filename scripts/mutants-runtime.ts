@@ -81,9 +81,17 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "actors-adopt-failure-keeps-repository",
     file: "runtime/episode-actors.ts",
-    from: "      this.binding.store = fileStore; //",
-    to: "      //",
+    from: "      this.binding.store = fileStore;\n",
+    to: "",
     why: "a recovery step skipped: a failed adoption leaves the branch on the half-opened Git store",
+    suite: EPISODE_ACTORS,
+  },
+  {
+    id: "actors-adopt-failure-keeps-revision",
+    file: "runtime/episode-actors.ts",
+    from: "      this.binding.state = current;\n",
+    to: "",
+    why: "a recovery step skipped: a failed adoption leaves the branch bound to the revision it committed into Git",
     suite: EPISODE_ACTORS,
   },
   {
