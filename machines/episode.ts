@@ -13,11 +13,13 @@ import {
   enqueueActions,
   fromPromise,
   raise,
+  spawnChild,
   type ActorRefFrom,
   type DoneActorEvent,
   type ErrorActorEvent,
   type SnapshotFrom,
 } from "xstate";
+import { barrierMachine } from "./barrier.ts";
 import type { RestoreResult } from "./restore.ts";
 import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
 import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
@@ -49,6 +51,8 @@ export interface EpisodeContext {
   run: ActorRefFrom<typeof runMachine> | null;
   /** The specification the last run left: the next run a message starts continues it. */
   specification: Specification;
+  /** State Flow's tools the host could not make active although asked (said once each time they go missing). */
+  toolsMissing: readonly string[];
 }
 
 /** What the host sends. The invoked actors' results arrive as their own done and error events. */
@@ -61,6 +65,8 @@ export type EpisodeEvent =
   | { type: "RUN_ANNOUNCED"; trigger: RunTrigger; toolsMissing: boolean }
   /** agent_start: a run's continuation, or a run no before_agent_start announced. */
   | { type: "AGENT_START"; toolsMissing: boolean }
+  /** After each step: which of State Flow's tools the host could not make active (empty: all are). */
+  | { type: "TOOLS_SYNCED"; missing: readonly string[] }
   | { type: "SHUTDOWN" };
 
 /** The ids of the invoked actors: their results are `xstate.done.actor.<id>` / `xstate.error.actor.<id>`. */
@@ -91,7 +97,8 @@ export type EpisodeNoticeCode =
   | "restore-lock-busy"
   | "restore-unproven"
   | "restore-unanchored"
-  | "stop-refused-unanchored";
+  | "stop-refused-unanchored"
+  | "tools-missing";
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;
@@ -164,11 +171,14 @@ export const episodeMachine = setup({
     toolsNotRegistered: ({ context }) => !context.toolsRegistered,
     runAccepted: ({ event }) => event.type === "xstate.done.actor.run" && event.output.accepted,
     runOpen: ({ context }) => context.run !== null,
+    toolsNewlyMissing: ({ context, event }) =>
+      event.type === "TOOLS_SYNCED" && event.missing.length > 0 && context.toolsMissing.length === 0,
     toolsPresent: ({ event }) =>
       (event.type === "RUN_ANNOUNCED" || event.type === "AGENT_START") && !event.toolsMissing,
   },
   actors: {
     run: runMachine,
+    barrier: barrierMachine,
     // Supplied by the runtime (`provide`); these stand-ins only name what each one does.
     /** Opens (initializing when needed) the store and establishes the session origin or the frozen restart. */
     startStorage: fromPromise<void, StartStorageInput>(notProvided("startStorage")),
@@ -205,6 +215,16 @@ export const episodeMachine = setup({
     runEnded: assign(({ event }) =>
       event.type === "xstate.done.actor.run" ? { run: null, specification: event.output.specification } : {},
     ),
+    // The patch_state barrier (M4) lives as long as the episode: one per extension instance.
+    spawnBarrier: spawnChild("barrier", { id: "barrier" }),
+    noteToolsMissing: assign({
+      toolsMissing: ({ context, event }) => (event.type === "TOOLS_SYNCED" ? event.missing : context.toolsMissing),
+    }),
+    reportToolsMissing: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "tools-missing" as const,
+      detail: event.type === "TOOLS_SYNCED" ? event.missing.join(", ") : "",
+    })),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
@@ -248,8 +268,14 @@ export const episodeMachine = setup({
     retained: null,
     run: null,
     specification: NO_SPECIFICATION,
+    toolsMissing: [],
   }),
+  entry: ["spawnBarrier"],
   on: {
+    TOOLS_SYNCED: [
+      { guard: "toolsNewlyMissing", actions: ["noteToolsMissing", "reportToolsMissing"] },
+      { actions: ["noteToolsMissing"] },
+    ],
     RUN_ANNOUNCED: { actions: ["endRun", "spawnOrdinaryRun"] },
     AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
     "xstate.done.actor.run": { actions: ["runEnded"] },
@@ -511,6 +537,10 @@ export function isToolsRegistered(s: EpisodeSnapshot): boolean {
 /** The pointer a failed-closed branch retains, and why; null unless failed closed. */
 export function retainedPointer(s: EpisodeSnapshot): RetainedPointer | null {
   return s.context.retained;
+}
+/** The branch's patch_state barrier (M4). */
+export function branchBarrier(s: EpisodeSnapshot): ActorRefFrom<typeof barrierMachine> {
+  return s.children.barrier as ActorRefFrom<typeof barrierMachine>;
 }
 /** The open Pi run's actor (undefined between runs). */
 export function openRun(s: EpisodeSnapshot): ActorRefFrom<typeof runMachine> | undefined {

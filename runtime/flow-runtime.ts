@@ -11,14 +11,9 @@ import type { ScopeSelector } from "../storage/core/scope-state.ts";
 import { headBoundary, type TemporalRead, type TemporalView } from "../storage/core/temporal.ts";
 import type { JsonObject } from "../storage/core/json.ts";
 import { projectArtifacts } from "../storage/core/artifacts.ts";
+import { inCurrentBatch, toolCallDecision, type BarrierDecision, type ToolCallRef } from "../machines/barrier.ts";
 import {
-  barrierMachine,
-  inCurrentBatch,
-  toolCallDecision,
-  type BarrierDecision,
-  type ToolCallRef,
-} from "../machines/barrier.ts";
-import {
+  branchBarrier,
   episodeMachine,
   episodeStateName,
   isToolsActive,
@@ -36,7 +31,7 @@ import { EpisodeActors } from "./episode-actors.ts";
 import type { BranchHost } from "./host.ts";
 import type { Invalidations } from "./knowledge-run.ts";
 import { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
-import { episodeNotices, inputRefusedNotice, toolsMissingNotice } from "./notices.ts";
+import { episodeNotices, inputRefusedNotice } from "./notices.ts";
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
@@ -77,15 +72,12 @@ export type Projection =
 
 export class FlowRuntime {
   readonly episode: Actor<typeof episodeMachine>;
-  private readonly barrier: Actor<typeof barrierMachine>;
   private readonly host: BranchHost;
   private readonly options: FlowRuntimeOptions;
   private readonly publication: BranchPublication;
   private readonly binding: BranchBinding;
   private readonly knowledge: KnowledgeUpkeep;
   private readonly run: RunSession;
-  /** The missing-tools notice was given (again after the tools came back and went missing anew). */
-  private toolsMissingSaid = false;
 
   constructor(host: BranchHost, options: FlowRuntimeOptions) {
     this.host = host;
@@ -119,8 +111,6 @@ export class FlowRuntime {
       for (const { text, level } of episodeNotices(code, detail)) this.host.notify(text, level);
     });
     this.episode.start();
-    this.barrier = createFlowActor(barrierMachine, { inspection: options.inspection });
-    this.barrier.start();
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
@@ -149,7 +139,6 @@ export class FlowRuntime {
   shutdown(): void {
     this.episode.send({ type: "SHUTDOWN" });
     this.publication.shutdown();
-    this.barrier.stop();
     this.options.inspection?.stop();
   }
 
@@ -196,7 +185,7 @@ export class FlowRuntime {
 
   /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
   async turnEnd(): Promise<void> {
-    this.barrier.send({ type: "BATCH_END" });
+    this.barrier().send({ type: "BATCH_END" });
     await this.run.turnEnd();
     this.syncHost();
   }
@@ -217,12 +206,13 @@ export class FlowRuntime {
   /** The patch_state barrier over the current assistant batch (`batch` reads it when a new one begins). */
   toolCall(toolCallId: string, batch: () => readonly ToolCallRef[] | null): BarrierDecision {
     if (!isToolsActive(this.episode.getSnapshot())) return { block: false };
-    if (!inCurrentBatch(this.barrier.getSnapshot(), toolCallId)) {
+    const barrier = this.barrier();
+    if (!inCurrentBatch(barrier.getSnapshot(), toolCallId)) {
       const calls = batch();
-      if (calls) this.barrier.send({ type: "BATCH", calls });
+      if (calls) barrier.send({ type: "BATCH", calls });
     }
-    this.barrier.send({ type: "TOOL_CALL", id: toolCallId });
-    return toolCallDecision(this.barrier.getSnapshot(), toolCallId);
+    barrier.send({ type: "TOOL_CALL", id: toolCallId });
+    return toolCallDecision(barrier.getSnapshot(), toolCallId);
   }
 
   async patchState(set: PatchSet): Promise<PatchAccepted> {
@@ -330,8 +320,12 @@ export class FlowRuntime {
               : undefined;
     const toolsActive = isToolsActive(snapshot);
     this.host.sync({ toolsActive, toolsRegistered: isToolsRegistered(snapshot), footer });
-    const missing = toolsActive ? this.host.missingTools() : [];
-    if (missing.length > 0 && !this.toolsMissingSaid) this.host.notify(toolsMissingNotice(missing), "warning");
-    this.toolsMissingSaid = missing.length > 0;
+    // The episode says the missing tools once each time they go missing.
+    this.episode.send({ type: "TOOLS_SYNCED", missing: toolsActive ? this.host.missingTools() : [] });
+  }
+
+  /** The branch's patch_state barrier (the episode's child). */
+  private barrier() {
+    return branchBarrier(this.episode.getSnapshot());
   }
 }

@@ -75,7 +75,8 @@ const simpleEvents: EpisodeMachineEvent[] = [
       e.type !== "xstate.error.actor.restore" &&
       !(e.type === "xstate.done.actor.run" && !e.output.accepted) &&
       !(e.type === "RUN_ANNOUNCED" && (e.toolsMissing || e.trigger.kind === "message")) &&
-      e.type !== "AGENT_START",
+      e.type !== "AGENT_START" &&
+      e.type !== "TOOLS_SYNCED",
   ),
 ];
 
@@ -384,6 +385,14 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (event.type === "xstate.done.actor.run" && run) v.push("I1.14 the run's end left it open");
   if (event.type === "xstate.done.actor.run" && next.context.specification !== event.output.specification)
     v.push("I1.14 the run's end did not keep the specification it left");
+  // I1.18: the missing tools are said once each time they go missing
+  if (event.type === "TOOLS_SYNCED" && next.status === "active") {
+    const said = step.emitted.filter((e) => e.type === "episode.notice" && e.code === "tools-missing");
+    const newly = event.missing.length > 0 && prev.context.toolsMissing.length === 0;
+    if (said.length !== (newly ? 1 : 0)) v.push(`I1.18 tools-missing said ${said.length}× (newly missing: ${newly})`);
+    if (next.context.toolsMissing !== event.missing) v.push("I1.18 the missing tools were not kept");
+  }
+  if (!next.children.barrier && next.status === "active") v.push("I1.18 the episode runs without its barrier");
   // I1.10
   if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
   if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");

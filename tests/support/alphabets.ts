@@ -82,6 +82,8 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "RUN_ANNOUNCED", trigger: { kind: "prompt", text: "the request" }, toolsMissing: true },
   { type: "AGENT_START", toolsMissing: false },
   { type: "AGENT_START", toolsMissing: true },
+  { type: "TOOLS_SYNCED", missing: ["patch_state"] },
+  { type: "TOOLS_SYNCED", missing: [] },
   RUN_ACCEPTED,
   RUN_NOT_ACCEPTED,
   STORAGE_READY,

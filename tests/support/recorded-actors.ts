@@ -1,4 +1,4 @@
-// What the model-based replays observe of the adapter's own actors: every event a root actor took
+// What the model-based replays observe of the adapter's own actors: every event an actor took
 // and the snapshot it reached after it, as XState's inspection API reports them. A replay hands
 // `recorder.inspection` to the extension in place of the opt-in live inspector (which only adds an
 // inspect observer to every machine actor the runtime creates), then compares that trail, step by
@@ -24,10 +24,9 @@ export interface RecordedActor {
 interface InspectedRef {
   logic?: { id?: string };
   options?: { input?: unknown };
-  _parent?: unknown;
 }
 
-/** Records the root actors of the named machines (their invoked and spawned children are not roots). */
+/** Records the actors of the named machines, whether roots (publication) or the episode's children (the barrier). */
 export class ActorRecorder {
   readonly actors: RecordedActor[] = [];
   private readonly byRef = new Map<unknown, RecordedActor>();
@@ -41,7 +40,7 @@ export class ActorRecorder {
     if (ev.type === "@xstate.actor") {
       const ref = ev.actorRef as unknown as InspectedRef;
       const id = ref.logic?.id;
-      if (id === undefined || !this.machines.has(id) || ref._parent !== undefined) return;
+      if (id === undefined || !this.machines.has(id)) return;
       const actor: RecordedActor = { machine: id, input: ref.options?.input, steps: [] };
       this.byRef.set(ev.actorRef, actor);
       this.actors.push(actor);

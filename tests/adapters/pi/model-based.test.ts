@@ -77,10 +77,12 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
               recorded.actors.push(child);
               return;
             }
-            // (the episode's invoked actors answer with their own done and error events: those are kept)
+            // (the episode's invoked actors answer with their own done and error events: those are kept;
+            // TOOLS_SYNCED follows every step to keep the missing-tools notice, and changes no state: not kept)
             const type = ev.event?.type ?? "";
             if (ev.type !== "@xstate.event" || !ev.event || (type.startsWith("xstate.") && !EPISODE_RESULT.test(type)))
               return;
+            if (type === "TOOLS_SYNCED") return;
             entries.get(ev.actorRef)?.events.push(ev.event);
           },
         } as never,
@@ -219,6 +221,7 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "restore-unproven": /could not prove this branch's revision/,
   "restore-unanchored": /older State Flow form that carries state or runtime config\/meta but names no revision/,
   "stop-refused-unanchored": /cannot stop: this branch holds no durable runtime to disable/,
+  "tools-missing": /its tools are not active/,
 };
 
 /** A prompt's run as the episode sees it: announced, its agent_start (a continuation), its end. */
