@@ -40,7 +40,7 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "run-session-discard-unrecorded",
     file: "runtime/run-session.ts",
-    from: "if (event.type === \"DRAFT\") this.host.recordDiscarded(event.id ?? 0);",
+    from: 'if (event.type === "DRAFT") this.host.recordDiscarded(event.id ?? 0);',
     to: "",
     why: "an effect skipped: a discarded draft is not recorded on the branch, so a fork or a stop shows it again",
     suite: RUN,
