@@ -42,7 +42,7 @@ import {
 } from "./context.ts";
 import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
-import { partitionAtRunStart, partitionInRun, recentlyChanged } from "./stability.ts";
+import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
 import type { Partition, PathTrie, RunPartition } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
@@ -393,8 +393,8 @@ export class StateFlowController {
     const head = headBoundary(view.lineage).step;
     if (base && base.view.lineage.id === view.lineage.id && headBoundary(base.view.lineage).step <= head) return base;
     const state = this.modelStateOf(view);
-    const recent = recentlyChanged(view);
     const previous = this.partition?.lineage === view.lineage.id ? this.partition.partition : null;
+    const recent = recentAtRunStart(state, previous, () => recentlyChanged(view));
     const start = partitionAtRunStart(state, recent, previous);
     this.partition = { lineage: view.lineage.id, partition: start };
     this.runBase = { view, state, transitions: recentTransitions(view), recent, start };

@@ -2,7 +2,7 @@
 // keys), what the run changed since, and the split of state[0] along those paths.
 import { describe, expect, it } from "vitest";
 import { addChanged, partitionAtRunStart, partitionInRun, pathsOf } from "../../../adapters/pi/stability.ts";
-import { recentlyChanged, splitState, trieOf } from "../../../adapters/pi/stability.ts";
+import { recentAtRunStart, recentlyChanged, splitState, trieOf } from "../../../adapters/pi/stability.ts";
 import { parsePatchSet, stageCohort } from "../../../storage/core/cohort.ts";
 import type { JsonObject } from "../../../storage/core/json.ts";
 import { emptyScopeState, type ScopeState } from "../../../storage/core/scope-state.ts";
@@ -60,7 +60,12 @@ describe("the partition from run to run (what moves between the parts, and when)
   it("keeps quiet paths volatile until, summed over the runs, they reach half the stable part; then all return", () => {
     const s = state({ a: "x".repeat(100), b: "y".repeat(100) }, facts);
     const recent = trieOf([]);
-    let partition = partitionAtRunStart(s, recent, { volatile: trieOf([["working", "a"]]), owed: 0 });
+    let partition = partitionAtRunStart(s, recent, {
+      volatile: trieOf([["working", "a"]]),
+      owed: 0,
+      changed: trieOf([]),
+      state: s,
+    });
     expect(partition.volatile, "one quiet run: kept").toEqual(trieOf([["working", "a"]]));
     // The quiet path's characters in the volatile part ({"working":{"a":"x…"}} less an empty {}).
     const quiet = JSON.stringify({ working: { a: "x".repeat(100) } }).length - 2;
@@ -84,12 +89,16 @@ describe("the partition from run to run (what moves between the parts, and when)
         ["working", "next"],
       ]),
       owed: 0,
+      changed: trieOf([]),
+      state: s,
     };
     expect(partitionAtRunStart(s, trieOf([["working", "next"]]), previous)).toEqual({
       volatile: trieOf([["working", "next"]]),
       owed: 0,
+      changed: trieOf([]),
+      state: s,
     });
-    const still = partitionAtRunStart(s, trieOf([["working", "big"]]), { volatile: trieOf([]), owed: 0 });
+    const still = partitionAtRunStart(s, trieOf([["working", "big"]]), { ...previous, volatile: trieOf([]) });
     expect(pathsOf(still.volatile)).toEqual([["working", "big"]]);
     expect(partitionAtRunStart(s, trieOf([["working", "big"]]), null).volatile).toEqual(trieOf([["working", "big"]]));
   });
@@ -105,6 +114,8 @@ describe("the partition from run to run (what moves between the parts, and when)
           ["working", "r"],
         ]),
         owed: 7,
+        changed: trieOf([]),
+        state: before,
       },
     };
     const volatileOnly = partitionInRun(run, { ...before, working: { ...before.working, r: "again", n: "new" } });
@@ -114,6 +125,10 @@ describe("the partition from run to run (what moves between the parts, and when)
       ["working", "n"],
     ]);
     expect(volatileOnly.owed, "the quiet ones still owe").toBe(7);
+    expect(pathsOf(volatileOnly.changed), "what the run changed, for the next run's start").toEqual([
+      ["working", "r"],
+      ["working", "n"],
+    ]);
     const stableChanged = partitionInRun(run, { ...before, working: { ...before.working, s: "changed" } });
     expect(pathsOf(stableChanged.volatile)).toEqual([
       ["working", "r"],
@@ -125,5 +140,19 @@ describe("the partition from run to run (what moves between the parts, and when)
       ["working", "r"],
       ["contract", "f"],
     ]);
+  });
+});
+
+describe("the recently changed paths at a run's start", () => {
+  it("are the previous run's changes and any made since; with no previous run, the retained transitions'", () => {
+    const before = { ...emptyScopeState(), working: { a: 1, b: 2, c: 3 } };
+    const now = { ...before, working: { ...before.working, c: 4 } };
+    const previous = { volatile: trieOf([]), owed: 0, changed: trieOf([["working", "a"]]), state: before };
+    const window = () => trieOf([["working", "b"]]);
+    expect(pathsOf(recentAtRunStart(now, previous, window))).toEqual([
+      ["working", "a"],
+      ["working", "c"],
+    ]);
+    expect(pathsOf(recentAtRunStart(now, null, window))).toEqual([["working", "b"]]);
   });
 });
