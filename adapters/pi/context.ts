@@ -220,11 +220,30 @@ function stateParts(state: ScopeState, volatile: PathTrie): { split: SplitState;
   return rendered;
 }
 
-function transitionLines(transitions: readonly CompactTransition[]): string[] {
-  return transitions.map((t) => {
+/**
+ * One line per transition, newest first; consecutive steps that changed the same paths (a run of
+ * answers that only set the response, say) share one line, `- steps 25–31: session: response`.
+ */
+export function transitionLines(transitions: readonly CompactTransition[]): string[] {
+  const changed = (t: CompactTransition) => {
     const parts = Object.entries(t.changes).map(([scope, paths]) => `${scope}: ${paths.join(", ")}`);
-    return `- step ${t.step}: ${parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)"}`;
-  });
+    return parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)";
+  };
+  const lines: string[] = [];
+  for (let i = 0; i < transitions.length;) {
+    const text = changed(transitions[i]!);
+    let j = i + 1;
+    while (
+      j < transitions.length &&
+      transitions[j]!.step === transitions[j - 1]!.step - 1 &&
+      changed(transitions[j]!) === text
+    )
+      j++;
+    const newest = transitions[i]!.step;
+    lines.push(j - i > 1 ? `- steps ${transitions[j - 1]!.step}–${newest}: ${text}` : `- step ${newest}: ${text}`);
+    i = j;
+  }
+  return lines;
 }
 
 export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeContextParts {

@@ -30,7 +30,6 @@ import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
   RESOLUTION_NOTE,
-  SMALL_VOLATILE,
   RUN_ANCHOR,
   STOP_HANDOFF,
   closedRunOnly,
@@ -41,7 +40,8 @@ import {
 } from "./context.ts";
 import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
-import { addChanged, recentlyChanged, splitState, trieOf, union, type PathTrie } from "./stability.ts";
+import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
+import type { Partition, PathTrie, RunPartition } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
 import { piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
@@ -128,12 +128,9 @@ function userText(message: AgentMessage): string {
 }
 
 /** What the runtime context keeps of a run's start: its view, and the paths then volatile. */
-interface RunBase {
+interface RunBase extends RunPartition {
   view: TemporalView;
-  state: ScopeState;
   transitions: CompactTransition[];
-  /** The paths volatile at the run's start. */
-  volatile: PathTrie;
 }
 
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
@@ -161,8 +158,8 @@ export class StateFlowController {
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
   /** The open run's start, as its runtime context keeps it (null: taken at the run's first context). */
   private runBase: RunBase | null = null;
-  /** The volatile paths of the newest run's start, per lineage (see runBaseFor). */
-  private partition: { lineage: string; volatile: PathTrie } | null = null;
+  /** The partition of the newest runtime context, per lineage (see runBaseFor). */
+  private partition: { lineage: string; partition: Partition } | null = null;
   /** The newest runtime context sent, for the cache breakpoint at the end of its stable part. */
   private sent: RuntimeContextParts | null = null;
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
@@ -372,23 +369,20 @@ export class StateFlowController {
     const head = headBoundary(view.lineage).step;
     if (base && base.view.lineage.id === view.lineage.id && headBoundary(base.view.lineage).step <= head) return base;
     const state = this.modelStateOf(view);
-    const recent = recentlyChanged(view);
-    // The previous runs' volatile paths stay volatile until together they outgrow SMALL_VOLATILE;
-    // then the quiet ones return to the stable part at once (one change of it, not one per run).
-    const previous = this.partition?.lineage === view.lineage.id ? this.partition.volatile : null;
-    const kept = previous ? union(previous, recent) : recent;
-    const volatile = JSON.stringify(splitState(state, kept).volatile).length <= SMALL_VOLATILE ? kept : recent;
-    this.partition = { lineage: view.lineage.id, volatile };
-    this.runBase = { view, state, transitions: recentTransitions(view), volatile };
+    const previous = this.partition?.lineage === view.lineage.id ? this.partition.partition : null;
+    const recent = recentAtRunStart(state, previous, () => recentlyChanged(view));
+    const start = partitionAtRunStart(state, recent, previous);
+    this.partition = { lineage: view.lineage.id, partition: start };
+    this.runBase = { view, state, transitions: recentTransitions(view), recent, start };
     return this.runBase;
   }
 
-  /** The volatile paths: those of the run's start, and what the run has changed since. */
+  /** The volatile paths: those of the run's start, and what the run has changed since (stability.ts). */
   private volatilePaths(base: RunBase, view: TemporalView, state: ScopeState): PathTrie {
-    if (view === base.view) return base.volatile;
-    const paths = union(base.volatile, trieOf([]));
-    addChanged(paths, base.state, state);
-    return paths;
+    if (view === base.view) return base.start.volatile;
+    const partition = partitionInRun(base, state);
+    this.partition = { lineage: view.lineage.id, partition };
+    return partition.volatile;
   }
 
   /** before_provider_request: a cache breakpoint at the end of the runtime context's stable part. */
