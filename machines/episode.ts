@@ -53,11 +53,20 @@ export interface EpisodeContext {
   specification: Specification;
   /** State Flow's tools the host could not make active although asked (said once each time they go missing). */
   toolsMissing: readonly string[];
+  /** The session this branch belongs to (the runtime's identity, opaque here); null before session_start. */
+  identity: object | null;
+  /**
+   * The branch's loaded state (the runtime's, opaque here): set by what the runtime loads, accepts or
+   * refreshes; dropped at session_start and wherever no branch is bound (off, failed closed, closed).
+   */
+  loaded: object | null;
 }
 
 /** What the host sends. The invoked actors' results arrive as their own done and error events. */
 export type EpisodeEvent =
-  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape }
+  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape; identity?: object }
+  /** The runtime loaded, accepted or refreshed the branch's state (null: it holds none). */
+  | { type: "LOADED"; state: object | null }
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
@@ -258,6 +267,11 @@ export const episodeMachine = setup({
     reportStopRefusedUnanchored: emit({ type: "episode.notice", code: "stop-refused-unanchored" } as const),
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
     clearRetainedRevision: assign({ retained: () => null }),
+    keepIdentity: assign({
+      identity: ({ context, event }) => (event.type === "SESSION_START" ? (event.identity ?? null) : context.identity),
+    }),
+    keepLoaded: assign({ loaded: ({ context, event }) => (event.type === "LOADED" ? event.state : context.loaded) }),
+    releaseLoaded: assign({ loaded: () => null }),
   },
 }).createMachine({
   id: "episode",
@@ -269,6 +283,8 @@ export const episodeMachine = setup({
     run: null,
     specification: NO_SPECIFICATION,
     toolsMissing: [],
+    identity: null,
+    loaded: null,
   }),
   entry: ["spawnBarrier"],
   on: {
@@ -280,11 +296,20 @@ export const episodeMachine = setup({
     AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
     "xstate.done.actor.run": { actions: ["runEnded"] },
     SESSION_START: [
-      { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["clearRetainedRevision"] },
-      { guard: "isForkOrNewSession", target: ".off", actions: ["clearRetainedRevision"] },
-      { guard: "branchUnmarked", target: ".off", actions: ["clearRetainedRevision"] },
-      { target: ".restoring.branch", actions: ["clearRetainedRevision"] },
+      {
+        guard: "autoStartNewSession",
+        target: ".starting.fresh",
+        actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"],
+      },
+      {
+        guard: "isForkOrNewSession",
+        target: ".off",
+        actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"],
+      },
+      { guard: "branchUnmarked", target: ".off", actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"] },
+      { target: ".restoring.branch", actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"] },
     ],
+    LOADED: { actions: ["keepLoaded"] },
     SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
   },
   states: {
@@ -293,7 +318,9 @@ export const episodeMachine = setup({
     },
     off: {
       description: "Ordinary Pi mode (manual default). Read-only: never initializes or migrates storage.",
+      entry: ["releaseLoaded"],
       on: {
+        LOADED: {},
         START: { target: "starting.fromOff" },
         STOP: { actions: ["reportNotEnabled"] },
         TREE: { target: "restoring.branch" },
@@ -490,7 +517,8 @@ export const episodeMachine = setup({
     failedClosed: {
       description: "Branch provenance could not be proven; nothing replaces existing runtime.",
       initial: "unproven",
-      on: { TREE: { target: "restoring.branch" } },
+      entry: ["releaseLoaded"],
+      on: { TREE: { target: "restoring.branch" }, LOADED: {} },
       states: {
         unproven: {
           description: "Unproven branch: STOP and START fail visibly; select a valid checkpoint (/tree) first.",
@@ -541,6 +569,10 @@ export function retainedPointer(s: EpisodeSnapshot): RetainedPointer | null {
 /** The branch's patch_state barrier (M4). */
 export function branchBarrier(s: EpisodeSnapshot): ActorRefFrom<typeof barrierMachine> {
   return s.children.barrier as ActorRefFrom<typeof barrierMachine>;
+}
+/** The branch's loaded state (the runtime's, opaque to the machine); null where none is bound. */
+export function loadedBranch(s: EpisodeSnapshot): object | null {
+  return s.context.loaded;
 }
 /** The open Pi run's actor (undefined between runs). */
 export function openRun(s: EpisodeSnapshot): ActorRefFrom<typeof runMachine> | undefined {

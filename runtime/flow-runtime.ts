@@ -25,7 +25,7 @@ import {
   type BranchShape,
 } from "../machines/episode.ts";
 import type { SessionIdentity } from "../storage/state-store.ts";
-import { BranchBinding } from "./branch-binding.ts";
+import { BranchBinding, episodeCell } from "./branch-binding.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import { EpisodeActors } from "./episode-actors.ts";
 import type { BranchHost } from "./host.ts";
@@ -85,7 +85,13 @@ export class FlowRuntime {
     const { agentDir, enabled } = options.diagnostics;
     const diagnostics = new Diagnostics(agentDir, enabled, options.storeRoot, (m) => host.notify(m, "warning"));
     this.publication = new BranchPublication((m) => host.notify(m, "warning"), options.inspection?.inspect);
-    this.binding = new BranchBinding(host, options, this.publication, () => this.knowledge.run?.published());
+    this.binding = new BranchBinding(
+      host,
+      options,
+      this.publication,
+      () => this.knowledge.run?.published(),
+      episodeCell(() => this.episode),
+    );
     this.knowledge = new KnowledgeUpkeep(this.binding, host, options.knowledgeRoot);
     this.run = new RunSession(() => this.episode, this.binding, this.knowledge, host, diagnostics);
     const effects = new EpisodeActors(this.binding, host, this.publication, this.knowledge, options.remotePublication);
@@ -116,9 +122,7 @@ export class FlowRuntime {
   // ---- lifecycle ------------------------------------------------------------------------------
 
   async sessionStart(reason: SessionStartReason, identity: SessionIdentity, branch: BranchShape): Promise<void> {
-    this.binding.identity = identity;
-    this.binding.state = null;
-    await this.send({ type: "SESSION_START", reason, branch });
+    await this.send({ type: "SESSION_START", reason, branch, identity });
   }
 
   async tree(): Promise<void> {

@@ -76,7 +76,8 @@ const simpleEvents: EpisodeMachineEvent[] = [
       !(e.type === "xstate.done.actor.run" && !e.output.accepted) &&
       !(e.type === "RUN_ANNOUNCED" && (e.toolsMissing || e.trigger.kind === "message")) &&
       e.type !== "AGENT_START" &&
-      e.type !== "TOOLS_SYNCED",
+      e.type !== "TOOLS_SYNCED" &&
+      e.type !== "LOADED",
   ),
 ];
 
@@ -393,6 +394,23 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
     if (next.context.toolsMissing !== event.missing) v.push("I1.18 the missing tools were not kept");
   }
   if (!next.children.barrier && next.status === "active") v.push("I1.18 the episode runs without its barrier");
+  // I1.19: a loaded branch only where one is bound; dropped at session_start; a load is kept elsewhere
+  if (next.status === "active") {
+    const loaded = next.context.loaded;
+    if ((after === "off" || after.startsWith("failedClosed")) && loaded !== null)
+      v.push(`I1.19 a branch stays loaded in ${after}`);
+    if (event.type === "SESSION_START" && loaded !== null) v.push("I1.19 session_start kept the previous branch");
+    const holds = !(after === "off" || after.startsWith("failedClosed"));
+    if (event.type === "LOADED" && holds && loaded !== event.state) v.push(`I1.19 a load in ${after} was not kept`);
+    if (
+      event.type !== "LOADED" &&
+      event.type !== "SESSION_START" &&
+      holds &&
+      before === after &&
+      loaded !== prev.context.loaded
+    )
+      v.push(`I1.19 ${event.type} changed the loaded branch`);
+  }
   // I1.10
   if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
   if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");

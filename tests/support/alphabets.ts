@@ -84,6 +84,8 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "AGENT_START", toolsMissing: true },
   { type: "TOOLS_SYNCED", missing: ["patch_state"] },
   { type: "TOOLS_SYNCED", missing: [] },
+  { type: "LOADED", state: { revision: "r-loaded" } },
+  { type: "LOADED", state: null },
   RUN_ACCEPTED,
   RUN_NOT_ACCEPTED,
   STORAGE_READY,

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BranchBinding } from "../../runtime/branch-binding.ts";
+import { BranchBinding, memoryCell } from "../../runtime/branch-binding.ts";
 import { EpisodeActors } from "../../runtime/episode-actors.ts";
 import { KnowledgeUpkeep } from "../../runtime/knowledge-upkeep.ts";
 import { BranchPublication } from "../../runtime/publication.ts";
@@ -51,8 +51,13 @@ export function runtimeParts(git: boolean, options: PartsOptions = {}): Parts {
   const publication = new BranchPublication((m) => host.notify(m, "warning"));
   const revisions = { count: 0 };
   const root = join(base, "store");
-  const binding = new BranchBinding(host, { storeRoot: root, env }, publication, () => revisions.count++);
-  binding.identity = identity;
+  const binding = new BranchBinding(
+    host,
+    { storeRoot: root, env },
+    publication,
+    () => revisions.count++,
+    memoryCell(identity),
+  );
   const knowledge = new KnowledgeUpkeep(binding, host, join(base, "knowledge"));
   const actors = new EpisodeActors(binding, host, publication, knowledge, options.policy ?? "turn-end");
   return {
