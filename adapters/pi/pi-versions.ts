@@ -31,9 +31,6 @@ export function runTriggerOf(event: BeforeAgentStartFields): RunTrigger {
   return { kind: "message", source: typeof source === "string" && source !== "" ? source : null };
 }
 
-/** The trigger of a run Pi 0.84 started without before_agent_start (a custom message's triggerTurn). */
-export const UNANNOUNCED_RUN: RunTrigger = { kind: "message", source: null };
-
 /** The Pi versions CI runs the Pi-facing tests and the demo on (README, "Pi versions"). */
 export const TESTED_PI_VERSIONS = ["0.84.4", "1.6.0"] as const;
 
