@@ -67,7 +67,7 @@ const COPIED = [
   "skills",
 ];
 export const PARALLEL = 2;
-const TIMEOUT_MS = 180_000;
+const TIMEOUT_MS = 420_000;
 
 type Verdict = "caught" | "survived" | "error";
 export interface Outcome {
