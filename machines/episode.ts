@@ -20,6 +20,7 @@ import {
   type SnapshotFrom,
 } from "xstate";
 import { barrierMachine } from "./barrier.ts";
+import { flattenValue } from "./state-value.ts";
 import type { RestoreResult } from "./restore.ts";
 import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
 import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
@@ -267,8 +268,11 @@ export const episodeMachine = setup({
     reportStopRefusedUnanchored: emit({ type: "episode.notice", code: "stop-refused-unanchored" } as const),
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
     clearRetainedRevision: assign({ retained: () => null }),
-    keepIdentity: assign({
+    // A session starts on the branch: its identity is kept, nothing retained or loaded before carries over.
+    bindSession: assign({
       identity: ({ context, event }) => (event.type === "SESSION_START" ? (event.identity ?? null) : context.identity),
+      retained: () => null,
+      loaded: () => null,
     }),
     keepLoaded: assign({ loaded: ({ context, event }) => (event.type === "LOADED" ? event.state : context.loaded) }),
     releaseLoaded: assign({ loaded: () => null }),
@@ -296,18 +300,10 @@ export const episodeMachine = setup({
     AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
     "xstate.done.actor.run": { actions: ["runEnded"] },
     SESSION_START: [
-      {
-        guard: "autoStartNewSession",
-        target: ".starting.fresh",
-        actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"],
-      },
-      {
-        guard: "isForkOrNewSession",
-        target: ".off",
-        actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"],
-      },
-      { guard: "branchUnmarked", target: ".off", actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"] },
-      { target: ".restoring.branch", actions: ["clearRetainedRevision", "keepIdentity", "releaseLoaded"] },
+      { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["bindSession"] },
+      { guard: "isForkOrNewSession", target: ".off", actions: ["bindSession"] },
+      { guard: "branchUnmarked", target: ".off", actions: ["bindSession"] },
+      { target: ".restoring.branch", actions: ["bindSession"] },
     ],
     LOADED: { actions: ["keepLoaded"] },
     SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
@@ -596,13 +592,4 @@ export function projectionMode(s: EpisodeSnapshot): ProjectionMode {
 /** Flat dotted state name for status output, e.g. "active.bootstrap.fromHandoff". */
 export function episodeStateName(s: EpisodeSnapshot): string {
   return flattenValue(s.value);
-}
-
-export function flattenValue(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>);
-    return entries.map(([k, v]) => `${k}.${flattenValue(v)}`).join("|");
-  }
-  return String(value);
 }

@@ -13,7 +13,7 @@ import {
   type RecordAnnounced,
   type RemoteHasOutput,
 } from "../../machines/publication.ts";
-import { flattenValue } from "../../machines/episode.ts";
+import { flattenValue } from "../../machines/state-value.ts";
 import {
   assertFullCoverage,
   formatReport,

@@ -21,7 +21,7 @@ import {
   type ResolutionMachineEvent,
   type ResolutionOutput,
 } from "../../machines/resolution.ts";
-import { flattenValue } from "../../machines/episode.ts";
+import { flattenValue } from "../../machines/state-value.ts";
 import {
   assertFullCoverage,
   formatReport,

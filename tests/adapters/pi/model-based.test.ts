@@ -17,12 +17,12 @@ import type { Context } from "@earendil-works/pi-ai";
 import {
   episodeMachine,
   episodeStateName,
-  flattenValue,
   isToolsActive,
   projectionMode,
   type EpisodeMachineEvent,
   type EpisodeNoticeCode,
 } from "../../../machines/episode.ts";
+import { flattenValue } from "../../../machines/state-value.ts";
 import {
   MAX_RESOLUTION_STEERS,
   isTerminalEligible,
@@ -78,11 +78,12 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
               return;
             }
             // (the episode's invoked actors answer with their own done and error events: those are kept;
-            // TOOLS_SYNCED follows every step to keep the missing-tools notice, and changes no state: not kept)
+            // TOOLS_SYNCED and LOADED carry the runtime's data into the context, never a state change: not kept,
+            // and I1.18/I1.19 are the generated suite's)
             const type = ev.event?.type ?? "";
             if (ev.type !== "@xstate.event" || !ev.event || (type.startsWith("xstate.") && !EPISODE_RESULT.test(type)))
               return;
-            if (type === "TOOLS_SYNCED") return;
+            if (type === "TOOLS_SYNCED" || type === "LOADED") return;
             entries.get(ev.actorRef)?.events.push(ev.event);
           },
         } as never,
