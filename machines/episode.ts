@@ -5,7 +5,7 @@
 // two host actions (register the tools, freeze the handoff) through `episodeMachine.provide`.
 // It spawns one run actor (M5) per Pi run, equipped while the branch is active and State Flow's
 // tools are; a run's end is the episode's transition (a bootstrap ends on an accepted answer).
-// The runtime sends Pi's lifecycle as events and asks the query helpers below.
+// The runtime sends Pi's lifecycle as events and asks the query helpers of episode-queries.ts.
 import {
   setup,
   assign,
@@ -20,7 +20,7 @@ import {
   type SnapshotFrom,
 } from "xstate";
 import { barrierMachine } from "./barrier.ts";
-import { flattenValue } from "./state-value.ts";
+import type { publicationMachine, PublicationInput } from "./publication.ts";
 import type { RestoreResult } from "./restore.ts";
 import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
 import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
@@ -68,6 +68,8 @@ export type EpisodeEvent =
   | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape; identity?: object }
   /** The runtime loaded, accepted or refreshed the branch's state (null: it holds none). */
   | { type: "LOADED"; state: object | null }
+  /** The runtime opened a store generation's publication: it lives here, in the branch's actor system. */
+  | { type: "PUBLICATION_OPENED"; logic: typeof publicationMachine; input: PublicationInput }
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
@@ -276,6 +278,13 @@ export const episodeMachine = setup({
     }),
     keepLoaded: assign({ loaded: ({ context, event }) => (event.type === "LOADED" ? event.state : context.loaded) }),
     releaseLoaded: assign({ loaded: () => null }),
+    // One publication actor per store generation: a new one replaces the one before (already fenced).
+    spawnPublication: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== "PUBLICATION_OPENED") return;
+      enqueue.stopChild("publication");
+      // (the logic is the runtime's, provided per generation: XState's types allow an id only for named sources)
+      enqueue.spawnChild(event.logic as never, { id: "publication", input: event.input } as never);
+    }),
   },
 }).createMachine({
   id: "episode",
@@ -306,6 +315,7 @@ export const episodeMachine = setup({
       { target: ".restoring.branch", actions: ["bindSession"] },
     ],
     LOADED: { actions: ["keepLoaded"] },
+    PUBLICATION_OPENED: { actions: ["spawnPublication"] },
     SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
   },
   states: {
@@ -549,47 +559,3 @@ export const episodeMachine = setup({
 });
 
 export type EpisodeSnapshot = SnapshotFrom<typeof episodeMachine>;
-
-/** patch_state / read_state are active, and resolution runs, only here. */
-export function isToolsActive(s: EpisodeSnapshot): boolean {
-  return s.matches("active");
-}
-/** Whether the host has registered the tools (they are then switched on and off, never re-registered). */
-export function isToolsRegistered(s: EpisodeSnapshot): boolean {
-  return s.context.toolsRegistered;
-}
-/** The pointer a failed-closed branch retains, and why; null unless failed closed. */
-export function retainedPointer(s: EpisodeSnapshot): RetainedPointer | null {
-  return s.context.retained;
-}
-/** The branch's patch_state barrier (M4). */
-export function branchBarrier(s: EpisodeSnapshot): ActorRefFrom<typeof barrierMachine> {
-  return s.children.barrier as ActorRefFrom<typeof barrierMachine>;
-}
-/** The branch's loaded state (the runtime's, opaque to the machine); null where none is bound. */
-export function loadedBranch(s: EpisodeSnapshot): object | null {
-  return s.context.loaded;
-}
-/** The open Pi run's actor (undefined between runs). */
-export function openRun(s: EpisodeSnapshot): ActorRefFrom<typeof runMachine> | undefined {
-  return s.context.run ?? undefined;
-}
-/** True only while storage may be initialized or migrated (manual startup is read-only). */
-export function mayInitializeStorage(s: EpisodeSnapshot): boolean {
-  return s.matches("starting");
-}
-export type ProjectionMode =
-  "ordinary" | "bootstrapTranscript" | "bootstrapHandoff" | "active" | "passive" | "failedClosed";
-/** Which context projection the adapter builds for the next inference. */
-export function projectionMode(s: EpisodeSnapshot): ProjectionMode {
-  if (s.matches({ active: { bootstrap: "fromTranscript" } })) return "bootstrapTranscript";
-  if (s.matches({ active: { bootstrap: "fromHandoff" } })) return "bootstrapHandoff";
-  if (s.matches("active")) return "active";
-  if (s.matches("passive")) return "passive";
-  if (s.matches("failedClosed")) return "failedClosed";
-  return "ordinary";
-}
-/** Flat dotted state name for status output, e.g. "active.bootstrap.fromHandoff". */
-export function episodeStateName(s: EpisodeSnapshot): string {
-  return flattenValue(s.value);
-}

@@ -10,7 +10,8 @@ import { killPoint } from "../storage/fs/crash-points.ts";
 import { gitInstalled, openStore } from "../storage/open-store.ts";
 import { StateStore, type BranchState, type SessionIdentity } from "../storage/state-store.ts";
 import type { Actor } from "xstate";
-import { loadedBranch, type episodeMachine } from "../machines/episode.ts";
+import { type episodeMachine } from "../machines/episode.ts";
+import { loadedBranch } from "../machines/episode-queries.ts";
 import type { BranchHost } from "./host.ts";
 import type { BranchPublication } from "./publication.ts";
 

@@ -12,18 +12,16 @@ import { headBoundary, type TemporalRead, type TemporalView } from "../storage/c
 import type { JsonObject } from "../storage/core/json.ts";
 import { projectArtifacts } from "../storage/core/artifacts.ts";
 import { inCurrentBatch, toolCallDecision, type BarrierDecision, type ToolCallRef } from "../machines/barrier.ts";
+import { episodeMachine, type EpisodeEvent, type SessionStartReason, type BranchShape } from "../machines/episode.ts";
 import {
   branchBarrier,
-  episodeMachine,
+  branchPublication,
   episodeStateName,
   isToolsActive,
   isToolsRegistered,
   projectionMode,
   retainedPointer,
-  type EpisodeEvent,
-  type SessionStartReason,
-  type BranchShape,
-} from "../machines/episode.ts";
+} from "../machines/episode-queries.ts";
 import type { SessionIdentity } from "../storage/state-store.ts";
 import { BranchBinding, episodeCell } from "./branch-binding.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
@@ -84,7 +82,17 @@ export class FlowRuntime {
     this.options = options;
     const { agentDir, enabled } = options.diagnostics;
     const diagnostics = new Diagnostics(agentDir, enabled, options.storeRoot, (m) => host.notify(m, "warning"));
-    this.publication = new BranchPublication((m) => host.notify(m, "warning"), options.inspection?.inspect);
+    // Each store generation's publication is spawned into the episode: one actor system for the branch.
+    this.publication = new BranchPublication(
+      (m) => host.notify(m, "warning"),
+      undefined,
+      (logic, input) => {
+        this.episode.send({ type: "PUBLICATION_OPENED", logic, input });
+        const spawned = branchPublication(this.episode.getSnapshot());
+        if (!spawned) throw new Error("State Flow could not open the branch's publication (the episode is closed)");
+        return spawned;
+      },
+    );
     this.binding = new BranchBinding(
       host,
       options,
@@ -141,8 +149,10 @@ export class FlowRuntime {
   }
 
   shutdown(): void {
-    this.episode.send({ type: "SHUTDOWN" });
+    // Publication is fenced first (its pushes stop, what stays pending is kept); closing the episode then
+    // stops every child of the branch's actor system.
     this.publication.shutdown();
+    this.episode.send({ type: "SHUTDOWN" });
     this.options.inspection?.stop();
   }
 

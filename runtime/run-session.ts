@@ -12,7 +12,8 @@ import { assertPromotedBodiesKept, assertPromotions } from "../storage/core/prom
 import { applyScopePatch } from "../storage/core/scope-state.ts";
 import { readTemporalState } from "../storage/core/temporal.ts";
 import { fromPromise, waitFor, type Actor } from "xstate";
-import { isToolsActive, openRun, type episodeMachine } from "../machines/episode.ts";
+import { type episodeMachine } from "../machines/episode.ts";
+import { isToolsActive, openRun } from "../machines/episode-queries.ts";
 import {
   isTerminalEligible,
   resolutionMachine,

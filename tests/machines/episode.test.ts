@@ -3,16 +3,18 @@ import { describe, expect, it } from "vitest";
 import { createActor, fromPromise, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
 import {
   episodeMachine as pureEpisodeMachine,
-  isToolsActive,
-  mayInitializeStorage,
-  openRun,
-  projectionMode,
-  episodeStateName,
   isGenuinelyNewSession,
   type EpisodeMachineEvent,
   type EpisodeSnapshot,
   type StartStorageInput,
 } from "../../machines/episode.ts";
+import {
+  isToolsActive,
+  mayInitializeStorage,
+  openRun,
+  projectionMode,
+  episodeStateName,
+} from "../../machines/episode-queries.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 import {
   assertFullCoverage,
@@ -77,7 +79,8 @@ const simpleEvents: EpisodeMachineEvent[] = [
       !(e.type === "RUN_ANNOUNCED" && (e.toolsMissing || e.trigger.kind === "message")) &&
       e.type !== "AGENT_START" &&
       e.type !== "TOOLS_SYNCED" &&
-      e.type !== "LOADED",
+      e.type !== "LOADED" &&
+      e.type !== "PUBLICATION_OPENED",
   ),
 ];
 

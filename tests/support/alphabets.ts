@@ -4,6 +4,7 @@
 
 import type { EpisodeMachineEvent } from "../../machines/episode.ts";
 import type { ResolutionMachineEvent } from "../../machines/resolution.ts";
+import { publicationMachine } from "../../machines/publication.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 
 export const SESSION_START_REASONS = ["startup", "reload", "new", "resume", "fork"] as const;
@@ -86,6 +87,11 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "TOOLS_SYNCED", missing: [] },
   { type: "LOADED", state: { revision: "r-loaded" } },
   { type: "LOADED", state: null },
+  {
+    type: "PUBLICATION_OPENED",
+    logic: publicationMachine,
+    input: { policy: "turn-end", backend: "file", remote: false },
+  },
   RUN_ACCEPTED,
   RUN_NOT_ACCEPTED,
   STORAGE_READY,

@@ -14,14 +14,8 @@ import { performance } from "node:perf_hooks";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { createActor, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
 import type { Context } from "@earendil-works/pi-ai";
-import {
-  episodeMachine,
-  episodeStateName,
-  isToolsActive,
-  projectionMode,
-  type EpisodeMachineEvent,
-  type EpisodeNoticeCode,
-} from "../../../machines/episode.ts";
+import { episodeMachine, type EpisodeMachineEvent, type EpisodeNoticeCode } from "../../../machines/episode.ts";
+import { episodeStateName, isToolsActive, projectionMode } from "../../../machines/episode-queries.ts";
 import { flattenValue } from "../../../machines/state-value.ts";
 import {
   MAX_RESOLUTION_STEERS,
@@ -78,12 +72,12 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
               return;
             }
             // (the episode's invoked actors answer with their own done and error events: those are kept;
-            // TOOLS_SYNCED and LOADED carry the runtime's data into the context, never a state change: not kept,
-            // and I1.18/I1.19 are the generated suite's)
+            // TOOLS_SYNCED, LOADED and PUBLICATION_OPENED carry the runtime's data and children into the
+            // context, never a state change: not kept, and I1.18/I1.19 are the generated suite's)
             const type = ev.event?.type ?? "";
             if (ev.type !== "@xstate.event" || !ev.event || (type.startsWith("xstate.") && !EPISODE_RESULT.test(type)))
               return;
-            if (type === "TOOLS_SYNCED" || type === "LOADED") return;
+            if (type === "TOOLS_SYNCED" || type === "LOADED" || type === "PUBLICATION_OPENED") return;
             entries.get(ev.actorRef)?.events.push(ev.event);
           },
         } as never,
