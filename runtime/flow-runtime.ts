@@ -1,7 +1,8 @@
-// The Pi-free runtime of one branch, as a facade: it wires the branch's actors — the episode (which
-// invokes its start, adopt, restore and stop actors and spawns one resolution actor per enabled
-// run), the barrier and the publication of the store generation — to the branch binding, the run
-// session and the Knowledge upkeep, turns host calls into events, and answers the host's
+// The Pi-free runtime of one branch, as a facade over its one actor system: the episode, which
+// invokes its start, adopt, restore and stop actors and spawns the patch_state barrier, each store
+// generation's publication and one run actor per Pi run (which invokes a resolution per answer and
+// its Knowledge discovery). It supplies those actors' implementations (the branch binding, the run
+// session, the Knowledge upkeep, publication), turns host calls into events, and answers the host's
 // synchronous questions from snapshots. The host (the Pi adapter) implements `BranchHost`; every
 // lifecycle question is the machines' to answer.
 
