@@ -173,7 +173,7 @@ export async function installPhaseWrappers(): Promise<void> {
     "patchState",
     "knowledgeReady",
     "projection",
-    "runStarted",
+    "runAnnounced",
     "draft",
     "turnEnd",
     "runEnded",

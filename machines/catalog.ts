@@ -4,7 +4,7 @@ import { episodeMachine } from "./episode.ts";
 import { resolutionMachine } from "./resolution.ts";
 import { publicationMachine } from "./publication.ts";
 import { barrierMachine } from "./barrier.ts";
-import { runFramingMachine } from "./run-framing.ts";
+import { runMachine } from "./run.ts";
 
 export interface CatalogEntry {
   /** Section id in docs/state-machines.md. */
@@ -19,5 +19,5 @@ export const machineCatalog: readonly CatalogEntry[] = [
   { doc: "M2", name: "resolution", machine: resolutionMachine, module: "machines/resolution.ts" },
   { doc: "M3", name: "publication", machine: publicationMachine, module: "machines/publication.ts" },
   { doc: "M4", name: "barrier", machine: barrierMachine, module: "machines/barrier.ts" },
-  { doc: "M5", name: "runFraming", machine: runFramingMachine, module: "machines/run-framing.ts" },
+  { doc: "M5", name: "run", machine: runMachine, module: "machines/run.ts" },
 ];

@@ -3,7 +3,9 @@
 // does I/O invokes a named actor (start the store, adopt it into Git, select the restore, persist
 // a stop) whose success and failure are drawn transitions; the runtime supplies the actors and the
 // two host actions (register the tools, freeze the handoff) through `episodeMachine.provide`.
-// The runtime sends Pi's lifecycle as events and asks the query helpers below.
+// It spawns one run actor (M5) per Pi run, equipped while the branch is active and State Flow's
+// tools are; a run's end is the episode's transition (a bootstrap ends on an accepted answer).
+// The runtime sends Pi's lifecycle as events and asks the query helpers of episode-queries.ts.
 import {
   setup,
   assign,
@@ -12,14 +14,16 @@ import {
   fromPromise,
   raise,
   spawnChild,
-  stopChild,
   type ActorRefFrom,
   type DoneActorEvent,
   type ErrorActorEvent,
   type SnapshotFrom,
 } from "xstate";
-import { resolutionMachine, type ResolutionOutput } from "./resolution.ts";
+import { barrierMachine } from "./barrier.ts";
+import type { publicationMachine, PublicationInput } from "./publication.ts";
 import type { RestoreResult } from "./restore.ts";
+import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
+import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
 /** What the selected branch holds: nothing at all, conversation without State Flow markers, or markers. */
@@ -44,16 +48,37 @@ export interface EpisodeContext {
   toolsRegistered: boolean;
   /** Set exactly while failed closed: the status report names it, a retried start restores it. */
   retained: RetainedPointer | null;
+  /** The open Pi run's actor (M5); null between runs. */
+  run: ActorRefFrom<typeof runMachine> | null;
+  /** The specification the last run left: the next run a message starts continues it. */
+  specification: Specification;
+  /** State Flow's tools the host could not make active although asked (said once each time they go missing). */
+  toolsMissing: readonly string[];
+  /** The session this branch belongs to (the runtime's identity, opaque here); null before session_start. */
+  identity: object | null;
+  /**
+   * The branch's loaded state (the runtime's, opaque here): set by what the runtime loads, accepts or
+   * refreshes; dropped at session_start and wherever no branch is bound (off, failed closed, closed).
+   */
+  loaded: object | null;
 }
 
 /** What the host sends. The invoked actors' results arrive as their own done and error events. */
 export type EpisodeEvent =
-  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape }
+  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape; identity?: object }
+  /** The runtime loaded, accepted or refreshed the branch's state (null: it holds none). */
+  | { type: "LOADED"; state: object | null }
+  /** The runtime opened a store generation's publication: it lives here, in the branch's actor system. */
+  | { type: "PUBLICATION_OPENED"; logic: typeof publicationMachine; input: PublicationInput }
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
   | { type: "TREE" }
-  /** A run begins, or a user message arrives after its answer was resolved: a fresh resolution (active only). */
-  | { type: "RUN_STARTED" }
+  /** before_agent_start: Pi begins a run for a prompt or a message (`toolsMissing`: State Flow's tools inactive). */
+  | { type: "RUN_ANNOUNCED"; trigger: RunTrigger; toolsMissing: boolean }
+  /** agent_start: a run's continuation, or a run no before_agent_start announced. */
+  | { type: "AGENT_START"; toolsMissing: boolean }
+  /** After each step: which of State Flow's tools the host could not make active (empty: all are). */
+  | { type: "TOOLS_SYNCED"; missing: readonly string[] }
   | { type: "SHUTDOWN" };
 
 /** The ids of the invoked actors: their results are `xstate.done.actor.<id>` / `xstate.error.actor.<id>`. */
@@ -67,8 +92,8 @@ export type EpisodeMachineEvent =
   | ErrorActorEvent<unknown, "restore">
   | DoneActorEvent<void, "stop">
   | ErrorActorEvent<unknown, "stop">
-  /** The run's resolution actor (spawned) finished: `output.accepted` when its answer became response. */
-  | DoneActorEvent<ResolutionOutput, "resolution">;
+  /** The run's actor (spawned) ended at agent_settled: `output.accepted` when an answer became response. */
+  | DoneActorEvent<RunOutput, "run">;
 
 /** A notice for the person; `detail` is the named cause when the code alone cannot say it. */
 export type EpisodeEmitted = { type: "episode.notice"; code: EpisodeNoticeCode; detail?: string };
@@ -84,7 +109,8 @@ export type EpisodeNoticeCode =
   | "restore-lock-busy"
   | "restore-unproven"
   | "restore-unanchored"
-  | "stop-refused-unanchored";
+  | "stop-refused-unanchored"
+  | "tools-missing";
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;
@@ -114,13 +140,19 @@ function retainedOf(event: EpisodeMachineEvent): RetainedPointer | null {
   };
 }
 
-/** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
+/** The input of the run an event begins: how it began (announced by Pi, or by agent_start alone). */
+function runInput(context: EpisodeContext, event: EpisodeMachineEvent, equipped: boolean): RunInput {
+  const opening: RunOpening = event.type === "RUN_ANNOUNCED" ? event.trigger : { kind: "unannounced" };
+  return { opening, equipped, specification: context.specification };
+}
+
 function notProvided(name: string) {
   return async (): Promise<never> => {
     throw new Error(`episode actor ${name} is supplied by the runtime (episodeMachine.provide)`);
   };
 }
 
+/** Genuinely new: Pi started or created a session and its branch holds nothing yet. */
 export function isGenuinelyNewSession(event: EpisodeMachineEvent): boolean {
   return (
     event.type === "SESSION_START" && (event.reason === "startup" || event.reason === "new") && event.branch === "empty"
@@ -149,10 +181,16 @@ export const episodeMachine = setup({
     restoredLockBusy: restoreIs("lockBusy"),
     restoredUnanchored: restoreIs("unanchored"),
     toolsNotRegistered: ({ context }) => !context.toolsRegistered,
-    runAccepted: ({ event }) => event.type === "xstate.done.actor.resolution" && event.output.accepted,
+    runAccepted: ({ event }) => event.type === "xstate.done.actor.run" && event.output.accepted,
+    runOpen: ({ context }) => context.run !== null,
+    toolsNewlyMissing: ({ context, event }) =>
+      event.type === "TOOLS_SYNCED" && event.missing.length > 0 && context.toolsMissing.length === 0,
+    toolsPresent: ({ event }) =>
+      (event.type === "RUN_ANNOUNCED" || event.type === "AGENT_START") && !event.toolsMissing,
   },
   actors: {
-    resolution: resolutionMachine,
+    run: runMachine,
+    barrier: barrierMachine,
     // Supplied by the runtime (`provide`); these stand-ins only name what each one does.
     /** Opens (initializing when needed) the store and establishes the session origin or the frozen restart. */
     startStorage: fromPromise<void, StartStorageInput>(notProvided("startStorage")),
@@ -173,10 +211,32 @@ export const episodeMachine = setup({
       enqueue.assign({ toolsRegistered: true });
       enqueue("registerTools");
     }),
-    // One resolution actor per enabled run: the previous run's actor ends when the next run starts
-    // and when the branch leaves active.
-    endRun: stopChild("resolution"),
-    spawnResolution: spawnChild("resolution", { id: "resolution" }),
+    // One run actor per Pi run: an open run ends when the next is announced and when the branch
+    // leaves active (its answer can no longer be resolved there).
+    endRun: enqueueActions(({ context, enqueue }) => {
+      if (!context.run) return;
+      enqueue.stopChild(context.run);
+      enqueue.assign({ run: null });
+    }),
+    spawnEquippedRun: assign({
+      run: ({ context, event, spawn }) => spawn("run", { id: "run", input: runInput(context, event, true) }),
+    }),
+    spawnOrdinaryRun: assign({
+      run: ({ context, event, spawn }) => spawn("run", { id: "run", input: runInput(context, event, false) }),
+    }),
+    runEnded: assign(({ event }) =>
+      event.type === "xstate.done.actor.run" ? { run: null, specification: event.output.specification } : {},
+    ),
+    // The patch_state barrier (M4) lives as long as the episode: one per extension instance.
+    spawnBarrier: spawnChild("barrier", { id: "barrier" }),
+    noteToolsMissing: assign({
+      toolsMissing: ({ context, event }) => (event.type === "TOOLS_SYNCED" ? event.missing : context.toolsMissing),
+    }),
+    reportToolsMissing: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "tools-missing" as const,
+      detail: event.type === "TOOLS_SYNCED" ? event.missing.join(", ") : "",
+    })),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
@@ -210,19 +270,52 @@ export const episodeMachine = setup({
     reportStopRefusedUnanchored: emit({ type: "episode.notice", code: "stop-refused-unanchored" } as const),
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
     clearRetainedRevision: assign({ retained: () => null }),
+    // A session starts on the branch: its identity is kept, nothing retained or loaded before carries over.
+    bindSession: assign({
+      identity: ({ context, event }) => (event.type === "SESSION_START" ? (event.identity ?? null) : context.identity),
+      retained: () => null,
+      loaded: () => null,
+    }),
+    keepLoaded: assign({ loaded: ({ context, event }) => (event.type === "LOADED" ? event.state : context.loaded) }),
+    releaseLoaded: assign({ loaded: () => null }),
+    // One publication actor per store generation: a new one replaces the one before (already fenced).
+    spawnPublication: enqueueActions(({ enqueue, event }) => {
+      if (event.type !== "PUBLICATION_OPENED") return;
+      enqueue.stopChild("publication");
+      // (the logic is the runtime's, provided per generation: XState's types allow an id only for named sources)
+      enqueue.spawnChild(event.logic as never, { id: "publication", input: event.input } as never);
+    }),
   },
 }).createMachine({
   id: "episode",
   initial: "unbound",
-  context: ({ input }) => ({ autoStart: input.autoStart, toolsRegistered: false, retained: null }),
+  context: ({ input }) => ({
+    autoStart: input.autoStart,
+    toolsRegistered: false,
+    retained: null,
+    run: null,
+    specification: NO_SPECIFICATION,
+    toolsMissing: [],
+    identity: null,
+    loaded: null,
+  }),
+  entry: ["spawnBarrier"],
   on: {
-    RUN_STARTED: { actions: ["endRun"] },
-    SESSION_START: [
-      { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["clearRetainedRevision"] },
-      { guard: "isForkOrNewSession", target: ".off", actions: ["clearRetainedRevision"] },
-      { guard: "branchUnmarked", target: ".off", actions: ["clearRetainedRevision"] },
-      { target: ".restoring.branch", actions: ["clearRetainedRevision"] },
+    TOOLS_SYNCED: [
+      { guard: "toolsNewlyMissing", actions: ["noteToolsMissing", "reportToolsMissing"] },
+      { actions: ["noteToolsMissing"] },
     ],
+    RUN_ANNOUNCED: { actions: ["endRun", "spawnOrdinaryRun"] },
+    AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
+    "xstate.done.actor.run": { actions: ["runEnded"] },
+    SESSION_START: [
+      { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["bindSession"] },
+      { guard: "isForkOrNewSession", target: ".off", actions: ["bindSession"] },
+      { guard: "branchUnmarked", target: ".off", actions: ["bindSession"] },
+      { target: ".restoring.branch", actions: ["bindSession"] },
+    ],
+    LOADED: { actions: ["keepLoaded"] },
+    PUBLICATION_OPENED: { actions: ["spawnPublication"] },
     SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
   },
   states: {
@@ -231,7 +324,9 @@ export const episodeMachine = setup({
     },
     off: {
       description: "Ordinary Pi mode (manual default). Read-only: never initializes or migrates storage.",
+      entry: ["releaseLoaded"],
       on: {
+        LOADED: {},
         START: { target: "starting.fromOff" },
         STOP: { actions: ["reportNotEnabled"] },
         TREE: { target: "restoring.branch" },
@@ -305,7 +400,15 @@ export const episodeMachine = setup({
       entry: ["registerToolsOnce"],
       exit: ["endRun"],
       on: {
-        RUN_STARTED: { actions: ["endRun", "spawnResolution"] },
+        RUN_ANNOUNCED: [
+          { guard: "toolsPresent", actions: ["endRun", "spawnEquippedRun"] },
+          { actions: ["endRun", "spawnOrdinaryRun"] },
+        ],
+        AGENT_START: [
+          { guard: "runOpen" },
+          { guard: "toolsPresent", actions: ["spawnEquippedRun"] },
+          { actions: ["spawnOrdinaryRun"] },
+        ],
         STOP: { target: "stopping" },
         START: [{ guard: "startAdoptsGit", target: "starting.adopting" }, { actions: ["reportAlreadyActive"] }],
         TREE: { target: "restoring.branch" },
@@ -321,7 +424,7 @@ export const episodeMachine = setup({
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
-          on: { "xstate.done.actor.resolution": { guard: "runAccepted", target: "steady" } },
+          on: { "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] } },
           states: {
             fromTranscript: { description: "Migrates the active pre-Flow transcript." },
             fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },
@@ -420,7 +523,8 @@ export const episodeMachine = setup({
     failedClosed: {
       description: "Branch provenance could not be proven; nothing replaces existing runtime.",
       initial: "unproven",
-      on: { TREE: { target: "restoring.branch" } },
+      entry: ["releaseLoaded"],
+      on: { TREE: { target: "restoring.branch" }, LOADED: {} },
       states: {
         unproven: {
           description: "Unproven branch: STOP and START fail visibly; select a valid checkpoint (/tree) first.",
@@ -455,48 +559,3 @@ export const episodeMachine = setup({
 });
 
 export type EpisodeSnapshot = SnapshotFrom<typeof episodeMachine>;
-
-/** patch_state / read_state are active, and resolution runs, only here. */
-export function isToolsActive(s: EpisodeSnapshot): boolean {
-  return s.matches("active");
-}
-/** Whether the host has registered the tools (they are then switched on and off, never re-registered). */
-export function isToolsRegistered(s: EpisodeSnapshot): boolean {
-  return s.context.toolsRegistered;
-}
-/** The pointer a failed-closed branch retains, and why; null unless failed closed. */
-export function retainedPointer(s: EpisodeSnapshot): RetainedPointer | null {
-  return s.context.retained;
-}
-/** The current run's resolution actor (only an enabled run has one). */
-export function runResolution(s: EpisodeSnapshot): ActorRefFrom<typeof resolutionMachine> | undefined {
-  return s.children.resolution as ActorRefFrom<typeof resolutionMachine> | undefined;
-}
-/** True only while storage may be initialized or migrated (manual startup is read-only). */
-export function mayInitializeStorage(s: EpisodeSnapshot): boolean {
-  return s.matches("starting");
-}
-export type ProjectionMode =
-  "ordinary" | "bootstrapTranscript" | "bootstrapHandoff" | "active" | "passive" | "failedClosed";
-/** Which context projection the adapter builds for the next inference. */
-export function projectionMode(s: EpisodeSnapshot): ProjectionMode {
-  if (s.matches({ active: { bootstrap: "fromTranscript" } })) return "bootstrapTranscript";
-  if (s.matches({ active: { bootstrap: "fromHandoff" } })) return "bootstrapHandoff";
-  if (s.matches("active")) return "active";
-  if (s.matches("passive")) return "passive";
-  if (s.matches("failedClosed")) return "failedClosed";
-  return "ordinary";
-}
-/** Flat dotted state name for status output, e.g. "active.bootstrap.fromHandoff". */
-export function episodeStateName(s: EpisodeSnapshot): string {
-  return flattenValue(s.value);
-}
-
-export function flattenValue(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>);
-    return entries.map(([k, v]) => `${k}.${flattenValue(v)}`).join("|");
-  }
-  return String(value);
-}

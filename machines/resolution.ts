@@ -1,9 +1,11 @@
-// Resolution machine: terminal eligibility and resolution retries of ONE enabled run
-// (spec 001 "Unified semantic mutation and terminal resolution"). Pure. The episode spawns one
-// actor per enabled user run; the runtime forwards patch_state outcomes, terminal drafts
-// (message_end) and turn_end, reacts to the emitted steers and discards, and supplies the
-// `commitResponse` actor the machine invokes at turn_end (its failure is a drawn transition). The
-// machine's output says whether the run's answer became response: the episode leaves bootstrap on it.
+// Resolution machine: terminal eligibility and resolution retries of ONE answer an enabled run owes
+// (spec 001 "Unified semantic mutation and terminal resolution"). Pure. The run machine (M5) invokes
+// one actor per answer and forwards it patch_state outcomes, terminal drafts (message_end) and
+// turn_end. What it does to the host (a hidden steer, a discarded draft recorded on the branch, the
+// exhaustion and commit-failure notices) are named actions whose stand-ins emit what they stand
+// for; the runtime supplies the real ones and the `commitResponse` actor invoked at turn_end (its
+// failure is a drawn transition) through `provide`. The output says whether the answer became
+// response and which drafts were discarded: the run keeps both.
 //
 // The retry budget is structural: `ineligible.fresh` → `ineligible.retry1` → … →
 // `ineligible.retryN` → `exhausted`, one named state per hidden steer already sent, built from
@@ -24,9 +26,9 @@ export type ResolutionEvent =
   | { type: "PATCH_ACCEPTED"; final: boolean }
   | { type: "FINAL_ONLY" }
   | { type: "PATCH_REJECTED" }
-  | { type: "DRAFT"; ending: DraftEnding; text?: string }
-  | { type: "TURN_END" }
-  | { type: "RUN_ENDED" };
+  /** `id` tells the host's messages apart; `stopReason` is what the provider said (diagnostics). */
+  | { type: "DRAFT"; ending: DraftEnding; text?: string; id?: number; stopReason?: string }
+  | { type: "TURN_END" };
 
 /** Every event the machine takes: the runtime's and the commit actor's result. */
 export type ResolutionMachineEvent =
@@ -35,7 +37,7 @@ export type ResolutionMachineEvent =
 export type ResolutionEmitted =
   | { type: "resolution.steer"; attempt: number }
   | { type: "resolution.exhausted"; attempts: number }
-  | { type: "resolution.discardDraft"; reason: "unresolved" | "interrupted" }
+  | { type: "resolution.discardDraft"; reason: "unresolved" | "interrupted"; id: number }
   | { type: "resolution.commitFailed"; error: string };
 
 /** What the committing state hands its actor: the eligible draft's text, to become response. */
@@ -43,15 +45,23 @@ export interface CommitResponseInput {
   text: string;
 }
 
-/** The run's outcome, the machine's output: whether its answer became response. */
+/** The answer's outcome, the machine's output: whether it became response, and the drafts discarded on the way. */
 export interface ResolutionOutput {
   accepted: boolean;
+  discarded: readonly number[];
 }
 
 export interface ResolutionContext {
   /** The eligible complete draft awaiting turn_end (what becomes response). */
   candidate: string | null;
+  /** The drafts discarded so far (their ids): no later projection of the run shows them. */
+  discarded: readonly number[];
 }
+
+const draftId = (event: ResolutionMachineEvent): number => (event.type === "DRAFT" ? (event.id ?? 0) : 0);
+
+const discardedDraft = (reason: "unresolved" | "interrupted", event: ResolutionMachineEvent) =>
+  ({ type: "resolution.discardDraft", reason, id: draftId(event) }) as const;
 
 const retryState = (n: number) => (n === 0 ? "fresh" : `retry${n}`);
 
@@ -67,15 +77,23 @@ export function createResolutionMachine(maxSteers: number) {
           : `${n} unresolved draft(s) discarded and answered with a hidden same-run instruction.`,
       on: {
         DRAFT: [
-          { guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] },
+          { guard: "isInterruptedDraft", actions: ["keepDiscarded", "recordInterruptedDraft"] },
           last
             ? {
                 target: "#resolution.exhausted",
-                actions: ["discardUnresolvedDraft", { type: "reportExhausted", params: { attempts: n + 1 } }],
+                actions: [
+                  "keepDiscarded",
+                  "recordUnresolvedDraft",
+                  { type: "reportExhausted", params: { attempts: n + 1 } },
+                ],
               }
             : {
                 target: retryState(n + 1),
-                actions: ["discardUnresolvedDraft", { type: "steerHiddenSameRun", params: { attempt: n + 1 } }],
+                actions: [
+                  "keepDiscarded",
+                  "recordUnresolvedDraft",
+                  { type: "steerHiddenSameRun", params: { attempt: n + 1 } },
+                ],
               },
         ],
       },
@@ -99,15 +117,22 @@ export function createResolutionMachine(maxSteers: number) {
       isInterruptedDraft: ({ event }) => event.type === "DRAFT" && event.ending !== "complete",
     },
     actions: {
-      discardUnresolvedDraft: emit({ type: "resolution.discardDraft", reason: "unresolved" } as const),
-      discardInterruptedDraft: emit({ type: "resolution.discardDraft", reason: "interrupted" } as const),
+      keepDiscarded: assign({ discarded: ({ context, event }) => [...context.discarded, draftId(event)] }),
+      // Host actions: the runtime supplies them (`provide`); these stand-ins emit what they stand for.
+      /** Records on the branch that an unresolved draft was discarded (not the answer). */
+      recordUnresolvedDraft: emit(({ event }) => discardedDraft("unresolved", event)),
+      /** Records on the branch that an interrupted draft was discarded. */
+      recordInterruptedDraft: emit(({ event }) => discardedDraft("interrupted", event)),
+      /** Sends the hidden same-run instruction that answers an unresolved draft. */
       steerHiddenSameRun: emit(
         (_, params: { attempt: number }) => ({ type: "resolution.steer", attempt: params.attempt }) as const,
       ),
+      /** Says the answer was not accepted after the whole budget. */
       reportExhausted: emit(
         (_, params: { attempts: number }) => ({ type: "resolution.exhausted", attempts: params.attempts }) as const,
       ),
       keepCandidate: assign({ candidate: ({ event }) => (event.type === "DRAFT" ? (event.text ?? "") : null) }),
+      /** Says the store refused the response commit, with its error. */
       reportCommitFailed: emit(({ event }) => ({
         type: "resolution.commitFailed" as const,
         error:
@@ -120,9 +145,12 @@ export function createResolutionMachine(maxSteers: number) {
     },
   }).createMachine({
     id: "resolution",
-    context: { candidate: null },
-    // The machine's output is the output of the final state it ended in.
-    output: ({ event }) => (event as unknown as { output: ResolutionOutput }).output,
+    context: { candidate: null, discarded: [] },
+    // The machine's output: the final state's verdict, with the drafts discarded on the way.
+    output: ({ context, event }) => ({
+      accepted: (event as unknown as { output: { accepted: boolean } }).output.accepted,
+      discarded: context.discarded,
+    }),
     initial: "ineligible",
     states: {
       ineligible: {
@@ -132,7 +160,6 @@ export function createResolutionMachine(maxSteers: number) {
           PATCH_ACCEPTED: [{ guard: "isFinalPatch", target: "eligible" }, {}],
           FINAL_ONLY: { target: "eligible" },
           PATCH_REJECTED: {},
-          RUN_ENDED: { target: "abandoned" },
         },
         states: ladder as never,
       },
@@ -143,17 +170,15 @@ export function createResolutionMachine(maxSteers: number) {
           FINAL_ONLY: {},
           PATCH_REJECTED: {},
           DRAFT: [
-            { guard: "isInterruptedDraft", actions: ["discardInterruptedDraft"] },
+            { guard: "isInterruptedDraft", actions: ["keepDiscarded", "recordInterruptedDraft"] },
             { target: "candidate", actions: ["keepCandidate"] },
           ],
-          RUN_ENDED: { target: "abandoned" },
         },
       },
       candidate: {
         description: "An eligible complete draft awaits turn_end.",
         on: {
           TURN_END: { target: "committing" },
-          RUN_ENDED: { target: "abandoned" },
         },
       },
       committing: {
@@ -182,11 +207,6 @@ export function createResolutionMachine(maxSteers: number) {
           "Unresolved attempt past the budget: one concise error; committed state and enablement kept; steering ends.",
         output: { accepted: false },
       },
-      abandoned: {
-        type: "final",
-        description: "The run ended without an accepted answer (interrupted or aborted): response unchanged.",
-        output: { accepted: false },
-      },
     },
   });
 }
@@ -211,7 +231,7 @@ export function steersUsed(s: ResolutionSnapshot): number {
   }
   return s.matches("exhausted") ? MAX_RESOLUTION_STEERS : 0;
 }
-/** Steering is over for this run (accepted, exhausted or abandoned). */
+/** Steering is over for this answer (accepted, uncommitted or exhausted). */
 export function isResolutionSettled(s: ResolutionSnapshot): boolean {
   return s.status === "done";
 }

@@ -1,6 +1,7 @@
 // What one Pi branch is bound to now: its store, the branch state loaded from it and the session's
-// identity. Every module of the runtime reads the branch through here, and every new durable
-// revision passes through `accept`, which records it on the branch and hands it to publication.
+// identity (both kept in the episode's context). Every module of the runtime reads the branch
+// through here, and every new durable revision passes through `accept`, which records it on the
+// branch and hands it to publication.
 
 import type { ScopeSelector } from "../storage/core/scope-state.ts";
 import { StateFlowError } from "../storage/core/errors.ts";
@@ -8,6 +9,9 @@ import { readTemporalState, type TemporalRead } from "../storage/core/temporal.t
 import { killPoint } from "../storage/fs/crash-points.ts";
 import { gitInstalled, openStore } from "../storage/open-store.ts";
 import { StateStore, type BranchState, type SessionIdentity } from "../storage/state-store.ts";
+import type { Actor } from "xstate";
+import { type episodeMachine } from "../machines/episode.ts";
+import { loadedBranch } from "../machines/episode-queries.ts";
 import type { BranchHost } from "./host.ts";
 import type { BranchPublication } from "./publication.ts";
 
@@ -18,11 +22,48 @@ export interface BindingOptions {
   env: NodeJS.ProcessEnv;
 }
 
+/**
+ * Where the branch's session identity and loaded state live: the episode's context in production
+ * (`episodeCell`), so that no field beside the machine stands in for whether a branch is bound.
+ */
+export interface BranchCell {
+  identity(): SessionIdentity | null;
+  state(): BranchState | null;
+  load(state: BranchState | null): void;
+}
+
+/** The episode's context as the cell: a load is an event, the machine keeps or drops it. */
+export function episodeCell(episode: () => Actor<typeof episodeMachine>): BranchCell {
+  const context = () => episode().getSnapshot().context;
+  return {
+    identity: () => context().identity as SessionIdentity | null,
+    state: () => loadedBranch(episode().getSnapshot()) as BranchState | null,
+    load: (state) => episode().send({ type: "LOADED", state }),
+  };
+}
+
+/** A cell of its own, for the runtime's parts tested without an episode. */
+export function memoryCell(identity: SessionIdentity): BranchCell {
+  let loaded: BranchState | null = null;
+  return { identity: () => identity, state: () => loaded, load: (state) => void (loaded = state) };
+}
+
 export class BranchBinding {
+  /** The store, opened once (a resource handle, like an actor ref; null until the first start or restore). */
   store: StateStore | null = null;
+  private readonly cell: BranchCell;
+
   /** The branch's state as last loaded or accepted; null before a start or restore bound it. */
-  state: BranchState | null = null;
-  identity: SessionIdentity | null = null;
+  get state(): BranchState | null {
+    return this.cell.state();
+  }
+  set state(state: BranchState | null) {
+    this.cell.load(state);
+  }
+  /** The session's identity (null before session_start). */
+  get identity(): SessionIdentity | null {
+    return this.cell.identity();
+  }
 
   private readonly host: BranchHost;
   readonly options: BindingOptions;
@@ -30,7 +71,14 @@ export class BranchBinding {
   /** Told of every new revision (the run's Knowledge counts what was published since discovery). */
   private readonly onRevision: () => void;
 
-  constructor(host: BranchHost, options: BindingOptions, publication: BranchPublication, onRevision: () => void) {
+  constructor(
+    host: BranchHost,
+    options: BindingOptions,
+    publication: BranchPublication,
+    onRevision: () => void,
+    cell: BranchCell,
+  ) {
+    this.cell = cell;
     this.host = host;
     this.options = options;
     this.publication = publication;

@@ -54,8 +54,8 @@ export class EpisodeActors {
    */
   async adoptIntoGit(): Promise<void> {
     const fileStore = this.binding.store;
+    const current = this.binding.state;
     try {
-      const current = this.binding.state;
       if (!current) throw new Error("no runtime is selected on this branch");
       const store = await this.binding.openStateStore(true);
       const state = await store.start(current, current.config.remotePublication);
@@ -65,7 +65,11 @@ export class EpisodeActors {
       await this.binding.accept(state, false);
       await this.publication.open(state, store.store.publication ?? null);
     } catch (error) {
-      this.binding.store = fileStore; // a repository opened before the failure is not used until the next start
+      // The branch stays exactly where it was: its file-only store, state and publication. (A repository
+      // opened before the failure is not used until the next start.)
+      this.binding.store = fileStore;
+      this.binding.state = current;
+      if (current) await this.publication.open(current, null);
       throw error;
     }
   }

@@ -1,7 +1,8 @@
-// The Pi-free runtime of one branch, as a facade: it wires the branch's actors — the episode (which
-// invokes its start, adopt, restore and stop actors and spawns one resolution actor per enabled
-// run), the barrier and the publication of the store generation — to the branch binding, the run
-// session and the Knowledge upkeep, turns host calls into events, and answers the host's
+// The Pi-free runtime of one branch, as a facade over its one actor system: the episode, which
+// invokes its start, adopt, restore and stop actors and spawns the patch_state barrier, each store
+// generation's publication and one run actor per Pi run (which invokes a resolution per answer and
+// its Knowledge discovery). It supplies those actors' implementations (the branch binding, the run
+// session, the Knowledge upkeep, publication), turns host calls into events, and answers the host's
 // synchronous questions from snapshots. The host (the Pi adapter) implements `BranchHost`; every
 // lifecycle question is the machines' to answer.
 
@@ -11,38 +12,30 @@ import type { ScopeSelector } from "../storage/core/scope-state.ts";
 import { headBoundary, type TemporalRead, type TemporalView } from "../storage/core/temporal.ts";
 import type { JsonObject } from "../storage/core/json.ts";
 import { projectArtifacts } from "../storage/core/artifacts.ts";
+import { inCurrentBatch, toolCallDecision, type BarrierDecision, type ToolCallRef } from "../machines/barrier.ts";
+import { episodeMachine, type EpisodeEvent, type SessionStartReason, type BranchShape } from "../machines/episode.ts";
 import {
-  barrierMachine,
-  inCurrentBatch,
-  toolCallDecision,
-  type BarrierDecision,
-  type ToolCallRef,
-} from "../machines/barrier.ts";
-import {
-  episodeMachine,
+  branchBarrier,
+  branchPublication,
   episodeStateName,
   isToolsActive,
   isToolsRegistered,
   projectionMode,
   retainedPointer,
-  type EpisodeEvent,
-  type SessionStartReason,
-  type BranchShape,
-} from "../machines/episode.ts";
-import { resolutionMachine } from "../machines/resolution.ts";
+} from "../machines/episode-queries.ts";
 import type { SessionIdentity } from "../storage/state-store.ts";
-import { BranchBinding } from "./branch-binding.ts";
+import { BranchBinding, episodeCell } from "./branch-binding.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import { EpisodeActors } from "./episode-actors.ts";
 import type { BranchHost } from "./host.ts";
 import type { Invalidations } from "./knowledge-run.ts";
 import { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
-import { episodeNotices, inputRefusedNotice, toolsMissingNotice } from "./notices.ts";
+import { episodeNotices, inputRefusedNotice } from "./notices.ts";
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import type { RunTrigger, Specification } from "./specification.ts";
+import type { RunTrigger, Specification } from "../machines/specification.ts";
 
 export type { Draft, PatchAccepted } from "./run-session.ts";
 
@@ -78,32 +71,43 @@ export type Projection =
 
 export class FlowRuntime {
   readonly episode: Actor<typeof episodeMachine>;
-  private readonly barrier: Actor<typeof barrierMachine>;
   private readonly host: BranchHost;
   private readonly options: FlowRuntimeOptions;
   private readonly publication: BranchPublication;
   private readonly binding: BranchBinding;
   private readonly knowledge: KnowledgeUpkeep;
   private readonly run: RunSession;
-  /** The missing-tools notice was given (again after the tools came back and went missing anew). */
-  private toolsMissingSaid = false;
 
   constructor(host: BranchHost, options: FlowRuntimeOptions) {
     this.host = host;
     this.options = options;
     const { agentDir, enabled } = options.diagnostics;
     const diagnostics = new Diagnostics(agentDir, enabled, options.storeRoot, (m) => host.notify(m, "warning"));
-    this.publication = new BranchPublication((m) => host.notify(m, "warning"), options.inspection?.inspect);
-    this.binding = new BranchBinding(host, options, this.publication, () => this.knowledge.run?.published());
+    // Each store generation's publication is spawned into the episode: one actor system for the branch.
+    this.publication = new BranchPublication(
+      (m) => host.notify(m, "warning"),
+      undefined,
+      (logic, input) => {
+        this.episode.send({ type: "PUBLICATION_OPENED", logic, input });
+        const spawned = branchPublication(this.episode.getSnapshot());
+        if (!spawned) throw new Error("State Flow could not open the branch's publication (the episode is closed)");
+        return spawned;
+      },
+    );
+    this.binding = new BranchBinding(
+      host,
+      options,
+      this.publication,
+      () => this.knowledge.run?.published(),
+      episodeCell(() => this.episode),
+    );
     this.knowledge = new KnowledgeUpkeep(this.binding, host, options.knowledgeRoot);
     this.run = new RunSession(() => this.episode, this.binding, this.knowledge, host, diagnostics);
     const effects = new EpisodeActors(this.binding, host, this.publication, this.knowledge, options.remotePublication);
     // The episode's I/O: each actor's success or failure is the machine's transition to take.
     const machine = episodeMachine.provide({
       actors: {
-        resolution: resolutionMachine.provide({
-          actors: { commitResponse: fromPromise(({ input }) => this.run.commitResponse(input.text)) },
-        }),
+        run: this.run.machine(),
         startStorage: fromPromise(({ input }) => effects.startStorage(input.fromFrozen)),
         adoptGit: fromPromise(() => effects.adoptIntoGit()),
         selectRestore: fromPromise(() => effects.selectRestore()),
@@ -122,16 +126,12 @@ export class FlowRuntime {
       for (const { text, level } of episodeNotices(code, detail)) this.host.notify(text, level);
     });
     this.episode.start();
-    this.barrier = createFlowActor(barrierMachine, { inspection: options.inspection });
-    this.barrier.start();
   }
 
   // ---- lifecycle ------------------------------------------------------------------------------
 
   async sessionStart(reason: SessionStartReason, identity: SessionIdentity, branch: BranchShape): Promise<void> {
-    this.binding.identity = identity;
-    this.binding.state = null;
-    await this.send({ type: "SESSION_START", reason, branch });
+    await this.send({ type: "SESSION_START", reason, branch, identity });
   }
 
   async tree(): Promise<void> {
@@ -150,35 +150,41 @@ export class FlowRuntime {
   }
 
   shutdown(): void {
-    this.episode.send({ type: "SHUTDOWN" });
+    // Publication is fenced first (its pushes stop, what stays pending is kept); closing the episode then
+    // stops every child of the branch's actor system.
     this.publication.shutdown();
-    this.barrier.stop();
+    this.episode.send({ type: "SHUTDOWN" });
     this.options.inspection?.stop();
   }
 
   // ---- the run --------------------------------------------------------------------------------
 
   /**
-   * A run begins (a user prompt, or a message another extension sent with triggerTurn); true when
-   * it is an enabled run (the host then adds the protocol and anchor).
+   * before_agent_start: Pi begins a run (a user prompt, or a message another extension sent with
+   * triggerTurn); true when the run is equipped (the host then adds the protocol and anchor).
    */
-  runStarted(trigger: RunTrigger): boolean {
-    return this.run.started(trigger);
+  runAnnounced(trigger: RunTrigger): boolean {
+    return this.run.announced(trigger);
   }
 
-  /** Names what started a run the host could not name when it began. */
-  runSource(source: string): void {
-    this.run.source(source);
+  /** agent_start: true when it began an equipped run no before_agent_start announced (the host sends the anchor). */
+  agentStart(): boolean {
+    return this.run.agentStart();
   }
 
-  /** A user message Pi delivered inside the run (steering, a queued follow-up). */
+  /** A user message Pi delivered (a run's prompt, steering, a queued follow-up). */
   userMessage(text: string): void {
     this.run.userMessage(text);
   }
 
-  /** Resolves once the current run's Knowledge discovery is complete (at once when none runs). */
+  /** A custom message Pi delivered (`ownAnchor`: State Flow's own run anchor). */
+  customMessage(customType: string, ownAnchor: boolean): void {
+    this.run.customMessage(customType, ownAnchor);
+  }
+
+  /** Resolves once the open run's Knowledge discovery is complete (at once when none runs). */
   async knowledgeReady(): Promise<void> {
-    await this.knowledge.ready();
+    await this.run.knowledgeReady();
     this.syncHost();
   }
 
@@ -194,11 +200,12 @@ export class FlowRuntime {
 
   /** turn_end: closes the barrier batch; an eligible complete answer is committed as response. */
   async turnEnd(): Promise<void> {
-    this.barrier.send({ type: "BATCH_END" });
+    this.barrier().send({ type: "BATCH_END" });
     await this.run.turnEnd();
     this.syncHost();
   }
 
+  /** agent_settled: the run is over, with every retry and queued message Pi ran in it. */
   runEnded(): void {
     this.run.ended();
     this.publication.runEnd();
@@ -214,12 +221,13 @@ export class FlowRuntime {
   /** The patch_state barrier over the current assistant batch (`batch` reads it when a new one begins). */
   toolCall(toolCallId: string, batch: () => readonly ToolCallRef[] | null): BarrierDecision {
     if (!isToolsActive(this.episode.getSnapshot())) return { block: false };
-    if (!inCurrentBatch(this.barrier.getSnapshot(), toolCallId)) {
+    const barrier = this.barrier();
+    if (!inCurrentBatch(barrier.getSnapshot(), toolCallId)) {
       const calls = batch();
-      if (calls) this.barrier.send({ type: "BATCH", calls });
+      if (calls) barrier.send({ type: "BATCH", calls });
     }
-    this.barrier.send({ type: "TOOL_CALL", id: toolCallId });
-    return toolCallDecision(this.barrier.getSnapshot(), toolCallId);
+    barrier.send({ type: "TOOL_CALL", id: toolCallId });
+    return toolCallDecision(barrier.getSnapshot(), toolCallId);
   }
 
   async patchState(set: PatchSet): Promise<PatchAccepted> {
@@ -248,15 +256,15 @@ export class FlowRuntime {
     const mode = projectionMode(this.episode.getSnapshot());
     const { identity, state } = this.binding;
     if (mode === "failedClosed") return { mode: "closed" };
-    if (mode === "ordinary" || !identity || this.run.unequipped) return { mode: "ordinary" };
+    if (mode === "ordinary" || !identity) return { mode: "ordinary" };
     const sessionId = identity.sessionId;
-    if (mode === "passive") return { mode: "passive", sessionId, discarded: this.run.discarded };
-    if (!state) return { mode: "ordinary" };
+    if (mode === "passive") return { mode: "passive", sessionId, discarded: this.run.discarded() };
+    if (!state || this.run.unequipped()) return { mode: "ordinary" };
     return {
       mode: mode === "active" ? "steady" : "bootstrap",
       sessionId,
-      discarded: this.run.discarded,
-      specification: this.run.specification,
+      discarded: this.run.discarded(),
+      specification: this.run.specification(),
       view: state.view,
       invalidations: this.knowledge.invalidations(state),
       resolution: this.run.resolutionView(),
@@ -327,8 +335,12 @@ export class FlowRuntime {
               : undefined;
     const toolsActive = isToolsActive(snapshot);
     this.host.sync({ toolsActive, toolsRegistered: isToolsRegistered(snapshot), footer });
-    const missing = toolsActive ? this.host.missingTools() : [];
-    if (missing.length > 0 && !this.toolsMissingSaid) this.host.notify(toolsMissingNotice(missing), "warning");
-    this.toolsMissingSaid = missing.length > 0;
+    // The episode says the missing tools once each time they go missing.
+    this.episode.send({ type: "TOOLS_SYNCED", missing: toolsActive ? this.host.missingTools() : [] });
+  }
+
+  /** The branch's patch_state barrier (the episode's child). */
+  private barrier() {
+    return branchBarrier(this.episode.getSnapshot());
   }
 }

@@ -4,7 +4,7 @@
 import type { EpisodeNoticeCode } from "../machines/episode.ts";
 import type { NoticeLevel } from "./host.ts";
 
-export const NOTICES: Record<EpisodeNoticeCode, { text: string; level: NoticeLevel }> = {
+export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text: string; level: NoticeLevel }> = {
   "not-enabled": { text: "State Flow is not enabled on this branch; nothing to stop.", level: "info" },
   "already-active": { text: "State Flow is already active on this branch.", level: "info" },
   "stop-refused-unproven": {
@@ -86,6 +86,7 @@ export function episodeNotices(
   code: EpisodeNoticeCode,
   detail: string | undefined,
 ): Array<{ text: string; level: NoticeLevel }> {
+  if (code === "tools-missing") return [{ text: toolsMissingNotice(detail?.split(", ") ?? []), level: "warning" }];
   const { text, level } = NOTICES[code];
   if (detail === undefined) return [{ text, level }];
   if (code === "restore-unproven") return [{ text: `${text} Reason: ${detail}`, level }];

@@ -16,7 +16,7 @@
 // anything: retries push the existing accepted commit. No remote configured is local-only, not an
 // error; file-only stores have nothing to publish.
 
-import { createActor, fromPromise, waitFor, type Actor, type InspectionEvent, type Observer } from "xstate";
+import { createActor, fromPromise, waitFor, type ActorRefFrom, type InspectionEvent, type Observer } from "xstate";
 import {
   heldAs,
   isBusy,
@@ -29,6 +29,7 @@ import {
   targetSettled,
   waitsForPush,
   type PendingPublication,
+  type PublicationInput,
   type PublicationRecord,
   type PublicationSnapshot,
   type PushOutput,
@@ -130,7 +131,18 @@ export interface PublicationOptions {
   readonly onRecordError?: (error: unknown) => void;
   /** Live inspection observer for the machine actor (adapters/inspect: FlowInspection.inspect). */
   readonly inspect?: Observer<InspectionEvent>;
+  /**
+   * Where the actor lives: spawned into the branch's actor system (the episode) when given, so one
+   * system holds every actor of the branch; an actor of its own otherwise (tests of this module).
+   */
+  readonly spawn?: PublicationSpawner;
 }
+
+/** Spawns the publication actor of a store generation as a child of the branch's actor system. */
+export type PublicationSpawner = (
+  logic: typeof publicationMachine,
+  input: PublicationInput,
+) => ActorRefFrom<typeof publicationMachine>;
 
 /** The machine with the actors that reach the store and the remote. */
 function providedMachine(pusher: Pusher | null, records: RecordStore | undefined) {
@@ -199,7 +211,7 @@ function settledOutcome(s: PublicationSnapshot, revision: string, since: number)
 class MachinePublication implements PublicationDriver {
   readonly policy: PublicationPolicy;
   private readonly options: PublicationOptions;
-  private readonly actor: Actor<typeof publicationMachine>;
+  private readonly actor: ActorRefFrom<typeof publicationMachine>;
   /** The record writes, in the order the machine announced them (each one whole, atomically). */
   private writes: Promise<void> = Promise.resolve();
 
@@ -207,19 +219,26 @@ class MachinePublication implements PublicationDriver {
     this.options = options;
     this.policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
     const pusher = options.pusher;
-    this.actor = createActor(providedMachine(pusher, options.records), {
-      input: {
-        policy: this.policy,
-        backend: pusher ? "git" : "file",
-        remote: pusher !== null && (options.remote ?? true),
-        restored: options.restored ?? null,
-        selected: options.records ? (options.selected ?? null) : null,
-        ask: options.askRestored === true && pusher?.ask !== undefined,
-      },
-      ...(options.inspect ? { inspect: options.inspect } : {}),
-    });
-    this.actor.on("publication.record", ({ record }) => this.record(record));
-    this.actor.start();
+    const logic = providedMachine(pusher, options.records);
+    const input: PublicationInput = {
+      policy: this.policy,
+      backend: pusher ? "git" : "file",
+      remote: pusher !== null && (options.remote ?? true),
+      restored: options.restored ?? null,
+      selected: options.records ? (options.selected ?? null) : null,
+      ask: options.askRestored === true && pusher?.ask !== undefined,
+    };
+    if (options.spawn) {
+      // A spawned actor starts at once. Only a `restored` pending publication dropped by its route is
+      // announced at the start, before any listener could hear it: a spawned one recovers from its record.
+      if (options.restored) throw new Error("a spawned publication recovers from its record, not from `restored`");
+      this.actor = options.spawn(logic, input);
+      this.actor.on("publication.record", ({ record }) => this.record(record));
+    } else {
+      const own = createActor(logic, { input, ...(options.inspect ? { inspect: options.inspect } : {}) });
+      own.on("publication.record", ({ record }) => this.record(record));
+      this.actor = own.start();
+    }
   }
 
   get pending(): PendingPublication | null {
@@ -369,10 +388,12 @@ export class BranchPublication {
   private driver: PublicationDriver | null = null;
   private readonly notify: (message: string) => void;
   private readonly inspect: Observer<InspectionEvent> | undefined;
+  private readonly spawn: PublicationSpawner | undefined;
 
-  constructor(notify: (message: string) => void, inspect?: Observer<InspectionEvent>) {
+  constructor(notify: (message: string) => void, inspect?: Observer<InspectionEvent>, spawn?: PublicationSpawner) {
     this.notify = notify;
     this.inspect = inspect;
+    this.spawn = spawn;
   }
 
   /** Opens this store generation's publication, unless one is open (the branch is already bound to it). */
@@ -407,6 +428,7 @@ export class BranchPublication {
             "asks the remote what it still needs instead.",
         ),
       ...(this.inspect ? { inspect: this.inspect } : {}),
+      ...(this.spawn ? { spawn: this.spawn } : {}),
     });
   }
 

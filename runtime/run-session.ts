@@ -1,38 +1,34 @@
-// One Pi run of an enabled branch: what the user asked (the specification), whether the run is
-// equipped with State Flow's tools, the drafts its resolution discarded, the patch_state pipeline,
-// and the commit of its answer (the resolution's `commitResponse` actor). The episode spawns the
-// run's resolution actor; this forwards Pi's run events to it and carries out what it emits.
+// The runtime's side of a Pi run: it sends Pi's run events to the run actor the episode spawns (M5),
+// answers the host's questions about the open run from its snapshot (equipped, specification,
+// discarded drafts, resolution position), supplies the run machine's actors and host actions
+// (Knowledge discovery, the answer's commit, steers, discard records, notices), and runs the
+// patch_state pipeline, whose outcome it reports to the run.
 
 import { parsePatchSet, type PatchSet } from "../storage/core/cohort.ts";
-import { StateFlowError } from "../storage/core/errors.ts";
+import { StateFlowError, errorMessage } from "../storage/core/errors.ts";
 import type { JsonObject } from "../storage/core/json.ts";
 import { isJsonObject } from "../storage/core/json.ts";
 import { assertPromotedBodiesKept, assertPromotions } from "../storage/core/promotions.ts";
 import { applyScopePatch } from "../storage/core/scope-state.ts";
 import { readTemporalState } from "../storage/core/temporal.ts";
-import { waitFor, type Actor } from "xstate";
-import { isToolsActive, runResolution, type episodeMachine } from "../machines/episode.ts";
+import { fromPromise, waitFor, type Actor } from "xstate";
+import { type episodeMachine } from "../machines/episode.ts";
+import { isToolsActive, openRun } from "../machines/episode-queries.ts";
 import {
-  isResolutionSettled,
   isTerminalEligible,
+  resolutionMachine,
   steersUsed,
   type DraftEnding,
-  type ResolutionEmitted,
   type ResolutionEvent,
+  type ResolutionMachineEvent,
 } from "../machines/resolution.ts";
+import { isKnowledgeSettled, runDiscarded, runMachine, runResolution, type RunMachineEvent } from "../machines/run.ts";
 import type { BranchBinding } from "./branch-binding.ts";
 import { compilationRequired, replacingSkillArtifacts } from "./compilation-obligations.ts";
 import type { DiagnosticRecord, Diagnostics } from "./diagnostics.ts";
 import type { BranchHost } from "./host.ts";
 import type { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
-import {
-  NO_SPECIFICATION,
-  specificationForRun,
-  withRunSource,
-  withUserMessage,
-  type RunTrigger,
-  type Specification,
-} from "./specification.ts";
+import type { RunTrigger, Specification } from "../machines/specification.ts";
 
 /** A terminal assistant draft of the current run (`id` tells the host's messages apart). */
 export interface Draft {
@@ -48,13 +44,7 @@ export interface PatchAccepted {
 }
 
 export class RunSession {
-  specification: Specification = NO_SPECIFICATION;
-  /** The current run started while State Flow's tools could not be active: it runs as ordinary Pi. */
-  unequipped = false;
-  readonly discarded = new Set<number>();
-  private readonly emitted: ResolutionEmitted[] = [];
-
-  /** The branch's episode actor (it spawns the run's resolution); read when used, since it is created after this. */
+  /** The branch's episode actor (it spawns the run actor); read when used, since it is created after this. */
   private readonly episodeActor: () => Actor<typeof episodeMachine>;
   private readonly binding: BranchBinding;
   private readonly knowledge: KnowledgeUpkeep;
@@ -76,73 +66,150 @@ export class RunSession {
   }
 
   /**
-   * A run begins (a user prompt, or a message another extension sent with triggerTurn); true when
-   * it is an enabled run (the host then adds the protocol and anchor).
+   * The run machine with the runtime's side supplied: Knowledge discovery, the answer's commit, and
+   * the host effects of its resolution. A host effect that throws is said, never left to stop the actor.
    */
-  started(trigger: RunTrigger): boolean {
-    this.discarded.clear();
-    this.unequipped = isToolsActive(this.episodeActor().getSnapshot()) && this.host.missingTools().length > 0;
-    if (this.unequipped || !this.beginResolution()) return false;
-    this.specification = specificationForRun(this.specification, trigger);
-    this.knowledge.startDiscovery();
-    return true;
+  machine() {
+    const unresolved = (event: { text?: string; stopReason?: string }, attempt: number) =>
+      this.diagnostics.write({
+        kind: "unresolved-draft",
+        text: event.text ?? "",
+        stopReason: event.stopReason,
+        attempt,
+        eligible: false,
+      });
+    const recordDiscarded = this.hostAction<ResolutionMachineEvent>((event) => {
+      if (event.type === "DRAFT") this.host.recordDiscarded(event.id ?? 0);
+    });
+    const resolution = resolutionMachine.provide({
+      actors: { commitResponse: fromPromise(({ input }) => this.commitResponse(input.text)) },
+      actions: {
+        recordUnresolvedDraft: recordDiscarded,
+        recordInterruptedDraft: recordDiscarded,
+        steerHiddenSameRun: this.hostAction<ResolutionMachineEvent, { attempt: number }>((event, { attempt }) => {
+          if (event.type === "DRAFT") unresolved(event, attempt);
+          this.host.steer(attempt);
+        }),
+        reportExhausted: this.hostAction<ResolutionMachineEvent, { attempts: number }>((event, { attempts }) => {
+          if (event.type === "DRAFT") unresolved(event, attempts);
+          this.host.notify(exhaustedNotice(attempts), "error");
+        }),
+        reportCommitFailed: this.hostAction<ResolutionMachineEvent>((event) => {
+          const error = event.type === "xstate.error.actor.commit" ? errorMessage(event.error) : "";
+          this.host.notify(`State Flow could not commit the response: ${error}`, "error");
+        }),
+      },
+    });
+    return runMachine.provide({
+      actors: {
+        resolution,
+        discoverKnowledge: fromPromise(async () => {
+          this.knowledge.startDiscovery();
+          await this.knowledge.ready();
+        }),
+      },
+      actions: {
+        reportKnowledgeFailed: this.hostAction<RunMachineEvent>((event) => {
+          const error = event.type === "xstate.error.actor.knowledge" ? errorMessage(event.error) : "";
+          this.host.notify(`State Flow could not discover Knowledge for this run (${error}).`, "warning");
+        }),
+      },
+    });
   }
 
-  /** Names what started a run the host could not name when it began. */
-  source(source: string): void {
-    this.specification = withRunSource(this.specification, source);
+  /** A host effect as a machine action: what it throws is said, so the actor it runs in goes on. */
+  private hostAction<TEvent, TParams = undefined>(effect: (event: TEvent, params: TParams) => void) {
+    // (the machines type their actions over every event an actor takes; the effect names the ones it reads)
+    return ({ event }: { event: unknown }, params: unknown): void => {
+      try {
+        effect(event as TEvent, params as TParams);
+      } catch (error) {
+        try {
+          this.host.notify(`State Flow: ${errorMessage(error)}`, "error");
+        } catch {
+          // The host cannot even notify (its session is gone): nothing is left to tell.
+        }
+      }
+    };
+  }
+
+  /** The open run's actor (undefined between runs). */
+  private current() {
+    return openRun(this.episodeActor().getSnapshot());
   }
 
   /**
-   * A user message Pi delivered inside the run (steering, a queued follow-up) is added to the
-   * specification. Once the run's answer was resolved, it asks for another answer: a fresh
-   * resolution, so that answer too is resolved before it becomes the response.
+   * before_agent_start: Pi begins a run for a prompt or for a message another extension sent
+   * with triggerTurn; true when the run is equipped (the host then adds the protocol and anchor).
    */
+  announced(trigger: RunTrigger): boolean {
+    this.episodeActor().send({ type: "RUN_ANNOUNCED", trigger, toolsMissing: this.toolsMissing() });
+    return this.equipped();
+  }
+
+  /**
+   * agent_start: a continuation of the open run, or a run no before_agent_start announced; true when
+   * that began an equipped run (the host then sends the anchor).
+   */
+  agentStart(): boolean {
+    const before = this.current();
+    this.episodeActor().send({ type: "AGENT_START", toolsMissing: this.toolsMissing() });
+    return this.current() !== before && this.equipped();
+  }
+
+  private toolsMissing(): boolean {
+    return this.host.missingTools().length > 0;
+  }
+
+  /** The open run is equipped: resolved, and projected as state. */
+  private equipped(): boolean {
+    return this.current()?.getSnapshot().context.equipped ?? false;
+  }
+
+  /** The open run started while State Flow's tools could not be active: it runs as ordinary Pi. */
+  unequipped(): boolean {
+    const run = this.current();
+    return run !== undefined && !run.getSnapshot().context.equipped;
+  }
+
+  /** The specification the open run works toward (between runs: the one the last run left). */
+  specification(): Specification {
+    return (
+      this.current()?.getSnapshot().context.specification ?? this.episodeActor().getSnapshot().context.specification
+    );
+  }
+
+  /** The drafts the open run discarded. */
+  discarded(): ReadonlySet<number> {
+    const run = this.current();
+    return run ? runDiscarded(run.getSnapshot()) : new Set();
+  }
+
+  /** A user message Pi delivered inside the run (the prompt itself, steering, a queued follow-up). */
   userMessage(text: string): void {
-    const resolution = runResolution(this.episodeActor().getSnapshot());
-    if (!resolution || !this.binding.state || this.unequipped) return;
-    this.specification = withUserMessage(this.specification, text);
-    if (isResolutionSettled(resolution.getSnapshot())) this.beginResolution();
+    this.current()?.send({ type: "USER_MESSAGE", text });
   }
 
-  private beginResolution(): boolean {
-    this.episodeActor().send({ type: "RUN_STARTED" });
-    const resolution = runResolution(this.episodeActor().getSnapshot());
-    if (!resolution || !this.binding.state) return false;
-    resolution.on("*", (e) => this.emitted.push(e as ResolutionEmitted));
-    return true;
+  /** A custom message inside the run: it may name what started a run agent_start alone began. */
+  customMessage(customType: string, ownAnchor: boolean): void {
+    this.current()?.send({ type: "CUSTOM_MESSAGE", customType, ownAnchor });
   }
 
-  /** message_end of a terminal draft: the resolution machine decides what becomes of it. */
+  /** message_end of a terminal draft: the run's resolution decides what becomes of it. */
   draft(draft: Draft): void {
-    const resolution = this.activeResolution();
-    if (!resolution) return;
-    const eligible = isTerminalEligible(resolution.getSnapshot());
-    this.toResolution({ type: "DRAFT", ending: draft.ending, text: draft.text });
-    const unresolved = (attempt: number) =>
-      this.diagnostics.write({
-        kind: "unresolved-draft",
-        text: draft.text,
-        stopReason: draft.stopReason,
-        attempt,
-        eligible,
-      });
-    for (const effect of this.emitted.splice(0)) {
-      if (effect.type === "resolution.discardDraft") {
-        this.discarded.add(draft.id);
-        this.host.recordDiscarded(draft.id);
-      } else if (effect.type === "resolution.steer") {
-        unresolved(effect.attempt);
-        this.host.steer(effect.attempt);
-      } else if (effect.type === "resolution.exhausted") {
-        unresolved(effect.attempts);
-        this.host.notify(
-          `State Flow: the answer was not accepted after ${effect.attempts} attempts without patch_state ` +
-            "final:true. Committed state and enablement are kept; ask again to continue.",
-          "error",
-        );
-      }
-    }
+    this.current()?.send({
+      type: "DRAFT",
+      id: draft.id,
+      ending: draft.ending,
+      text: draft.text,
+      ...(draft.stopReason === undefined ? {} : { stopReason: draft.stopReason }),
+    });
+  }
+
+  /** Resolves once the open run's Knowledge discovery is over (at once when none runs). */
+  async knowledgeReady(): Promise<void> {
+    const run = this.current();
+    if (run) await waitFor(run, isKnowledgeSettled);
   }
 
   /**
@@ -150,29 +217,26 @@ export class RunSession {
    * `commitResponse` actor); this waits until that commit has settled.
    */
   async turnEnd(): Promise<void> {
-    const resolution = this.activeResolution();
-    if (!resolution) return;
-    resolution.send({ type: "TURN_END" });
-    await waitFor(resolution, (snapshot) => !snapshot.matches("committing"));
-    for (const effect of this.emitted.splice(0)) {
-      if (effect.type === "resolution.commitFailed")
-        this.host.notify(`State Flow could not commit the response: ${effect.error}`, "error");
-    }
+    const run = this.current();
+    if (!run) return;
+    run.send({ type: "TURN_END" });
+    const resolution = runResolution(run.getSnapshot());
+    if (resolution) await waitFor(resolution, (s) => s.status !== "active" || !s.matches("committing"));
   }
 
+  /** agent_settled: the run is over. */
   ended(): void {
-    if (this.activeResolution()) this.toResolution({ type: "RUN_ENDED" });
-    this.emitted.splice(0);
+    this.current()?.send({ type: "SETTLED" });
   }
 
   /** Logs a refused patch_state call with the run's resolution position (opt-in diagnostics). */
   patchRefused(record: Omit<DiagnosticRecord, "kind">): void {
-    const resolution = runResolution(this.episodeActor().getSnapshot());
+    const view = this.resolutionView();
     this.diagnostics.write({
       kind: "rejected-patch",
       ...record,
-      attempt: resolution ? steersUsed(resolution.getSnapshot()) : null,
-      eligible: resolution ? isTerminalEligible(resolution.getSnapshot()) : null,
+      attempt: view ? view.steers : null,
+      eligible: view ? view.eligible : null,
     });
   }
 
@@ -269,21 +333,23 @@ export class RunSession {
     }
   }
 
-  /** The run's resolution position, for the runtime context. */
+  /** The open run's answer's resolution position, for the runtime context (null: no answer is being resolved). */
   resolutionView(): { eligible: boolean; steers: number } | null {
-    const resolution = runResolution(this.episodeActor().getSnapshot());
+    const run = this.current();
+    const resolution = run ? runResolution(run.getSnapshot()) : undefined;
     if (!resolution) return null;
     const snapshot = resolution.getSnapshot();
     return { eligible: isTerminalEligible(snapshot), steers: steersUsed(snapshot) };
   }
 
-  /** The current run's resolution actor while its run is still being resolved. */
-  private activeResolution() {
-    const resolution = runResolution(this.episodeActor().getSnapshot());
-    return resolution && !isResolutionSettled(resolution.getSnapshot()) ? resolution : null;
-  }
-
   private toResolution(event: ResolutionEvent): void {
-    runResolution(this.episodeActor().getSnapshot())?.send(event);
+    this.current()?.send(event);
   }
+}
+
+function exhaustedNotice(attempts: number): string {
+  return (
+    `State Flow: the answer was not accepted after ${attempts} attempts without patch_state ` +
+    "final:true. Committed state and enablement are kept; ask again to continue."
+  );
 }

@@ -1,36 +1,22 @@
-// npm run mutate:machines: checks that the generated machine suites (tests/machines) notice
-// plausible single mistakes in the machines. Each mutant is one exact text replacement in one
-// machine source file; it is applied to a private copy of the repository and tests/machines run
-// there (`-- <id> ...` runs only those). A mutant is caught when at least one test fails, survived
-// when all pass. Exits 1 if any mutant survived, or if one could not be judged (the unmutated copy
-// failing, a mutant that no longer loads, a timeout), since then "caught" would prove nothing.
-import { spawn } from "node:child_process";
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
+// npm run mutate:machines: checks that the test suites notice plausible single mistakes in the
+// machines (MUTANTS, owned by the generated suites in tests/machines) and on the runtime/effect side
+// (RUNTIME_MUTANTS in scripts/mutants-runtime.ts: the actors and effects the machines invoke, each
+// owned by the suite of its module, e.g. tests/runtime/publication.test.ts). Each mutant is one
+// exact text replacement in one source file; it is applied to a private copy of the repository and
+// the suite that owns it (its `suite`, default tests/machines) runs there (`-- <id> ...` runs only
+// those). A mutant is caught when at least one test fails, survived when all pass. Each suite also
+// runs unmutated first. Exits 1 if any mutant survived, or if one could not be judged (an unmutated
+// suite failing, a mutant that no longer loads, a timeout), since then "caught" would prove nothing.
+import { readFileSync, rmSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { PARALLEL, applyMutant, copyRepo, judge, pool, suiteOf, type Job, type Mutant } from "./mutant.ts";
+import { RUNTIME_MUTANTS } from "./mutants-runtime.ts";
 
-export interface Mutant {
-  id: string;
-  /** Repository-relative path of the machine source the replacement applies to. */
-  file: string;
-  /** Text that occurs exactly once in `file`. */
-  from: string;
-  to: string;
-  /** The mistake this stands for (what a reviewer would worry about). */
-  why: string;
-}
+export { applyMutant, occurrences, type Mutant } from "./mutant.ts";
+export { RUNTIME_MUTANTS };
 
+/** The machine mutants: each owned by tests/machines (the default suite). */
 export const MUTANTS: readonly Mutant[] = [
   // resolution
   {
@@ -57,15 +43,15 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "resolution-steer-attempt-number",
     file: "machines/resolution.ts",
-    from: "params: { attempt: n + 1 } }],",
-    to: "params: { attempt: n } }],",
+    from: '{ type: "steerHiddenSameRun", params: { attempt: n + 1 } },',
+    to: '{ type: "steerHiddenSameRun", params: { attempt: n } },',
     why: "a hidden steer names the wrong attempt (off by one)",
   },
   {
     id: "resolution-exhausted-attempts",
     file: "machines/resolution.ts",
-    from: "params: { attempts: n + 1 } }],",
-    to: "params: { attempts: n } }],",
+    from: '{ type: "reportExhausted", params: { attempts: n + 1 } },',
+    to: '{ type: "reportExhausted", params: { attempts: n } },',
     why: "the exhaustion error reports one attempt too few",
   },
   {
@@ -135,8 +121,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-bootstrap-ends-unaccepted",
     file: "machines/episode.ts",
-    from: '"xstate.done.actor.resolution": { guard: "runAccepted", target: "steady" }',
-    to: '"xstate.done.actor.resolution": { target: "steady" }',
+    from: '"xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] }',
+    to: '"xstate.done.actor.run": { target: "steady", actions: ["runEnded"] }',
     why: "a run whose answer was not committed still ends the migration run: the pre-Flow context is dropped unsaved",
   },
   {
@@ -210,25 +196,18 @@ export const MUTANTS: readonly Mutant[] = [
     why: "STOP after a busy lock restores the branch and then forgets to stop",
   },
   {
-    id: "episode-register-tools-every-activation",
+    id: "episode-enabled-run-ordinary",
     file: "machines/episode.ts",
-    from: 'if (!check("toolsNotRegistered")) return;',
-    to: "",
-    why: "tools are registered with Pi again on every activation",
-  },
-  {
-    id: "episode-run-started-no-spawn",
-    file: "machines/episode.ts",
-    from: 'RUN_STARTED: { actions: ["endRun", "spawnResolution"] },',
-    to: 'RUN_STARTED: { actions: ["endRun"] },',
-    why: "an enabled run starts without a resolution actor",
+    from: '{ guard: "toolsPresent", actions: ["endRun", "spawnEquippedRun"] },',
+    to: '{ guard: "toolsPresent", actions: ["endRun", "spawnOrdinaryRun"] },',
+    why: "a prompt on an enabled branch with its tools active runs as ordinary Pi: nothing resolved or projected",
   },
   {
     id: "episode-active-exit-keeps-run",
     file: "machines/episode.ts",
     from: 'exit: ["endRun"],',
     to: "exit: [],",
-    why: "the run's resolution actor outlives the active branch (steering a stopped branch)",
+    why: "the run's actor outlives the active branch (steering and resolving on a stopped branch)",
   },
   {
     id: "episode-fork-like-resume",
@@ -329,6 +308,56 @@ export const MUTANTS: readonly Mutant[] = [
     to: 'record?.state === "pending" && false\n',
     why: "restart recovery ignores the revision the record names pending and pushes the selected one instead",
   },
+  // run
+  {
+    id: "run-prompt-added-twice",
+    file: "machines/run.ts",
+    from: 'on: { USER_MESSAGE: { target: "framed" } },',
+    to: 'on: { USER_MESSAGE: { target: "framed", actions: ["addUserMessage"] } },',
+    why: "the prompt Pi reports as the run's first user message is added to the specification a second time",
+  },
+  {
+    id: "run-unannounced-framed",
+    file: "machines/run.ts",
+    from: '{ guard: "openedUnannounced", target: "awaitingSource" },',
+    to: '{ guard: "openedUnannounced", target: "framed" },',
+    why: "a run agent_start alone began never learns which message started it",
+  },
+  {
+    id: "run-own-anchor-named-source",
+    file: "machines/run.ts",
+    from: '{ guard: "isOwnAnchor", target: "framed" },',
+    to: '{ guard: "isOwnAnchor", target: "framed", actions: ["nameSource"] },',
+    why: "State Flow's own run anchor is named as what started the run",
+  },
+  {
+    id: "run-no-fresh-answer",
+    file: "machines/run.ts",
+    from: 'on: { USER_MESSAGE: { target: "resolving" } },',
+    to: "on: { USER_MESSAGE: {} },",
+    why: "a follow-up after the run's answer is answered without resolution (no final:true asked, no response)",
+  },
+  {
+    id: "run-accepted-forgotten",
+    file: "machines/run.ts",
+    from: "accepted: context.accepted || event.output.accepted,",
+    to: "accepted: event.output.accepted,",
+    why: "a later unaccepted answer hides an accepted one: the bootstrap never ends",
+  },
+  {
+    id: "run-discards-forgotten",
+    file: "machines/run.ts",
+    from: "discarded: [...context.discarded, ...event.output.discarded],",
+    to: "discarded: context.discarded,",
+    why: "drafts an earlier answer of the run discarded come back into its later inferences",
+  },
+  {
+    id: "run-ordinary-discovers",
+    file: "machines/run.ts",
+    from: 'always: [{ guard: "equipped", target: "discovering" }, { target: "none" }],',
+    to: 'always: [{ target: "discovering" }],',
+    why: "an ordinary run (State Flow off) reads the Knowledge sources and their provenance",
+  },
   // barrier
   {
     id: "barrier-call-allowed-always",
@@ -368,163 +397,14 @@ export const MUTANTS: readonly Mutant[] = [
   },
 ];
 
-/** Copied into each mutant's directory: everything the machine tests and the config import. */
-const COPIED = [
-  "machines",
-  "storage",
-  "runtime",
-  "adapters",
-  "tests",
-  "scripts",
-  "package.json",
-  "tsconfig.json",
-  "vitest.config.ts",
-  "index.ts",
-];
-const PARALLEL = 2;
-const TIMEOUT_MS = 180_000;
-
-export function occurrences(text: string, needle: string): number {
-  if (needle === "") return 0;
-  let count = 0;
-  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) count++;
-  return count;
-}
-
-/** The mutated source; throws unless `from` occurs exactly once and `to` differs from it. */
-export function applyMutant(source: string, mutant: Mutant): string {
-  const count = occurrences(source, mutant.from);
-  if (count !== 1) throw new Error(`${mutant.id}: "from" occurs ${count} times in ${mutant.file}, expected once`);
-  if (mutant.to === mutant.from) throw new Error(`${mutant.id}: "to" equals "from"`);
-  return source.replace(mutant.from, () => mutant.to);
-}
-
-type Verdict = "caught" | "survived" | "error";
-interface Outcome {
-  id: string;
-  verdict: Verdict;
-  /** Failing tests, each with the invariant ids its failure names. */
-  by: string[];
-  seconds: number;
-  detail?: string;
-}
-
-interface JsonReport {
-  testResults?: Array<{
-    name: string;
-    status: string;
-    message?: string;
-    assertionResults?: Array<{ fullName: string; status: string; failureMessages?: string[] }>;
-  }>;
-}
-
-/** A runnable copy of `source`'s files, with `repo`'s packages. */
-function copyRepo(source: string, repo: string, id: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `sf-mutant-${id}-`));
-  for (const entry of COPIED) {
-    const from = join(source, entry);
-    if (existsSync(from)) cpSync(from, join(dir, entry), { recursive: true });
-  }
-  // Packages are linked one by one into a private node_modules: vitest writes its cache under
-  // node_modules/.vite, which must not be the shared checkout's while other runs use it.
-  mkdirSync(join(dir, "node_modules"));
-  for (const entry of readdirSync(join(repo, "node_modules"))) {
-    if (entry !== ".vite") symlinkSync(join(repo, "node_modules", entry), join(dir, "node_modules", entry));
-  }
-  return dir;
-}
-
-function runVitest(dir: string, report: string): Promise<{ code: number | null; output: string; timedOut: boolean }> {
-  return new Promise((done) => {
-    // The project's Node (this process) runs vitest, whatever `node` the PATH would pick.
-    const args = [join(dir, "node_modules/.bin/vitest"), "run", "tests/machines"];
-    const child = spawn(process.execPath, [...args, "--reporter=json", `--outputFile=${report}`], {
-      cwd: dir,
-      env: { ...process.env, CI: "1", FORCE_COLOR: "0" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (d: Buffer) => void (output += d.toString()));
-    child.stderr.on("data", (d: Buffer) => void (output += d.toString()));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, TIMEOUT_MS);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      done({ code, output, timedOut });
-    });
-  });
-}
-
-function invariantIds(messages: readonly string[]): string[] {
-  const ids = new Set<string>();
-  for (const m of messages) for (const id of m.match(/\bI\d+\.\d+\b/g) ?? []) ids.add(id);
-  return [...ids].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
-}
-
-async function judge(snapshot: string, repo: string, mutant: Mutant | null): Promise<Outcome> {
-  const id = mutant?.id ?? "baseline";
-  const started = Date.now();
-  const dir = copyRepo(snapshot, repo, id);
-  try {
-    if (mutant) {
-      const path = join(dir, mutant.file);
-      writeFileSync(path, applyMutant(readFileSync(path, "utf8"), mutant));
-    }
-    const reportPath = join(dir, "vitest-report.json");
-    const { code, output, timedOut } = await runVitest(dir, reportPath);
-    const seconds = (Date.now() - started) / 1000;
-    const tail = output.trim().split("\n").slice(-15).join("\n");
-    if (timedOut) return { id, verdict: "error", by: [], seconds, detail: `timed out after ${TIMEOUT_MS / 1000} s` };
-    if (!existsSync(reportPath))
-      return { id, verdict: "error", by: [], seconds, detail: `no report (exit ${code})\n${tail}` };
-    const report = JSON.parse(readFileSync(reportPath, "utf8")) as JsonReport;
-    const files = report.testResults ?? [];
-    // A file that fails without any failed test did not load: the mutant broke the build, which
-    // says nothing about the invariants.
-    const broken = files.filter(
-      (f) => f.status === "failed" && !(f.assertionResults ?? []).some((a) => a.status === "failed"),
-    );
-    if (broken.length > 0) {
-      const what = broken.map((f) => `${basename(f.name)}: ${(f.message ?? "").split("\n")[0]}`).join("; ");
-      return { id, verdict: "error", by: [], seconds, detail: `test file failed to run: ${what}` };
-    }
-    const by: string[] = [];
-    for (const f of files) {
-      for (const a of f.assertionResults ?? []) {
-        if (a.status !== "failed") continue;
-        const ids = invariantIds(a.failureMessages ?? []);
-        by.push(`${basename(f.name)} › ${a.fullName}${ids.length ? ` [${ids.join(", ")}]` : ""}`);
-      }
-    }
-    if (code === 0 && by.length === 0) return { id, verdict: "survived", by, seconds };
-    if (by.length > 0) return { id, verdict: "caught", by, seconds };
-    return { id, verdict: "error", by, seconds, detail: `vitest exited ${code} without a failed test\n${tail}` };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-async function pool<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
-  return results;
-}
+/** Every mutant the script judges. */
+export const ALL_MUTANTS: readonly Mutant[] = [...MUTANTS, ...RUNTIME_MUTANTS];
 
 async function main(): Promise<void> {
   const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
   const started = Date.now();
-  // One snapshot of the checkout for the baseline and every mutant: the sources may change while
-  // this runs, and each mutant must differ from the baseline by its one replacement only.
+  // One snapshot of the checkout for the baselines and every mutant: the sources may change while
+  // this runs, and each mutant must differ from its suite's baseline by its one replacement only.
   const snapshot = copyRepo(repo, repo, "snapshot");
   try {
     await judgeAll(snapshot, repo, started);
@@ -535,21 +415,30 @@ async function main(): Promise<void> {
 
 async function judgeAll(snapshot: string, repo: string, started: number): Promise<void> {
   // Validate every replacement before spending minutes on test runs.
-  for (const m of MUTANTS) applyMutant(readFileSync(join(snapshot, m.file), "utf8"), m);
+  for (const m of ALL_MUTANTS) applyMutant(readFileSync(join(snapshot, m.file), "utf8"), m);
   // Ids given on the command line select mutants (e.g. to recheck a survivor after a test change).
   const wanted = process.argv.slice(2);
-  const unknown = wanted.filter((id) => !MUTANTS.some((m) => m.id === id));
+  const unknown = wanted.filter((id) => !ALL_MUTANTS.some((m) => m.id === id));
   if (unknown.length > 0) throw new Error(`unknown mutant ids: ${unknown.join(", ")}`);
-  const selected = wanted.length > 0 ? MUTANTS.filter((m) => wanted.includes(m.id)) : MUTANTS;
-  console.log(`[mutate] ${selected.length} mutants of machines/*.ts, ${PARALLEL} at a time, each on tests/machines`);
-  const jobs: Array<Mutant | null> = [null, ...selected];
-  const outcomes = await pool(jobs, PARALLEL, async (m) => {
-    const outcome = await judge(snapshot, repo, m);
-    const verdict = m ? outcome.verdict : outcome.verdict === "survived" ? "passes" : "FAILS";
+  const selected = wanted.length > 0 ? ALL_MUTANTS.filter((m) => wanted.includes(m.id)) : ALL_MUTANTS;
+  // Each distinct suite runs once unmutated: a mutant is compared with exactly what its suite does without it.
+  const suites = new Map(selected.map((m) => [suiteOf(m).join(" "), suiteOf(m)] as const));
+  const files = new Set(selected.map((m) => m.file)).size;
+  console.log(
+    `[mutate] ${selected.length} mutants of ${files} source files on ${suites.size} suites, ${PARALLEL} at a time`,
+  );
+  const jobs: Job[] = [
+    ...[...suites.values()].map((suite) => ({ mutant: null, suite })),
+    ...selected.map((mutant) => ({ mutant, suite: suiteOf(mutant) })),
+  ];
+  const outcomes = await pool(jobs, PARALLEL, async (job) => {
+    const outcome = await judge(snapshot, repo, job);
+    const verdict = job.mutant ? outcome.verdict : outcome.verdict === "survived" ? "passes" : "FAILS";
     console.log(`[mutate] ${outcome.id}: ${verdict} (${outcome.seconds.toFixed(1)} s)`);
     return outcome;
   });
-  const [baseline, ...results] = outcomes as [Outcome, ...Outcome[]];
+  const baselines = outcomes.slice(0, suites.size);
+  const results = outcomes.slice(suites.size);
 
   console.log("\nmutant → caught by");
   for (const r of results) {
@@ -563,19 +452,21 @@ async function judgeAll(snapshot: string, repo: string, started: number): Promis
   const seconds = (Date.now() - started) / 1000;
   const counts = `${caught}/${results.length} caught, ${survived} survived, ${errors} not judged`;
   console.log(`\n${counts} in ${seconds.toFixed(0)} s`);
-  // The baseline is exactly what every mutant is compared against: if the unmutated copy fails,
-  // every "caught" above is meaningless.
-  const baselineOk = baseline.verdict === "survived";
-  if (!baselineOk)
-    console.error(`the unmutated copy does not pass tests/machines: ${baseline.detail ?? baseline.by.join("; ")}`);
+  // The baselines are exactly what every mutant is compared against: if an unmutated suite fails,
+  // every "caught" on it is meaningless.
+  const failedBaselines = baselines.filter((b) => b.verdict !== "survived");
+  const baselineOk = failedBaselines.length === 0;
+  for (const b of failedBaselines)
+    console.error(`the unmutated copy does not pass: ${b.id}: ${b.detail ?? b.by.join("; ")}`);
   const summary = {
     total: results.length,
     caught,
     survived,
     ...(errors > 0 ? { errors } : {}),
     ...(baselineOk ? {} : { baseline: "failed" }),
-    mutants: results.map((r) => ({
+    mutants: results.map((r, i) => ({
       id: r.id,
+      suite: suiteOf(selected[i]!),
       caught: r.verdict === "caught",
       by: r.by,
       ...(r.verdict === "error" ? { error: r.detail } : {}),

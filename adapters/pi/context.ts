@@ -12,7 +12,7 @@
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
-import { renderSpecification, type Specification } from "../../runtime/specification.ts";
+import { renderSpecification, type Specification } from "../../machines/specification.ts";
 import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
@@ -184,7 +184,7 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 // said as such, never left out.
 
 export interface RuntimeContextInput {
-  /** The user's request the run works toward (see runtime/specification.ts). */
+  /** The user's request the run works toward (see machines/specification.ts). */
   specification: Specification;
   /** The current effective state[0], as the model sees it. */
   state: ScopeState;
@@ -220,11 +220,30 @@ function stateParts(state: ScopeState, volatile: PathTrie): { split: SplitState;
   return rendered;
 }
 
-function transitionLines(transitions: readonly CompactTransition[]): string[] {
-  return transitions.map((t) => {
+/**
+ * One line per transition, newest first; consecutive steps that changed the same paths (a run of
+ * answers that only set the response, say) share one line, `- steps 25–31: session: response`.
+ */
+export function transitionLines(transitions: readonly CompactTransition[]): string[] {
+  const changed = (t: CompactTransition) => {
     const parts = Object.entries(t.changes).map(([scope, paths]) => `${scope}: ${paths.join(", ")}`);
-    return `- step ${t.step}: ${parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)"}`;
-  });
+    return parts.length > 0 ? parts.join("; ") : "(records folded into checkpoints)";
+  };
+  const lines: string[] = [];
+  for (let i = 0; i < transitions.length;) {
+    const text = changed(transitions[i]!);
+    let j = i + 1;
+    while (
+      j < transitions.length &&
+      transitions[j]!.step === transitions[j - 1]!.step - 1 &&
+      changed(transitions[j]!) === text
+    )
+      j++;
+    const newest = transitions[i]!.step;
+    lines.push(j - i > 1 ? `- steps ${transitions[j - 1]!.step}–${newest}: ${text}` : `- step ${newest}: ${text}`);
+    i = j;
+  }
+  return lines;
 }
 
 export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeContextParts {

@@ -6,7 +6,6 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
-import type { Actor } from "xstate";
 import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { PatchSet } from "../../storage/core/cohort.ts";
 import { projectArtifacts } from "../../storage/core/artifacts.ts";
@@ -22,9 +21,8 @@ import {
 } from "../../storage/core/temporal.ts";
 import type { SessionStartReason } from "../../machines/episode.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
-import { runFramingMachine, type RunFramingEmitted, type RunFramingEvent } from "../../machines/run-framing.ts";
 import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/flow-runtime.ts";
-import { createFlowActor, type FlowInspection } from "../../runtime/flow-actor.ts";
+import type { FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
 import { CHECKPOINT_ENTRY, DISCARDED_ENTRY, branchMarkers, branchShape, discardedDrafts } from "./branch.ts";
@@ -32,7 +30,6 @@ import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
   RESOLUTION_NOTE,
-  SMALL_VOLATILE,
   RUN_ANCHOR,
   STOP_HANDOFF,
   closedRunOnly,
@@ -43,9 +40,10 @@ import {
 } from "./context.ts";
 import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
-import { addChanged, recentlyChanged, splitState, trieOf, union, type PathTrie } from "./stability.ts";
+import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
+import type { Partition, PathTrie, RunPartition } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
-import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
+import { piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
 
 export const TOOL_NAMES = ["patch_state", "read_state"] as const;
 
@@ -130,12 +128,9 @@ function userText(message: AgentMessage): string {
 }
 
 /** What the runtime context keeps of a run's start: its view, and the paths then volatile. */
-interface RunBase {
+interface RunBase extends RunPartition {
   view: TemporalView;
-  state: ScopeState;
   transitions: CompactTransition[];
-  /** The paths volatile at the run's start. */
-  volatile: PathTrie;
 }
 
 /** Tool calls of the newest assistant message on the branch (Pi syncs it before tool_call). */
@@ -163,15 +158,12 @@ export class StateFlowController {
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
   /** The open run's start, as its runtime context keeps it (null: taken at the run's first context). */
   private runBase: RunBase | null = null;
-  /** The volatile paths of the newest run's start, per lineage (see runBaseFor). */
-  private partition: { lineage: string; volatile: PathTrie } | null = null;
+  /** The partition of the newest runtime context, per lineage (see runBaseFor). */
+  private partition: { lineage: string; partition: Partition } | null = null;
   /** The newest runtime context sent, for the cache breakpoint at the end of its stable part. */
   private sent: RuntimeContextParts | null = null;
   /** The last sync asked for State Flow's tools (Pi drops names an allowlist leaves out, silently). */
   private toolsWanted = false;
-  /** Which of Pi's events belong to the open run (M5): a prompt, an addition, a continuation, a source. */
-  private readonly framing: Actor<typeof runFramingMachine>;
-  private readonly framingEffects: RunFramingEmitted[] = [];
   /**
    * The UI of the newest event, captured then: Pi marks an event's `ctx` stale once the session is
    * replaced or disposed, and a late push result still reports through the UI it had.
@@ -190,9 +182,6 @@ export class StateFlowController {
       diagnostics: { agentDir: options.agentDir, enabled: options.config.logging },
       inspection: options.inspection,
     });
-    this.framing = createFlowActor(runFramingMachine, { inspection: options.inspection });
-    this.framing.on("*", (effect) => void this.framingEffects.push(effect));
-    this.framing.start();
     options.onRuntime?.({
       read: (offset = 0, scope = "effective") => this.runtime.read(offset, scope),
       episode: () => this.runtime.episodeName(),
@@ -279,7 +268,6 @@ export class StateFlowController {
   }
 
   async shutdown(): Promise<void> {
-    this.framing.stop();
     this.runtime.shutdown();
   }
 
@@ -291,40 +279,25 @@ export class StateFlowController {
   /** before_agent_start: a run begins (a user prompt; in Pi 1.x also a custom message's triggerTurn). */
   beforeAgentStart(event: BeforeAgentStartFields, renderedPrompt: () => string): RunStart | undefined {
     const trigger = runTriggerOf(event);
-    this.frame({ type: "ANNOUNCED", prompt: trigger.kind === "prompt" });
     const skills = event.systemPromptOptions?.skills;
     dropLoneSkillOption(event.systemPromptOptions as { skills?: readonly ListedSkill[] } | undefined);
     const systemPrompt = renderedPrompt();
     const prompt = withoutLoneSkillListing(systemPrompt, skills);
     this.runBase = null;
-    if (!this.runtime.runStarted(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
+    if (!this.runtime.runAnnounced(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
     return { systemPrompt: `${prompt}\n\n${PROTOCOL}`, message: this.runAnchor() };
   }
 
-  /** agent_start: only a run no before_agent_start opened begins here (see pi-versions.ts). */
+  /** agent_start: a run's continuation, or a run no before_agent_start opened (see pi-versions.ts). */
   agentStart(): void {
-    this.frame({ type: "AGENT_START" });
-  }
-
-  /**
-   * Sends a Pi event to the run framing and carries out what it emitted after the send returns:
-   * in the hook's own call, so a failure reaches Pi as that hook's error (an error thrown inside an
-   * actor listener would surface later as an uncaught exception).
-   */
-  private frame(event: RunFramingEvent): void {
-    this.framing.send(event);
-    for (const effect of this.framingEffects.splice(0)) {
-      if (effect.type === "run.unannounced") {
-        this.runBase = null;
-        if (this.runtime.runStarted(UNANNOUNCED_RUN)) this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
-      } else if (effect.type === "run.userMessage") this.runtime.userMessage(effect.text);
-      else this.runtime.runSource(effect.source);
-    }
+    const opened = this.runtime.agentStart();
+    if (!opened) return;
+    this.runBase = null;
+    this.pi.sendMessage(this.runAnchor(), { deliverAs: "steer" });
   }
 
   /** agent_settled: the run is over, with every retry and queued message Pi ran in it. */
   agentSettled(): void {
-    this.frame({ type: "SETTLED" });
     this.runtime.runEnded();
   }
 
@@ -396,23 +369,20 @@ export class StateFlowController {
     const head = headBoundary(view.lineage).step;
     if (base && base.view.lineage.id === view.lineage.id && headBoundary(base.view.lineage).step <= head) return base;
     const state = this.modelStateOf(view);
-    const recent = recentlyChanged(view);
-    // The previous runs' volatile paths stay volatile until together they outgrow SMALL_VOLATILE;
-    // then the quiet ones return to the stable part at once (one change of it, not one per run).
-    const previous = this.partition?.lineage === view.lineage.id ? this.partition.volatile : null;
-    const kept = previous ? union(previous, recent) : recent;
-    const volatile = JSON.stringify(splitState(state, kept).volatile).length <= SMALL_VOLATILE ? kept : recent;
-    this.partition = { lineage: view.lineage.id, volatile };
-    this.runBase = { view, state, transitions: recentTransitions(view), volatile };
+    const previous = this.partition?.lineage === view.lineage.id ? this.partition.partition : null;
+    const recent = recentAtRunStart(state, previous, () => recentlyChanged(view));
+    const start = partitionAtRunStart(state, recent, previous);
+    this.partition = { lineage: view.lineage.id, partition: start };
+    this.runBase = { view, state, transitions: recentTransitions(view), recent, start };
     return this.runBase;
   }
 
-  /** The volatile paths: those of the run's start, and what the run has changed since. */
+  /** The volatile paths: those of the run's start, and what the run has changed since (stability.ts). */
   private volatilePaths(base: RunBase, view: TemporalView, state: ScopeState): PathTrie {
-    if (view === base.view) return base.volatile;
-    const paths = union(base.volatile, trieOf([]));
-    addChanged(paths, base.state, state);
-    return paths;
+    if (view === base.view) return base.start.volatile;
+    const partition = partitionInRun(base, state);
+    this.partition = { lineage: view.lineage.id, partition };
+    return partition.volatile;
   }
 
   /** before_provider_request: a cache breakpoint at the end of the runtime context's stable part. */
@@ -447,11 +417,8 @@ export class StateFlowController {
 
   /** message_end: terminal drafts go to the run's resolution; user messages inside a run, to its specification. */
   async messageEnd(message: AgentMessage): Promise<void> {
-    if (message.role === "user") return this.frame({ type: "USER_MESSAGE", text: userText(message) });
-    if (message.role === "custom") {
-      const { customType } = message;
-      this.frame({ type: "CUSTOM_MESSAGE", customType, ownAnchor: customType === RUN_ANCHOR });
-    }
+    if (message.role === "user") return this.runtime.userMessage(userText(message));
+    if (message.role === "custom") this.runtime.customMessage(message.customType, message.customType === RUN_ANCHOR);
     if (!isAssistant(message)) return;
     const ending = draftEnding(message);
     if (ending === null) return;

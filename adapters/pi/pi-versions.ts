@@ -13,7 +13,7 @@
 // - What a provider is asked: adapters/pi/provider-request.ts (0.86 moved the system prompt and
 //   tools into system messages; `context` handlers see neither in 1.x, and Pi restores them).
 
-import type { RunTrigger } from "../../runtime/specification.ts";
+import type { RunTrigger } from "../../machines/specification.ts";
 import type { ListedSkill } from "./skill-listing.ts";
 
 /** The fields of before_agent_start either version may send. */
@@ -30,9 +30,6 @@ export function runTriggerOf(event: BeforeAgentStartFields): RunTrigger {
   const source = event.message?.customType;
   return { kind: "message", source: typeof source === "string" && source !== "" ? source : null };
 }
-
-/** The trigger of a run Pi 0.84 started without before_agent_start (a custom message's triggerTurn). */
-export const UNANNOUNCED_RUN: RunTrigger = { kind: "message", source: null };
 
 /** The Pi versions CI runs the Pi-facing tests and the demo on (README, "Pi versions"). */
 export const TESTED_PI_VERSIONS = ["0.84.4", "1.6.0"] as const;

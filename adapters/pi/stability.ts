@@ -1,11 +1,12 @@
 // Which paths of state[0] are stable, for the runtime context's layout (context.ts): a path is
-// volatile when one of the transitions the temporal view retains at the run's start changed it
-// (the newest seven; what the runtime already knows of when each path last changed), or when the
-// run has changed it since; every other path is stable. Quiet volatile paths return to the stable
-// part together, once the volatile part has grown past a size (the controller's partition), so the
-// stable part does not change each run for a path that merely aged. Paths follow objects down to four keys
-// (`working.notes.n17`), so one note added to a large object leaves the others in the stable
-// prefix; arrays and other values are leaves.
+// volatile when the previous run or this run changed it, or another session did since
+// (recentAtRunStart; right after a start, a restore or a reload, when one of the transitions the
+// temporal view retains changed it: the newest seven); every other path is stable. A quiet
+// volatile path returns to the stable part only when that is cheaper than keeping it
+// (partitionAtRunStart), or when a run changes a stable path, since the stable part is then
+// rewritten anyway (partitionInRun); so the stable part does not change each run for a path that
+// merely aged. Paths follow objects down to four keys (`working.notes.n17`), so one note added to
+// a large object leaves the others in the stable prefix; arrays and other values are leaves.
 
 import type { JsonObject } from "../../storage/core/json.ts";
 import { SCOPES, type ScopeState } from "../../storage/core/scope-state.ts";
@@ -122,4 +123,87 @@ export function union(a: PathTrie, b: PathTrie): PathTrie {
 export function trieKey(trie: PathTrie): string {
   if (trie.terminal) return "*";
   return [...trie.children].map(([k, child]) => `${JSON.stringify(k)}:${trieKey(child)}`).join(",");
+}
+
+/**
+ * Whether a change of `changed` (the run's paths, with `before` the value they had) alters the
+ * stable part rendered with `volatile`: it does when a changed path had a value there (a path new
+ * to the state, or inside a volatile path, leaves it as it was).
+ */
+function touchesStable(volatile: PathTrie | undefined, changed: PathTrie, before: unknown): boolean {
+  if (before === undefined || volatile?.terminal) return false;
+  if (changed.terminal || !isObject(before)) return true;
+  for (const [key, child] of changed.children)
+    if (touchesStable(volatile?.children.get(key), child, before[key])) return true;
+  return false;
+}
+
+/**
+ * The layout's memory from one run to the next (per lineage), as of the newest inference: the
+ * volatile paths it sent, the characters its quiet paths (changed neither by the previous run nor
+ * since) have been sent as volatile, summed over the runs they were kept, what its run had changed
+ * and the state it showed.
+ */
+export interface Partition {
+  readonly volatile: PathTrie;
+  readonly owed: number;
+  readonly changed: PathTrie;
+  readonly state: ScopeState;
+}
+
+const volatileChars = (state: ScopeState, paths: PathTrie) => JSON.stringify(splitState(state, paths).volatile).length;
+
+/**
+ * The recently changed paths at a run's start: those the previous run changed and any changed since
+ * its newest inference (another session's patches); with no previous run in memory (a start, a
+ * restore, a reload), those the retained transitions changed (`window`).
+ */
+export function recentAtRunStart(state: ScopeState, previous: Partition | null, window: () => PathTrie): PathTrie {
+  if (!previous) return window();
+  const recent = union(previous.changed, emptyTrie());
+  addChanged(recent, previous.state, state);
+  return recent;
+}
+
+/**
+ * The volatile paths at a run's start: the recent ones and the ones the previous run ended with. A
+ * quiet path returns to the stable part only when that pays: each run sends the volatile part
+ * uncached at least twice (the final:true patch and the answer), and a return rewrites the stable
+ * part once (1.25× instead of 0.1×); so the quiet paths return together once their characters,
+ * summed over the runs they were kept, reach half the stable part's.
+ */
+export function partitionAtRunStart(state: ScopeState, recent: PathTrie, previous: Partition | null): Partition {
+  const changed = emptyTrie();
+  if (!previous) return { volatile: recent, owed: 0, changed, state };
+  const kept = union(previous.volatile, recent);
+  const quiet = volatileChars(state, kept) - volatileChars(state, recent);
+  if (quiet <= 0) return { volatile: kept, owed: 0, changed, state };
+  const owed = previous.owed + quiet;
+  const stable = JSON.stringify(splitState(state, recent).stable).length;
+  return 2 * owed >= stable ? { volatile: recent, owed: 0, changed, state } : { volatile: kept, owed, changed, state };
+}
+
+/** What a run's start fixes for the partition within the run. */
+export interface RunPartition {
+  /** The state at the run's start. */
+  readonly state: ScopeState;
+  /** The recently changed paths at the run's start (recentAtRunStart). */
+  readonly recent: PathTrie;
+  /** The run start's partition. */
+  readonly start: Partition;
+}
+
+/**
+ * The partition of an inference within a run: the run start's volatile paths and the run's own
+ * changes. Once the run has changed a stable path, the stable part changes anyway; every path
+ * neither recent nor changed by the run rejoins it in that same change (the volatile part is then
+ * `recent` and the run's changes), so the stable part is rewritten once, not once more later.
+ */
+export function partitionInRun(run: RunPartition, state: ScopeState): Partition {
+  const changed = emptyTrie();
+  addChanged(changed, run.state, state);
+  const fields = { artifacts: run.state.artifacts, contract: run.state.contract, working: run.state.working };
+  if (!touchesStable(run.start.volatile, changed, fields))
+    return { volatile: union(run.start.volatile, changed), owed: run.start.owed, changed, state };
+  return { volatile: union(run.recent, changed), owed: 0, changed, state };
 }

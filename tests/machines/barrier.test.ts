@@ -12,7 +12,7 @@ import {
   type BarrierSnapshot,
   type ToolCallRef,
 } from "../../machines/barrier.ts";
-import { flattenValue } from "../../machines/episode.ts";
+import { flattenValue } from "../../machines/state-value.ts";
 import {
   assertFullCoverage,
   formatReport,

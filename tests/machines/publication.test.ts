@@ -13,7 +13,8 @@ import {
   type RecordAnnounced,
   type RemoteHasOutput,
 } from "../../machines/publication.ts";
-import { flattenValue } from "../../machines/episode.ts";
+import { flattenValue } from "../../machines/state-value.ts";
+import { PUBLICATION_RESULTS, SELECTED, type PublicationPathEvent } from "../support/replay-alphabets.ts";
 import {
   assertFullCoverage,
   formatReport,
@@ -24,16 +25,9 @@ import {
 } from "../../machines/graph.ts";
 
 /** The invoked actors' results, offered as events in every state (xstate/graph never runs the actors). */
-type ActorResult =
-  | { type: "xstate.done.actor.push"; output: PushOutput }
-  | { type: "xstate.error.actor.push"; error: Error }
-  | { type: "xstate.done.actor.remoteHas"; output: RemoteHasOutput }
-  | { type: "xstate.error.actor.remoteHas"; error: Error }
-  | { type: "xstate.done.actor.readRecord"; output: PublicationRecord | null }
-  | { type: "xstate.error.actor.readRecord"; error: Error };
-type PathEvent = PublicationEvent | ActorResult;
+type PathEvent = PublicationPathEvent;
+type ActorResult = Exclude<PublicationPathEvent, PublicationEvent>;
 
-const SELECTED = "s0";
 const inputs: PublicationInput[] = [
   { policy: "turn-end", backend: "file", remote: true },
   { policy: "turn-end", backend: "git", remote: false },
@@ -80,20 +74,7 @@ function freshTarget(c: PublicationContext): string {
   for (let i = 1; ; i++) if (![c.queued, c.inflight, c.pending].includes(`t${i}`)) return `t${i}`;
 }
 
-const RESULTS: ActorResult[] = [
-  { type: "xstate.done.actor.push", output: { kind: "pushed", remote: "origin" } },
-  { type: "xstate.done.actor.push", output: { kind: "local-only" } },
-  { type: "xstate.done.actor.push", output: { kind: "unreachable", detail: "bad object" } },
-  { type: "xstate.error.actor.push", error: new Error("offline") },
-  { type: "xstate.done.actor.remoteHas", output: { has: true } },
-  { type: "xstate.done.actor.remoteHas", output: { has: false } },
-  { type: "xstate.error.actor.remoteHas", error: new Error("no answer within 10 s") },
-  { type: "xstate.done.actor.readRecord", output: null },
-  { type: "xstate.done.actor.readRecord", output: { state: "pending", revision: "t0", attempts: 2, lastError: "x" } },
-  { type: "xstate.done.actor.readRecord", output: { state: "settled", revision: SELECTED } },
-  { type: "xstate.done.actor.readRecord", output: { state: "settled", revision: "older" } },
-  { type: "xstate.error.actor.readRecord", error: new Error("invalid pending record") },
-];
+const RESULTS = PUBLICATION_RESULTS as readonly ActorResult[];
 
 function eventsFor(s: AnyMachineSnapshot): PathEvent[] {
   const c = s.context as PublicationContext;

@@ -1,5 +1,16 @@
+// The resolution machine (M2) of one answer, checked by an oracle after every step of generated paths:
+//   I2.1 an answer starts ineligible with no steer used;
+//   I2.2 only final:true latches eligibility, which does not end the turn and stays latched;
+//   I2.3 a failed patch call consumes nothing;
+//   I2.4 an interrupted draft (aborted, length, error, empty) neither steers nor commits nor moves the answer;
+//   I2.5 unresolved complete drafts: attempts 1 and 2 steer once each, attempt 3 exhausts with one error;
+//   I2.6 only turn_end after an eligible complete draft commits, that draft's text, once;
+//   I2.7 final:true after steers still permits the answer (scenario);
+//   I2.8 a refused commit is said and accepts nothing; the output says whether the answer became response;
+//   I2.9 each discarded draft is recorded with its id, kept in context.discarded in order, and output.
+import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { createActor, fromPromise } from "xstate";
+import { createActor, emit, fromPromise } from "xstate";
 import {
   createResolutionMachine,
   resolutionMachine,
@@ -8,8 +19,9 @@ import {
   steersUsed,
   type CommitResponseInput,
   type ResolutionMachineEvent,
+  type ResolutionOutput,
 } from "../../machines/resolution.ts";
-import { flattenValue } from "../../machines/episode.ts";
+import { flattenValue } from "../../machines/state-value.ts";
 import {
   assertFullCoverage,
   formatReport,
@@ -17,7 +29,9 @@ import {
   runPathSuite,
   type StepInfo,
 } from "../../machines/graph.ts";
-import { RESOLUTION_EVENTS, RESPONSE_COMMITTED, RESPONSE_REFUSED } from "../support/alphabets.ts";
+import { RESPONSE_COMMITTED, RESPONSE_REFUSED } from "../support/alphabets.ts";
+import { RESOLUTION_ALPHABET } from "../support/run-alphabets.ts";
+import { expectCheckFires } from "../support/negative-control.ts";
 
 /** Texts the machine asked its commit actor to make response, in order; each checked step drains it. */
 const committed: string[] = [];
@@ -32,7 +46,7 @@ const withCommitStub = (machine: ReturnType<typeof createResolutionMachine>) =>
     },
   });
 
-const events = RESOLUTION_EVENTS;
+const events = RESOLUTION_ALPHABET;
 // The spec's budget of hidden steers, written out here rather than read from the machine module,
 // so a changed MAX_RESOLUTION_STEERS cannot move the expectation along with the machine.
 const SPEC_STEERS = 2;
@@ -43,6 +57,8 @@ interface Trace {
   commits: number;
   /** text of the last eligible complete draft */
   candidate: string | null;
+  /** ids of the drafts discarded so far, in order */
+  discarded: number[];
 }
 
 export function checkResolutionStep(step: StepInfo<ResolutionMachineEvent>, trace: Trace): string[] {
@@ -117,17 +133,33 @@ export function checkResolutionStep(step: StepInfo<ResolutionMachineEvent>, trac
     if (after !== "uncommitted") v.push(`I2.8 a refused commit went to ${after}`);
     if (!emitted.some((e) => e.type === "resolution.commitFailed")) v.push("I2.8 a refused commit was silent");
   }
-  if (next.status === "done" && prev.status !== "done") {
-    const accepted = (next.output as { accepted?: boolean } | undefined)?.accepted;
-    if (accepted !== (after === "accepted")) v.push(`I2.8 ${after} reports accepted=${accepted}`);
-  }
+  const output = next.status === "done" && prev.status !== "done" ? (next.output as ResolutionOutput) : undefined;
+  if (output && output.accepted !== (after === "accepted")) v.push(`I2.8 ${after} reports accepted=${output.accepted}`);
+  // I2.9: an interrupted draft, and an unresolved complete one, is discarded: recorded with its id, and kept
+  const discards = emitted.filter((e) => e.type === "resolution.discardDraft") as unknown as Array<{ id: number }>;
+  // (a draft after the candidate, before turn_end, is not one Pi sends: the machine ignores it)
+  const takesDrafts = before.startsWith("ineligible") || before === "eligible";
+  const discarding = event.type === "DRAFT" && takesDrafts && (event.ending !== "complete" || !wasEligible);
+  if (discarding) trace.discarded.push(event.id ?? 0);
+  const expected = discarding ? [event.type === "DRAFT" ? (event.id ?? 0) : 0] : [];
+  if (
+    !isDeepStrictEqual(
+      discards.map((e) => e.id),
+      expected,
+    )
+  )
+    v.push(`I2.9 ${JSON.stringify(event)} recorded discards ${JSON.stringify(discards)}, expected ids ${expected}`);
+  if (!isDeepStrictEqual(next.context.discarded, trace.discarded))
+    v.push(`I2.9 context.discarded ${JSON.stringify(next.context.discarded)}, expected ${trace.discarded}`);
+  if (output && !isDeepStrictEqual(output.discarded, trace.discarded))
+    v.push(`I2.9 the output's discarded ${JSON.stringify(output.discarded)}, expected ${trace.discarded}`);
   return v;
 }
 
 function runSuite(machine: ReturnType<typeof createResolutionMachine>) {
   return runPathSuite<ResolutionMachineEvent, Trace>(withCommitStub(machine), {
     spec: () => ({ events: () => events, serializeState: (s) => JSON.stringify(s.value), maxSimplePaths: 20_000 }),
-    trace: () => ({ unresolvedCompletes: 0, steers: 0, commits: 0, candidate: null }),
+    trace: () => ({ unresolvedCompletes: 0, steers: 0, commits: 0, candidate: null, discarded: [] }),
     check: (step, trace) => checkResolutionStep(step, trace),
   });
 }
@@ -136,7 +168,7 @@ describe("resolution machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(resolutionMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I2.1–I2.6 hold after every step of every shortest, simple and edge path", () => {
+  it("I2.1–I2.6, I2.8, I2.9 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.simple).toBeGreaterThan(10);
     expect(violations, violations.join("\n")).toEqual([]);
   });
@@ -168,6 +200,15 @@ describe("resolution negative controls", () => {
     expect(violations.some((v) => v.startsWith("I2.4"))).toBe(true);
   });
 
+  it("I2.9 check catches a discarded draft that is not kept, or recorded without its id", () => {
+    expectCheckFires(runSuite(resolutionMachine.provide({ actions: { keepDiscarded: () => {} } })).violations, "I2.9");
+    const anonymous = emit({ type: "resolution.discardDraft", reason: "interrupted", id: 0 } as const) as never;
+    expectCheckFires(
+      runSuite(resolutionMachine.provide({ actions: { recordInterruptedDraft: anonymous } })).violations,
+      "I2.9",
+    );
+  });
+
   it("a final:true guard forced false leaves the latch uncovered", () => {
     const { report } = runSuite(resolutionMachine.provide({ guards: { isFinalPatch: () => false } }));
     expect(report.uncovered).toContain("resolution.ineligible --PATCH_ACCEPTED [isFinalPatch]--> resolution.eligible");
@@ -180,15 +221,19 @@ describe("resolution scenarios", () => {
     const actor = createActor(withCommitStub(resolutionMachine)).start();
     const seen: unknown[] = [];
     actor.on("*", (e) => seen.push(e));
-    for (let i = 0; i < 3; i++) actor.send({ type: "DRAFT", ending: "complete", text: `draft ${i + 1}` });
-    expect(seen, "I2.5 exactly two steers, then one error").toEqual([
-      { type: "resolution.discardDraft", reason: "unresolved" },
+    for (const id of [7, 8, 9]) actor.send({ type: "DRAFT", ending: "complete", text: `draft ${id}`, id });
+    expect(seen, "I2.5 exactly two steers, then one error; I2.9 each discard names its draft").toEqual([
+      { type: "resolution.discardDraft", reason: "unresolved", id: 7 },
       { type: "resolution.steer", attempt: 1 },
-      { type: "resolution.discardDraft", reason: "unresolved" },
+      { type: "resolution.discardDraft", reason: "unresolved", id: 8 },
       { type: "resolution.steer", attempt: 2 },
-      { type: "resolution.discardDraft", reason: "unresolved" },
+      { type: "resolution.discardDraft", reason: "unresolved", id: 9 },
       { type: "resolution.exhausted", attempts: 3 },
     ]);
+    expect(actor.getSnapshot().output, "I2.9 the exhausted answer's output lists its discards").toEqual({
+      accepted: false,
+      discarded: [7, 8, 9],
+    });
     expect(actor.getSnapshot().value).toBe("exhausted");
     expect(actor.getSnapshot().status, "I2.5 steering ends once exhausted").toBe("done");
     expect(steersUsed(actor.getSnapshot())).toBe(2);
@@ -199,16 +244,20 @@ describe("resolution scenarios", () => {
     const actor = createActor(withCommitStub(resolutionMachine)).start();
     const seen: string[] = [];
     actor.on("*", (e) => seen.push(e.type));
-    actor.send({ type: "DRAFT", ending: "complete" });
+    actor.send({ type: "DRAFT", ending: "complete", id: 1 });
     actor.send({ type: "PATCH_REJECTED" });
-    actor.send({ type: "DRAFT", ending: "complete" });
+    actor.send({ type: "DRAFT", ending: "aborted", id: 2, stopReason: "aborted" });
+    actor.send({ type: "DRAFT", ending: "complete", id: 3 });
     actor.send({ type: "PATCH_ACCEPTED", final: true });
-    actor.send({ type: "DRAFT", ending: "complete" });
+    actor.send({ type: "DRAFT", ending: "complete", id: 4 });
     actor.send({ type: "TURN_END" });
     expect(actor.getSnapshot().value, "I2.7 final:true after retries commits the answer").toBe("committing");
     actor.send(RESPONSE_COMMITTED);
     expect(actor.getSnapshot().value, "I2.7 final:true after retries must permit the answer").toBe("accepted");
-    expect(actor.getSnapshot().output).toEqual({ accepted: true });
+    expect(actor.getSnapshot().output, "I2.9 the accepted draft is not discarded").toEqual({
+      accepted: true,
+      discarded: [1, 2, 3],
+    });
     expect(seen.filter((t) => t === "resolution.steer")).toHaveLength(2);
     actor.stop();
   });
@@ -224,7 +273,7 @@ describe("resolution scenarios", () => {
     expect(committed.splice(0)).toEqual(["done."]);
     actor.send(RESPONSE_REFUSED);
     expect(actor.getSnapshot().value).toBe("uncommitted");
-    expect(actor.getSnapshot().output).toEqual({ accepted: false });
+    expect(actor.getSnapshot().output).toEqual({ accepted: false, discarded: [] });
     expect(seen).toEqual([{ type: "resolution.commitFailed", error: "store refused the response" }]);
     actor.stop();
   });

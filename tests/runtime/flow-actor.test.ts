@@ -14,7 +14,7 @@ describe("createFlowActor", () => {
     expect(actor.getSnapshot().context.autoStart).toBe(true);
     actor.stop();
   });
-  it("reports the invoked storage actor and the spawned resolution actor to the inspection sink too", async () => {
+  it("reports the barrier, the storage actor, the spawned run and what it invokes to the inspection sink", async () => {
     const seen: string[] = [];
     const inspect = (e: InspectionEvent) => {
       if (e.type === "@xstate.actor") seen.push((e.actorRef as unknown as { id: string }).id);
@@ -26,8 +26,8 @@ describe("createFlowActor", () => {
     actor.start();
     actor.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
     await waitFor(actor, (s) => s.matches("active"));
-    actor.send({ type: "RUN_STARTED" });
-    expect(seen).toEqual([actor.id, "storage", "resolution"]);
+    actor.send({ type: "RUN_ANNOUNCED", trigger: { kind: "prompt", text: "hello" }, toolsMissing: false });
+    expect(seen).toEqual([actor.id, "barrier", "storage", "run", "resolution", "knowledge"]);
     actor.stop();
   });
 });

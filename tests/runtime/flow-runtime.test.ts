@@ -11,7 +11,7 @@ import { parsePatchSet } from "../../storage/core/cohort.ts";
 import { FlowRuntime } from "../../runtime/flow-runtime.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
 import { cwdKey } from "../../storage/layout.ts";
-import type { RunTrigger } from "../../runtime/specification.ts";
+import type { RunTrigger } from "../../machines/specification.ts";
 import { BLOCKED_URL, alive, blockingSsh, until, type BlockingSsh } from "../support/blocking-remote.ts";
 import { RecordingHost } from "../support/recording-host.ts";
 import { git as gitIn, gitTestEnv } from "../support/store-fixtures.ts";
@@ -105,7 +105,7 @@ for (const git of [true, false]) {
         expect(host.registered).toBe(1);
         expect(host.view).toMatchObject({ toolsActive: true, toolsRegistered: true, footer: "state-flow #0" });
 
-        expect(runtime.runStarted(prompt("remember the plan"))).toBe(true);
+        expect(runtime.runAnnounced(prompt("remember the plan"))).toBe(true);
         const projection = runtime.projection();
         expect(projection).toMatchObject({
           mode: "bootstrap",
@@ -144,7 +144,7 @@ for (const git of [true, false]) {
       const runtime = open(host);
       await runtime.sessionStart("startup", identity, "empty");
       await runtime.command("start");
-      expect(runtime.runStarted(prompt("answer without a patch"))).toBe(true);
+      expect(runtime.runAnnounced(prompt("answer without a patch"))).toBe(true);
       for (let id = 1; id <= 3; id++)
         runtime.draft({ id, ending: "complete", text: `draft ${id}`, stopReason: "stop" });
       expect(host.steers).toEqual([1, 2]);
@@ -156,7 +156,7 @@ for (const git of [true, false]) {
       expect(host.discardedDrafts, "each discard is recorded on the branch too").toEqual([1, 2, 3]);
       runtime.runEnded();
       expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
-      expect(runtime.runStarted(prompt("next run")), "a new run gets a fresh resolution").toBe(true);
+      expect(runtime.runAnnounced(prompt("next run")), "a new run gets a fresh resolution").toBe(true);
       expect(runtime.projection()).toMatchObject({ resolution: { eligible: false, steers: 0 }, discarded: new Set() });
       runtime.shutdown();
     });
@@ -170,7 +170,7 @@ for (const git of [true, false]) {
       await runtime.command("start");
       const said = () => host.notices.filter((n) => n.message.includes("its tools are not active"));
       expect(said()).toHaveLength(1);
-      expect(runtime.runStarted(prompt("first"))).toBe(false);
+      expect(runtime.runAnnounced(prompt("first"))).toBe(false);
       expect(runtime.projection()).toEqual({ mode: "ordinary" });
       runtime.draft({ id: 1, ending: "complete", text: "plain", stopReason: "stop" });
       runtime.userMessage("a follow-up");
@@ -179,7 +179,7 @@ for (const git of [true, false]) {
       expect(runtime.status()).toContain("tools NOT active: patch_state, read_state");
 
       host.withheldTools = [];
-      expect(runtime.runStarted(prompt("second")), "the tools are back: an enabled run again").toBe(true);
+      expect(runtime.runAnnounced(prompt("second")), "the tools are back: an enabled run again").toBe(true);
       expect(runtime.projection().mode).toBe("bootstrap");
       expect(said()).toHaveLength(1);
       runtime.shutdown();

@@ -1,6 +1,8 @@
 // restoreBranch over a real Git store: which cohort a branch's markers bind it to, what it says
 // about checkpoints it had to skip, and a cohort the store accepted that the branch never recorded.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
@@ -97,6 +99,36 @@ describe("restoreBranch", () => {
     expect(notices[0]?.message).toMatch(
       /the store had accepted it, but the session ended before this branch recorded it/,
     );
+  });
+
+  it("completes a durable stop the branch never recorded: its handoff and markers, said once", async () => {
+    const { store, second, sessionId } = await storeWithTwoCohorts();
+    const stopped = await store.publishConfig(second, { ...second.config, enabled: false }, "state-flow: stop");
+    const { h, notices } = host(sessionId, [second.pointer.revision]);
+    const frozen: string[] = [];
+    await restoreBranch({
+      ...context(store, h, sessionId),
+      freeze: (runtime) => void frozen.push(runtime.pointer.revision),
+    });
+    expect(frozen, "the stop is completed (handoff and markers)").toEqual([stopped.pointer.revision]);
+    expect(notices).toEqual([
+      { level: "info", message: expect.stringMatching(/the stop at step \d+ .* it is recorded now/) },
+    ]);
+  });
+
+  it("a publisher that died holding the lock keeps the pointer (lockBusy) and names the lock", async () => {
+    const { store, second, sessionId } = await storeWithTwoCohorts();
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid; // a process of this host that has ended
+    const owner = { pid: dead, host: hostname(), acquiredAt: new Date().toISOString(), generation: "g", token: "t" };
+    writeFileSync(store.store.lockPath, JSON.stringify(owner));
+    const { h, appended, notices } = host(sessionId, [second.pointer.revision]);
+    const outcome = await restoreBranch(context(store, h, sessionId));
+    expect(outcome).toEqual({ result: { kind: "lockBusy", revision: second.pointer.revision }, runtime: null });
+    expect(appended()).toEqual([]);
+    expect(notices).toEqual([
+      { level: "warning", message: expect.stringContaining(`The State Flow publication lock ${store.store.lockPath}`) },
+    ]);
+    expect(notices[0]!.message).toMatch(/Its publication was interrupted\. Remove .* and retry/);
   });
 
   it("an unavailable file cohort fails closed with the store's reason as the detail", async () => {

@@ -20,12 +20,38 @@ function session(p: Parts) {
   return { episode, run: new RunSession(() => episode, p.binding, p.knowledge, p.host, diagnostics) };
 }
 
+async function active(episode: ReturnType<typeof session>["episode"]): Promise<void> {
+  episode.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
+  await new Promise<void>((done) => episode.subscribe((s) => s.matches("active") && done()));
+}
+
 describe("RunSession", () => {
+  it("agent_start alone begins an equipped run only while none is open: the host then sends the anchor", async () => {
+    parts = runtimeParts(false);
+    const { episode, run } = session(parts);
+    await active(episode);
+    expect(run.agentStart(), "a run nothing announced begins").toBe(true);
+    expect(run.agentStart(), "a further agent_start continues it").toBe(false);
+    run.customMessage("scheduler", false);
+    expect(run.specification().startedBy).toEqual({ source: "scheduler" });
+    run.ended();
+    expect(run.announced({ kind: "prompt", text: "next" })).toBe(true);
+    expect(run.agentStart(), "the announced run's own agent_start is a continuation").toBe(false);
+    run.ended();
+    parts.host.sync({ toolsActive: true, toolsRegistered: true, footer: undefined });
+    parts.host.withheldTools = ["patch_state"];
+    expect(run.agentStart(), "without State Flow's tools the run is ordinary: no anchor").toBe(false);
+    episode.stop();
+  });
+
   it("a run while State Flow is off is ordinary Pi: no resolution, no specification", () => {
     parts = runtimeParts(false);
     const { episode, run } = session(parts);
-    expect(run.started({ kind: "prompt", text: "hello" })).toBe(false);
-    expect(run.specification.request).toBe("");
+    expect(run.announced({ kind: "prompt", text: "hello" })).toBe(false);
+    run.userMessage("hello");
+    run.userMessage("more");
+    expect(run.specification().request).toBe("");
+    expect(run.unequipped(), "a run while off is an ordinary one").toBe(true);
     episode.stop();
   });
 
@@ -34,9 +60,10 @@ describe("RunSession", () => {
     const { episode, run } = session(parts);
     episode.send({ type: "SESSION_START", reason: "startup", branch: "empty" });
     await new Promise<void>((done) => episode.subscribe((s) => s.matches("active") && done()));
-    expect(run.started({ kind: "prompt", text: "fix the build" })).toBe(true);
+    expect(run.announced({ kind: "prompt", text: "fix the build" })).toBe(true);
+    run.userMessage("fix the build");
     run.userMessage("and the tests");
-    expect(run.specification).toMatchObject({ request: "fix the build", added: ["and the tests"] });
+    expect(run.specification()).toMatchObject({ request: "fix the build", added: ["and the tests"] });
     const before = parts.host.recordedRevisions().size;
     await run.commitResponse("done.");
     await run.commitResponse("done.");

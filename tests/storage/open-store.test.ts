@@ -119,6 +119,21 @@ describe("the publication port", () => {
     expect(await port.readPending("session-b")).toBeNull();
   });
 
+  it("a linked worktree of the store shares each session's pending record (the common git dir)", async () => {
+    const { home, env: e, root, port, commit } = await gitStore();
+    const revision = await commit();
+    const linked = join(home, "linked");
+    git(root, e, "worktree", "add", "-q", "-b", "linked", linked);
+    const other = (await openStore({ root: linked, env: e })).publication!;
+    await other.writePending("session-a", { state: "pending", revision, attempts: 1, lastError: "offline" });
+    expect(await port.readPending("session-a")).toEqual({
+      state: "pending",
+      revision,
+      attempts: 1,
+      lastError: "offline",
+    });
+  });
+
   it("remoteHas: null without a remote or when it cannot be asked; true for its commit and its ancestors", async () => {
     const { root, env: e, home, port, commit } = await gitStore();
     const first = await commit();

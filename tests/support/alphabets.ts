@@ -4,6 +4,7 @@
 
 import type { EpisodeMachineEvent } from "../../machines/episode.ts";
 import type { ResolutionMachineEvent } from "../../machines/resolution.ts";
+import { publicationMachine } from "../../machines/publication.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 
 export const SESSION_START_REASONS = ["startup", "reload", "new", "resume", "fork"] as const;
@@ -51,16 +52,22 @@ export const restored = (result: RestoreResult): EpisodeMachineEvent => ({
   output: result,
 });
 
-/** The run's resolution actor finished, its answer committed to response or not. */
+/** The run's actor ended (agent_settled), an answer of it committed to response or not. */
 export const RUN_ACCEPTED: EpisodeMachineEvent = {
-  type: "xstate.done.actor.resolution",
-  actorId: "resolution",
-  output: { accepted: true },
+  type: "xstate.done.actor.run",
+  actorId: "run",
+  output: { accepted: true, specification: { request: "the request", added: [], startedBy: null } },
 };
 export const RUN_NOT_ACCEPTED: EpisodeMachineEvent = {
-  type: "xstate.done.actor.resolution",
-  actorId: "resolution",
-  output: { accepted: false },
+  type: "xstate.done.actor.run",
+  actorId: "run",
+  output: { accepted: false, specification: { request: "the request", added: [], startedBy: null } },
+};
+/** Pi announces a run for a prompt, State Flow's tools active or not. */
+export const RUN_ANNOUNCED: EpisodeMachineEvent = {
+  type: "RUN_ANNOUNCED",
+  trigger: { kind: "prompt", text: "the request" },
+  toolsMissing: false,
 };
 
 export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
@@ -71,7 +78,20 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "START", adoptGit: true },
   { type: "STOP" },
   { type: "TREE" },
-  { type: "RUN_STARTED" },
+  RUN_ANNOUNCED,
+  { type: "RUN_ANNOUNCED", trigger: { kind: "message", source: "other-extension" }, toolsMissing: false },
+  { type: "RUN_ANNOUNCED", trigger: { kind: "prompt", text: "the request" }, toolsMissing: true },
+  { type: "AGENT_START", toolsMissing: false },
+  { type: "AGENT_START", toolsMissing: true },
+  { type: "TOOLS_SYNCED", missing: ["patch_state"] },
+  { type: "TOOLS_SYNCED", missing: [] },
+  { type: "LOADED", state: { revision: "r-loaded" } },
+  { type: "LOADED", state: null },
+  {
+    type: "PUBLICATION_OPENED",
+    logic: publicationMachine,
+    input: { policy: "turn-end", backend: "file", remote: false },
+  },
   RUN_ACCEPTED,
   RUN_NOT_ACCEPTED,
   STORAGE_READY,
@@ -94,17 +114,3 @@ export const RESPONSE_REFUSED: ResolutionMachineEvent = {
   actorId: "commit",
   error: new Error("store refused the response"),
 };
-
-export const RESOLUTION_EVENTS: ResolutionMachineEvent[] = [
-  { type: "PATCH_ACCEPTED", final: true },
-  { type: "PATCH_ACCEPTED", final: false },
-  { type: "FINAL_ONLY" },
-  { type: "PATCH_REJECTED" },
-  ...(["complete", "aborted", "length", "error", "empty"] as const).map(
-    (ending) => ({ type: "DRAFT", ending, text: `${ending} draft` }) as const,
-  ),
-  { type: "TURN_END" },
-  { type: "RUN_ENDED" },
-  RESPONSE_COMMITTED,
-  RESPONSE_REFUSED,
-];

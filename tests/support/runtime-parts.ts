@@ -4,17 +4,20 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BranchBinding } from "../../runtime/branch-binding.ts";
+import { BranchBinding, memoryCell } from "../../runtime/branch-binding.ts";
 import { EpisodeActors } from "../../runtime/episode-actors.ts";
 import { KnowledgeUpkeep } from "../../runtime/knowledge-upkeep.ts";
 import { BranchPublication } from "../../runtime/publication.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
+import type { PublicationPolicy } from "../../storage/core/codec.ts";
 import { cwdKey } from "../../storage/layout.ts";
 import { RecordingHost } from "./recording-host.ts";
 import { gitTestEnv } from "./store-fixtures.ts";
 
 export interface Parts {
   root: string;
+  /** The environment git runs with (the binding's: a test may change it, e.g. install git later). */
+  env: NodeJS.ProcessEnv;
   host: RecordingHost;
   binding: BranchBinding;
   publication: BranchPublication;
@@ -25,11 +28,18 @@ export interface Parts {
   dispose(): void;
 }
 
-export function runtimeParts(git: boolean): Parts {
+export interface PartsOptions {
+  /** The publication policy a new origin is started with (default turn-end). */
+  readonly policy?: PublicationPolicy;
+  /** Added to git's environment (e.g. an ssh command that reaches a blocking remote). */
+  readonly env?: Record<string, string>;
+}
+
+export function runtimeParts(git: boolean, options: PartsOptions = {}): Parts {
   const base = mkdtempSync(join(tmpdir(), "sf-parts-"));
   const cfg = join(base, "gitconfig");
   writeFileSync(cfg, "");
-  const env = git ? gitTestEnv(cfg) : { ...gitTestEnv(cfg), PATH: join(base, "no-git") };
+  const env = { ...gitTestEnv(cfg), ...(git ? {} : { PATH: join(base, "no-git") }), ...options.env };
   const cwd = join(base, "project");
   const identity: SessionIdentity = {
     cwd,
@@ -41,12 +51,18 @@ export function runtimeParts(git: boolean): Parts {
   const publication = new BranchPublication((m) => host.notify(m, "warning"));
   const revisions = { count: 0 };
   const root = join(base, "store");
-  const binding = new BranchBinding(host, { storeRoot: root, env }, publication, () => revisions.count++);
-  binding.identity = identity;
+  const binding = new BranchBinding(
+    host,
+    { storeRoot: root, env },
+    publication,
+    () => revisions.count++,
+    memoryCell(identity),
+  );
   const knowledge = new KnowledgeUpkeep(binding, host, join(base, "knowledge"));
-  const actors = new EpisodeActors(binding, host, publication, knowledge, "turn-end");
+  const actors = new EpisodeActors(binding, host, publication, knowledge, options.policy ?? "turn-end");
   return {
     root,
+    env,
     host,
     binding,
     publication,

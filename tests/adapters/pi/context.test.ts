@@ -14,6 +14,7 @@ import {
   volatileAfterRun,
   trailingVolatile,
   withoutOwnMessages,
+  transitionLines,
   closedRunOnly,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
@@ -298,5 +299,27 @@ describe("closedRunOnly (a failed-closed branch)", () => {
     expect(closedRunOnly(messages, new Set()).map(text)).toEqual(["check", "x"]);
     const prompted = [user("old"), custom(RUN_ANCHOR, "[run]"), user("new"), custom(RESOLUTION_NOTE, "[note]")];
     expect(closedRunOnly(prompted, new Set()).map(text)).toEqual(["new"]);
+  });
+});
+
+describe("the compact transition context", () => {
+  it("gives consecutive steps that changed the same paths one line, and keeps every other step its own", () => {
+    const t = (step: number, changes: Record<string, string[]>) => ({ id: `T${step}`, step, changes });
+    const answers = [31, 30, 29, 28].map((step) => t(step, { session: ["response"] }));
+    expect(
+      transitionLines([
+        ...answers,
+        t(27, { session: ["working.notes.n005", "working.status"] }),
+        t(26, { session: ["response"] }),
+        t(24, { session: ["response"] }),
+        t(23, {}),
+      ]),
+    ).toEqual([
+      "- steps 28–31: session: response",
+      "- step 27: session: working.notes.n005, working.status",
+      "- step 26: session: response",
+      "- step 24: session: response",
+      "- step 23: (records folded into checkpoints)",
+    ]);
   });
 });

@@ -78,6 +78,42 @@ describe("a stable path patched in a run", () => {
   }, 60_000);
 });
 
+describe("what the previous run changed", () => {
+  it("stays volatile through the next run, and rejoins the stable part when a later run rewrites it", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const notes: Record<string, string> = {};
+    for (let k = 0; k < 6; k++) notes[`n${k}`] = `note ${k} `.repeat(30);
+    h.script(call("patch_state", { session: { working: { notes, status: "seeded" } }, final: true }), say("seeded"));
+    await h.prompt("seed");
+    for (let run = 1; run <= 2; run++) {
+      h.script(call("patch_state", { session: { working: { status: `run ${run}` } }, final: true }), say("ok"));
+      await h.prompt(`quiet run ${run}`);
+    }
+    const change = async (key: string) => {
+      h.script(call("patch_state", { session: { working: { notes: { [key]: `${key} changed` } } }, final: true }));
+      h.script(say("ok"));
+      const before = h.contexts.length;
+      await h.prompt(`change ${key}`);
+      return h.contexts.slice(before);
+    };
+    const [a1, a2] = await change("n1");
+    expect(blocks(a1!)[0], "the seeded notes are stable by now").toContain('"n1": "note 1');
+    expect(blocks(a2!)[0]).not.toContain('"n1"');
+    const [b1, b2] = await change("n2");
+    expect(blocks(b1!)[0], "the previous run's change is still volatile at the next run's start").toBe(blocks(a2!)[0]);
+    expect(lastText(b1!), "and shown with its current value").toContain('"n1": "n1 changed"');
+    expect(blocks(b2!)[0], "n2 left the stable part").not.toContain('"n2"');
+    expect(blocks(b2!)[0], "n1, which the previous run changed, stays volatile").not.toContain('"n1"');
+    const [c1, c2] = await change("n3");
+    expect(blocks(c1!)[0], "the next run starts where the run ended").toBe(blocks(b2!)[0]);
+    expect(blocks(c2!)[0], "n3 left the stable part").not.toContain('"n3"');
+    expect(blocks(c2!)[0], "n1 rejoined it in that same change").toContain('"n1": "n1 changed"');
+    expect(blocks(c2!)[0], "n2 (changed by the previous run) did not").not.toContain('"n2"');
+    expect(lastText(c2!)).toContain('"n2": "n2 changed"');
+  }, 60_000);
+});
+
 describe("/state-flow-status shows how large state[0] is", () => {
   it("per scope and per request; a one-line notice past 8,000 tokens, and nothing refused", async () => {
     const h = await harness();

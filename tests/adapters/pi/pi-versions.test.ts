@@ -5,7 +5,10 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
 import { RUN_ANCHOR } from "../../../adapters/pi/context.ts";
-import { UNANNOUNCED_RUN, piVersionWarning, runTriggerOf } from "../../../adapters/pi/pi-versions.ts";
+import { piVersionWarning, runTriggerOf } from "../../../adapters/pi/pi-versions.ts";
+
+/** A message run whose starting message Pi did not name. */
+const UNNAMED_MESSAGE_RUN = { kind: "message", source: null } as const;
 import { call, contextText, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
 import { PI_VERSION } from "../../support/pi-version.ts";
 
@@ -19,8 +22,8 @@ describe("runTriggerOf (before_agent_start in either Pi version)", () => {
       kind: "message",
       source: "reminder",
     });
-    expect(runTriggerOf({ messageType: "custom", message: {} })).toEqual(UNANNOUNCED_RUN);
-    expect(runTriggerOf({})).toEqual(UNANNOUNCED_RUN);
+    expect(runTriggerOf({ messageType: "custom", message: {} })).toEqual(UNNAMED_MESSAGE_RUN);
+    expect(runTriggerOf({})).toEqual(UNNAMED_MESSAGE_RUN);
   });
 });
 

@@ -1,9 +1,11 @@
 // Stability per path from the temporal view: what the retained transitions changed (down to four
 // keys), what the run changed since, and the split of state[0] along those paths.
 import { describe, expect, it } from "vitest";
-import { addChanged, recentlyChanged, splitState, trieOf } from "../../../adapters/pi/stability.ts";
+import { addChanged, partitionAtRunStart, partitionInRun, pathsOf } from "../../../adapters/pi/stability.ts";
+import { recentAtRunStart, recentlyChanged, splitState, trieOf } from "../../../adapters/pi/stability.ts";
 import { parsePatchSet, stageCohort } from "../../../storage/core/cohort.ts";
-import { emptyScopeState } from "../../../storage/core/scope-state.ts";
+import type { JsonObject } from "../../../storage/core/json.ts";
+import { emptyScopeState, type ScopeState } from "../../../storage/core/scope-state.ts";
 import { originateView, readTemporalState, type TemporalView } from "../../../storage/core/temporal.ts";
 
 function patch(view: TemporalView, set: Record<string, unknown>, id: string): TemporalView {
@@ -44,5 +46,113 @@ describe("stability of state[0]'s paths", () => {
     expect(Object.keys(split.stable)).toEqual(["working"]);
     expect(Object.keys(split.stable.working as object)).toEqual(["z", "x"]);
     expect(splitState(emptyScopeState(), trieOf([]))).toEqual({ stable: {}, volatile: {} });
+  });
+});
+
+describe("the partition from run to run (what moves between the parts, and when)", () => {
+  const state = (working: JsonObject, contract: JsonObject = {}): ScopeState => ({
+    ...emptyScopeState(),
+    contract,
+    working,
+  });
+  const facts = { f: "fact ".repeat(200) };
+
+  it("keeps quiet paths volatile until, summed over the runs, they reach half the stable part; then all return", () => {
+    const s = state({ a: "x".repeat(100), b: "y".repeat(100) }, facts);
+    const recent = trieOf([]);
+    let partition = partitionAtRunStart(s, recent, {
+      volatile: trieOf([["working", "a"]]),
+      owed: 0,
+      changed: trieOf([]),
+      state: s,
+    });
+    expect(partition.volatile, "one quiet run: kept").toEqual(trieOf([["working", "a"]]));
+    // The quiet path's characters in the volatile part ({"working":{"a":"x…"}} less an empty {}).
+    const quiet = JSON.stringify({ working: { a: "x".repeat(100) } }).length - 2;
+    expect(partition.owed).toBe(quiet);
+    const stable = JSON.stringify(splitState(s, recent).stable).length;
+    let runs = 1;
+    while (partition.owed > 0) {
+      expect(2 * partition.owed, `run ${runs}: not yet half the stable part`).toBeLessThan(stable);
+      partition = partitionAtRunStart(s, recent, partition);
+      runs++;
+    }
+    expect(pathsOf(partition.volatile), "returned together").toEqual([]);
+    expect(runs, "the run at which the quiet path had cost half the stable part").toBe(Math.ceil(stable / 2 / quiet));
+  });
+
+  it("returns a large quiet value at once, and keeps a recent path volatile whatever its size", () => {
+    const s = state({ big: "b".repeat(8192), next: "n" }, facts);
+    const previous = {
+      volatile: trieOf([
+        ["working", "big"],
+        ["working", "next"],
+      ]),
+      owed: 0,
+      changed: trieOf([]),
+      state: s,
+    };
+    expect(partitionAtRunStart(s, trieOf([["working", "next"]]), previous)).toEqual({
+      volatile: trieOf([["working", "next"]]),
+      owed: 0,
+      changed: trieOf([]),
+      state: s,
+    });
+    const still = partitionAtRunStart(s, trieOf([["working", "big"]]), { ...previous, volatile: trieOf([]) });
+    expect(pathsOf(still.volatile)).toEqual([["working", "big"]]);
+    expect(partitionAtRunStart(s, trieOf([["working", "big"]]), null).volatile).toEqual(trieOf([["working", "big"]]));
+  });
+
+  it("in a run: new or volatile paths keep the stable part; a changed stable path takes the quiet ones back", () => {
+    const before = state({ q: "quiet", r: "recent", s: "stable" }, facts);
+    const run = {
+      state: before,
+      recent: trieOf([["working", "r"]]),
+      start: {
+        volatile: trieOf([
+          ["working", "q"],
+          ["working", "r"],
+        ]),
+        owed: 7,
+        changed: trieOf([]),
+        state: before,
+      },
+    };
+    const volatileOnly = partitionInRun(run, { ...before, working: { ...before.working, r: "again", n: "new" } });
+    expect(pathsOf(volatileOnly.volatile)).toEqual([
+      ["working", "q"],
+      ["working", "r"],
+      ["working", "n"],
+    ]);
+    expect(volatileOnly.owed, "the quiet ones still owe").toBe(7);
+    expect(pathsOf(volatileOnly.changed), "what the run changed, for the next run's start").toEqual([
+      ["working", "r"],
+      ["working", "n"],
+    ]);
+    const stableChanged = partitionInRun(run, { ...before, working: { ...before.working, s: "changed" } });
+    expect(pathsOf(stableChanged.volatile)).toEqual([
+      ["working", "r"],
+      ["working", "s"],
+    ]);
+    expect(stableChanged.owed).toBe(0);
+    const deleted = partitionInRun(run, { ...before, contract: {} });
+    expect(pathsOf(deleted.volatile), "a deletion of a stable path changes the stable part too").toEqual([
+      ["working", "r"],
+      ["contract", "f"],
+    ]);
+  });
+});
+
+describe("the recently changed paths at a run's start", () => {
+  it("are the previous run's changes and any made since; with no previous run, the retained transitions'", () => {
+    const before = { ...emptyScopeState(), working: { a: 1, b: 2, c: 3 } };
+    const now = { ...before, working: { ...before.working, c: 4 } };
+    const previous = { volatile: trieOf([]), owed: 0, changed: trieOf([["working", "a"]]), state: before };
+    const window = () => trieOf([["working", "b"]]);
+    expect(pathsOf(recentAtRunStart(now, previous, window))).toEqual([
+      ["working", "a"],
+      ["working", "c"],
+    ]);
+    expect(pathsOf(recentAtRunStart(now, null, window))).toEqual([["working", "b"]]);
   });
 });

@@ -5,7 +5,7 @@ import {
   specificationForRun,
   withRunSource,
   withUserMessage,
-} from "../../runtime/specification.ts";
+} from "../../machines/specification.ts";
 
 describe("the current specification", () => {
   it("a prompt replaces it, dropping what earlier runs added", () => {
