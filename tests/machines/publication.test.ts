@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { assign, createActor, fromPromise, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
+import { assign, createActor, fromPromise, type AnyEventObject } from "xstate";
 import {
   publicationMachine,
   publicationStatus,
   recordOf,
   type PublicationContext,
-  type PublicationEvent,
   type PublicationInput,
   type PublicationRecord,
   type PushOutput,
@@ -14,7 +13,12 @@ import {
   type RemoteHasOutput,
 } from "../../machines/publication.ts";
 import { flattenValue } from "../../machines/state-value.ts";
-import { PUBLICATION_RESULTS, SELECTED, type PublicationPathEvent } from "../support/replay-alphabets.ts";
+import {
+  SELECTED,
+  publicationEvents,
+  publicationStateKey,
+  type PublicationPathEvent,
+} from "../support/replay-alphabets.ts";
 import {
   assertFullCoverage,
   formatReport,
@@ -26,7 +30,6 @@ import {
 
 /** The invoked actors' results, offered as events in every state (xstate/graph never runs the actors). */
 type PathEvent = PublicationPathEvent;
-type ActorResult = Exclude<PublicationPathEvent, PublicationEvent>;
 
 const inputs: PublicationInput[] = [
   { policy: "turn-end", backend: "file", remote: true },
@@ -68,49 +71,6 @@ function stubbed(machine: typeof publicationMachine) {
     },
   });
 }
-
-/** A target the machine does not hold (names are free: only null-ness reaches the guards). */
-function freshTarget(c: PublicationContext): string {
-  for (let i = 1; ; i++) if (![c.queued, c.inflight, c.pending].includes(`t${i}`)) return `t${i}`;
-}
-
-const RESULTS = PUBLICATION_RESULTS as readonly ActorResult[];
-
-function eventsFor(s: AnyMachineSnapshot): PathEvent[] {
-  const c = s.context as PublicationContext;
-  return [
-    { type: "ACCEPTED", target: freshTarget(c) },
-    // ISS-2: the target whose push is in flight is accepted again (restored pending target + new cohort)
-    ...(c.inflight ? [{ type: "ACCEPTED", target: c.inflight } as const] : []),
-    { type: "RUN_END" },
-    { type: "RETRY" },
-    { type: "REMOTE_FOUND" },
-    { type: "SHUTDOWN" },
-    // A done event is offered in every state (where its actor does not run it must change nothing, I3.8); an
-    // error event only where its actor runs: xstate makes an error event no state handles the machine's own
-    // error (status "error"), which a stopped actor's late failure never causes, since it never arrives.
-    ...RESULTS.filter((e) => !e.type.startsWith("xstate.error.") || runsIn(e.type, s)),
-  ];
-}
-
-/** Whether the actor whose result `type` is runs in `s`. */
-function runsIn(type: string, s: AnyMachineSnapshot): boolean {
-  if (type.endsWith(".push")) return s.matches({ remote: "pushing" });
-  if (type.endsWith(".remoteHas")) return s.matches({ remote: "checking" });
-  return s.matches("recovering");
-}
-const serializeState = (s: AnyMachineSnapshot) => {
-  const c = s.context as PublicationContext;
-  return JSON.stringify([
-    s.value,
-    c.policy,
-    c.queued !== null,
-    c.inflight !== null,
-    c.pending !== null,
-    c.selected !== null,
-    c.record?.state ?? null,
-  ]);
-};
 
 interface Trace {
   lastAccepted: string | null;
@@ -380,7 +340,12 @@ function runSuite(machine: typeof publicationMachine, maxViolations = 20) {
   return runPathSuite<PathEvent, Trace, (typeof inputs)[number]>(stubbed(machine), {
     maxViolations,
     inputs,
-    spec: (input) => ({ events: eventsFor, serializeState, input, maxSimplePaths: 20_000 }),
+    spec: (input) => ({
+      events: publicationEvents,
+      serializeState: publicationStateKey,
+      input,
+      maxSimplePaths: 20_000,
+    }),
     trace: () => ({ lastAccepted: null }),
     started: () => resetStarted(),
     check: (step, trace, input) => checkPublicationStep(step, trace, input),

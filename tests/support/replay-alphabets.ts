@@ -100,11 +100,15 @@ export function publicationEvents(s: AnyMachineSnapshot): PublicationPathEvent[]
   while ([c.queued, c.inflight, c.pending].includes(`t${fresh}`)) fresh++;
   return [
     { type: "ACCEPTED", target: `t${fresh}` },
+    // ISS-2: the target whose push is in flight is accepted again (restored pending target + new cohort)
     ...(c.inflight ? [{ type: "ACCEPTED", target: c.inflight } as const] : []),
     { type: "RUN_END" },
     { type: "RETRY" },
     { type: "REMOTE_FOUND" },
     { type: "SHUTDOWN" },
+    // A done event is offered in every state (where its actor does not run it must change nothing, I3.8); an
+    // error event only where its actor runs: xstate makes an error event no state handles the machine's own
+    // error (status "error"), which a stopped actor's late failure never causes, since it never arrives.
     ...PUBLICATION_RESULTS.filter((e) => !e.type.startsWith("xstate.error.") || runningIn(e.type, s)),
   ];
 }
