@@ -32,7 +32,6 @@ export class KnowledgeRun {
   /** The global meta.json read live at the run's start (null: absent); undefined once superseded. */
   private liveProvenance: Buffer | null | undefined = undefined;
   private readonly obligations = new Map<string, CompilationObligation>();
-  private settled = false;
 
   /** Starts discovery under `root` and reads the global provenance at `globalMeta` (absolute) now. */
   constructor(root: string, globalMeta: string | null) {
@@ -49,12 +48,9 @@ export class KnowledgeRun {
     });
   }
 
-  /** Resolves when discovery is complete; true only the first time (the run's first context). */
-  async ready(): Promise<boolean> {
+  /** Resolves when discovery is complete (the run machine awaits it once, in `knowledge.discovering`). */
+  async ready(): Promise<void> {
     await this.discovery;
-    const first = !this.settled;
-    this.settled = true;
-    return first;
   }
 
   /** The branch published: its newest cohort's basis now holds the newer global meta.json. */

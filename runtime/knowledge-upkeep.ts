@@ -35,9 +35,14 @@ export class KnowledgeUpkeep {
     this.run = new KnowledgeRun(this.knowledgeRoot, metaPath);
   }
 
-  /** Resolves once the current run's Knowledge discovery is complete (at once when none runs). */
+  /**
+   * The run's discovery, then the removal of vanished sources' artifacts: the run machine's
+   * `discoverKnowledge` actor, invoked once per equipped run (at once when no run discovers).
+   */
   async ready(): Promise<void> {
-    if (await this.run?.ready()) await this.removeVanishedSources();
+    if (!this.run) return;
+    await this.run.ready();
+    await this.removeVanishedSources();
   }
 
   /**

@@ -30,12 +30,11 @@ async function world() {
 }
 
 describe("KnowledgeRun", () => {
-  it("says unavailable until discovery completes, then plans; ready() is true once", async () => {
+  it("says unavailable until discovery completes, then plans", async () => {
     const { root, runtime, source } = await world();
     const run = new KnowledgeRun(root, null);
     expect(run.invalidations(runtime)).toEqual({ unavailable: "Knowledge discovery has not completed for this run" });
-    expect(await run.ready()).toBe(true);
-    expect(await run.ready()).toBe(false);
+    await run.ready();
     expect(run.invalidations(runtime)).toEqual([{ path: source, reason: "new" }]);
   });
 
