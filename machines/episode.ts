@@ -23,7 +23,13 @@ import { barrierMachine } from "./barrier.ts";
 import type { publicationMachine, PublicationInput } from "./publication.ts";
 import type { RestoreResult } from "./restore.ts";
 import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
-import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
+import {
+  NO_SPECIFICATION,
+  specificationCarrying,
+  type CarriedRequests,
+  type RunTrigger,
+  type Specification,
+} from "./specification.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
 /** What the selected branch holds: nothing at all, conversation without State Flow markers, or markers. */
@@ -50,7 +56,10 @@ export interface EpisodeContext {
   retained: RetainedPointer | null;
   /** The open Pi run's actor (M5); null between runs. */
   run: ActorRefFrom<typeof runMachine> | null;
-  /** The specification the last run left: the next run a message starts continues it. */
+  /**
+   * The specification the last run left: the next run a message starts continues it, the next prompt
+   * carries its open requests. A session or a /tree starts from what its branch recorded.
+   */
   specification: Specification;
   /** State Flow's tools the host could not make active although asked (said once each time they go missing). */
   toolsMissing: readonly string[];
@@ -65,14 +74,22 @@ export interface EpisodeContext {
 
 /** What the host sends. The invoked actors' results arrive as their own done and error events. */
 export type EpisodeEvent =
-  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape; identity?: object }
+  /** `carried`: the interrupted requests the selected branch recorded (none: nothing carried). */
+  | {
+      type: "SESSION_START";
+      reason: SessionStartReason;
+      branch: BranchShape;
+      identity?: object;
+      carried?: CarriedRequests;
+    }
   /** The runtime loaded, accepted or refreshed the branch's state (null: it holds none). */
   | { type: "LOADED"; state: object | null }
   /** The runtime opened a store generation's publication: it lives here, in the branch's actor system. */
   | { type: "PUBLICATION_OPENED"; logic: typeof publicationMachine; input: PublicationInput }
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
-  | { type: "TREE" }
+  /** /tree selected another point of the session (`carried`: the requests that point recorded). */
+  | { type: "TREE"; carried?: CarriedRequests }
   /** before_agent_start: Pi begins a run for a prompt or a message (`toolsMissing`: State Flow's tools inactive). */
   | { type: "RUN_ANNOUNCED"; trigger: RunTrigger; toolsMissing: boolean }
   /** agent_start: a run's continuation, or a run no before_agent_start announced. */
@@ -206,6 +223,11 @@ export const episodeMachine = setup({
     registerTools: () => undefined,
     /** Host action (provided): appends the frozen exit handoff and the disabled marker to the branch. */
     freezeHandoff: () => undefined,
+    /**
+     * Host action (provided): records on the branch the interrupted requests the next prompt carries
+     * (`carriedRequests` of the specification the run left), so a resume or /tree carries them on.
+     */
+    recordCarried: () => undefined,
     registerToolsOnce: enqueueActions(({ check, enqueue }) => {
       if (!check("toolsNotRegistered")) return;
       enqueue.assign({ toolsRegistered: true });
@@ -227,6 +249,13 @@ export const episodeMachine = setup({
     runEnded: assign(({ event }) =>
       event.type === "xstate.done.actor.run" ? { run: null, specification: event.output.specification } : {},
     ),
+    // The selected point's own record: a later point's requests do not carry back, nor another session's.
+    seedSpecification: assign({
+      specification: ({ context, event }) =>
+        event.type === "TREE" || event.type === "SESSION_START"
+          ? specificationCarrying(event.carried)
+          : context.specification,
+    }),
     // The patch_state barrier (M4) lives as long as the episode: one per extension instance.
     spawnBarrier: spawnChild("barrier", { id: "barrier" }),
     noteToolsMissing: assign({
@@ -271,10 +300,13 @@ export const episodeMachine = setup({
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
     clearRetainedRevision: assign({ retained: () => null }),
     // A session starts on the branch: its identity is kept, nothing retained or loaded before carries over.
-    bindSession: assign({
-      identity: ({ context, event }) => (event.type === "SESSION_START" ? (event.identity ?? null) : context.identity),
-      retained: () => null,
-      loaded: () => null,
+    bindSession: enqueueActions(({ context, enqueue, event }) => {
+      enqueue.assign({
+        identity: event.type === "SESSION_START" ? (event.identity ?? null) : context.identity,
+        retained: null,
+        loaded: null,
+      });
+      enqueue("seedSpecification");
     }),
     keepLoaded: assign({ loaded: ({ context, event }) => (event.type === "LOADED" ? event.state : context.loaded) }),
     releaseLoaded: assign({ loaded: () => null }),
@@ -307,7 +339,7 @@ export const episodeMachine = setup({
     ],
     RUN_ANNOUNCED: { actions: ["endRun", "spawnOrdinaryRun"] },
     AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
-    "xstate.done.actor.run": { actions: ["runEnded"] },
+    "xstate.done.actor.run": { actions: ["runEnded", "recordCarried"] },
     SESSION_START: [
       { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["bindSession"] },
       { guard: "isForkOrNewSession", target: ".off", actions: ["bindSession"] },
@@ -329,7 +361,7 @@ export const episodeMachine = setup({
         LOADED: {},
         START: { target: "starting.fromOff" },
         STOP: { actions: ["reportNotEnabled"] },
-        TREE: { target: "restoring.branch" },
+        TREE: { target: "restoring.branch", actions: ["seedSpecification"] },
       },
     },
     starting: {
@@ -411,7 +443,7 @@ export const episodeMachine = setup({
         ],
         STOP: { target: "stopping" },
         START: [{ guard: "startAdoptsGit", target: "starting.adopting" }, { actions: ["reportAlreadyActive"] }],
-        TREE: { target: "restoring.branch" },
+        TREE: { target: "restoring.branch", actions: ["seedSpecification"] },
       },
       states: {
         hist: {
@@ -424,7 +456,9 @@ export const episodeMachine = setup({
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
-          on: { "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] } },
+          on: {
+            "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded", "recordCarried"] },
+          },
           states: {
             fromTranscript: { description: "Migrates the active pre-Flow transcript." },
             fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },
@@ -452,7 +486,7 @@ export const episodeMachine = setup({
       on: {
         START: { target: "starting.fromPassive" },
         STOP: { actions: ["reportNotEnabled"] },
-        TREE: { actions: ["freezeHandoff"] },
+        TREE: { actions: ["seedSpecification", "freezeHandoff"] },
       },
     },
     restoring: {
@@ -524,7 +558,7 @@ export const episodeMachine = setup({
       description: "Branch provenance could not be proven; nothing replaces existing runtime.",
       initial: "unproven",
       entry: ["releaseLoaded"],
-      on: { TREE: { target: "restoring.branch" }, LOADED: {} },
+      on: { TREE: { target: "restoring.branch", actions: ["seedSpecification"] }, LOADED: {} },
       states: {
         unproven: {
           description: "Unproven branch: STOP and START fail visibly; select a valid checkpoint (/tree) first.",

@@ -35,7 +35,9 @@ import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import type { RunTrigger, Specification } from "../machines/specification.ts";
+import { carriedRequests, type RunTrigger, type Specification } from "../machines/specification.ts";
+import { errorMessage } from "../storage/core/errors.ts";
+import type { Freshness } from "../machines/run.ts";
 
 export type { Draft, PatchAccepted } from "./run-session.ts";
 
@@ -63,6 +65,8 @@ export type Projection =
       sessionId: string;
       discarded: ReadonlySet<number>;
       specification: Specification;
+      /** What the run's shared-state check found (what other sessions changed since this branch's last run). */
+      freshness: Freshness;
       view: TemporalView;
       /** The run's artifact_invalidations plan, or why it is unavailable (never a falsely clean list). */
       invalidations: Invalidations;
@@ -116,6 +120,14 @@ export class FlowRuntime {
       actions: {
         registerTools: () => this.host.registerTools(),
         freezeHandoff: () => effects.freezeHandoff(),
+        recordCarried: ({ event }) => {
+          if (event.type !== "xstate.done.actor.run") return;
+          try {
+            this.host.recordCarried(carriedRequests(event.output.specification));
+          } catch (error) {
+            this.host.notify(`State Flow could not record the interrupted requests: ${errorMessage(error)}`, "warning");
+          }
+        },
       },
     });
     this.episode = createFlowActor(machine, {
@@ -131,11 +143,11 @@ export class FlowRuntime {
   // ---- lifecycle ------------------------------------------------------------------------------
 
   async sessionStart(reason: SessionStartReason, identity: SessionIdentity, branch: BranchShape): Promise<void> {
-    await this.send({ type: "SESSION_START", reason, branch, identity });
+    await this.send({ type: "SESSION_START", reason, branch, identity, carried: this.host.carriedRequests() });
   }
 
   async tree(): Promise<void> {
-    await this.send({ type: "TREE" });
+    await this.send({ type: "TREE", carried: this.host.carriedRequests() });
   }
 
   async command(which: "start" | "stop"): Promise<void> {
@@ -182,9 +194,9 @@ export class FlowRuntime {
     this.run.customMessage(customType, ownAnchor);
   }
 
-  /** Resolves once the open run's Knowledge discovery is complete (at once when none runs). */
-  async knowledgeReady(): Promise<void> {
-    await this.run.knowledgeReady();
+  /** Resolves once the open run is prepared: shared state adopted, Knowledge discovered (at once when none runs). */
+  async prepared(): Promise<void> {
+    await this.run.prepared();
     this.syncHost();
   }
 
@@ -265,6 +277,7 @@ export class FlowRuntime {
       sessionId,
       discarded: this.run.discarded(),
       specification: this.run.specification(),
+      freshness: this.run.freshness(),
       view: state.view,
       invalidations: this.knowledge.invalidations(state),
       resolution: this.run.resolutionView(),

@@ -4,6 +4,7 @@
 
 import type { ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchMarker } from "../machines/restore.ts";
+import type { CarriedRequests } from "../machines/specification.ts";
 
 export type NoticeLevel = "info" | "warning" | "error";
 
@@ -34,6 +35,10 @@ export interface BranchHost {
    * projection of the branch shows it, including where State Flow is off (a fork, a stop).
    */
   recordDiscarded(id: number): void;
+  /** The interrupted requests the selected branch recorded last (none: nothing carried). */
+  carriedRequests(): CarriedRequests;
+  /** Records on the branch the interrupted requests the next prompt carries (when they differ from the last record). */
+  recordCarried(carried: CarriedRequests): void;
   notify(message: string, level: NoticeLevel): void;
   /** Registers patch_state and read_state (asked once, on the first activation). */
   registerTools(): void;

@@ -22,7 +22,9 @@ import {
   type ResolutionEvent,
   type ResolutionMachineEvent,
 } from "../machines/resolution.ts";
-import { isKnowledgeSettled, runDiscarded, runMachine, runResolution, type RunMachineEvent } from "../machines/run.ts";
+import { isPrepared, runDiscarded, runMachine, runResolution } from "../machines/run.ts";
+import type { Freshness, RunMachineEvent } from "../machines/run.ts";
+import { sharedMoves } from "../storage/core/shared-moves.ts";
 import type { BranchBinding } from "./branch-binding.ts";
 import { compilationRequired, replacingSkillArtifacts } from "./compilation-obligations.ts";
 import type { DiagnosticRecord, Diagnostics } from "./diagnostics.ts";
@@ -103,12 +105,21 @@ export class RunSession {
     return runMachine.provide({
       actors: {
         resolution,
+        refreshShared: fromPromise(() => this.refreshShared()),
         discoverKnowledge: fromPromise(async () => {
           this.knowledge.startDiscovery();
           await this.knowledge.ready();
         }),
       },
       actions: {
+        reportFreshnessFailed: this.hostAction<RunMachineEvent>((event) => {
+          const error = event.type === "xstate.error.actor.freshness" ? errorMessage(event.error) : "";
+          this.host.notify(
+            `State Flow could not check what other sessions changed (${error}); this run works from the state it ` +
+              "had. Fix what the message names; the next run checks again.",
+            "warning",
+          );
+        }),
         reportKnowledgeFailed: this.hostAction<RunMachineEvent>((event) => {
           const error = event.type === "xstate.error.actor.knowledge" ? errorMessage(event.error) : "";
           this.host.notify(`State Flow could not discover Knowledge for this run (${error}).`, "warning");
@@ -206,10 +217,33 @@ export class RunSession {
     });
   }
 
-  /** Resolves once the open run's Knowledge discovery is over (at once when none runs). */
-  async knowledgeReady(): Promise<void> {
+  /** Resolves once the open run is prepared: the shared state adopted, Knowledge discovered (at once when none runs). */
+  async prepared(): Promise<void> {
     const run = this.current();
-    if (run) await waitFor(run, isKnowledgeSettled);
+    if (run) await waitFor(run, isPrepared);
+  }
+
+  /**
+   * The run's `refreshShared` actor: the shared scopes other sessions published since this branch
+   * read them are adopted (the store's `refresh`), unless the branch holds a past point. Costs one
+   * read of each scope's meta.json when nothing moved.
+   */
+  async refreshShared(): Promise<Freshness> {
+    const { store, state } = this.binding;
+    if (!store || !state) throw new Error("no State Flow runtime is selected on this branch");
+    const live = store.liveMoves(state);
+    if (live.selectedPast) return { kind: "selectedPast" };
+    if (live.shared.length === 0) return { kind: "current" };
+    const next = await store.refresh(state);
+    const moved = sharedMoves(state.view, next.view);
+    // (a publication meanwhile adopted them itself and is newer: the branch keeps that one)
+    if (this.binding.state === state) this.binding.state = next;
+    return moved.length > 0 ? { kind: "adopted", moved } : { kind: "current" };
+  }
+
+  /** What the open run's shared-state check found. */
+  freshness(): Freshness {
+    return this.current()?.getSnapshot().context.freshness ?? { kind: "unchecked" };
   }
 
   /**

@@ -13,6 +13,7 @@ import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
 import { renderSpecification, type Specification } from "../../machines/specification.ts";
+import type { Freshness, SharedMove } from "../../machines/run.ts";
 import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
@@ -174,8 +175,9 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 //             transition touched (at the run's start) and this run has not changed; each keeps
 //             its place in the state's own key order, so a path moves only when it changes or has
 //             been quiet through the whole retained window (seven transitions);
-//   run       what is fixed for the run: the last response, the specification, the transitions as
-//             at the run's start, the artifact invalidations, the bootstrap note;
+//   run       what is fixed for the run: the last response, the specification, what other sessions
+//             changed since this session's last run, the transitions as at the run's start, the
+//             artifact invalidations, the bootstrap note;
 //   volatile  the paths changed recently or in this run (current values: with the stable part they
 //             are state[0], nothing to apply), the step, this run's transitions, the resolution
 //             note; at the end of the runtime-context message, or after the run's trajectory when
@@ -186,6 +188,8 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 export interface RuntimeContextInput {
   /** The user's request the run works toward (see machines/specification.ts). */
   specification: Specification;
+  /** What the run's shared-state check found: other sessions' changes adopted at its start (none: unchecked). */
+  freshness?: Freshness;
   /** The current effective state[0], as the model sees it. */
   state: ScopeState;
   /** Paths rendered in the volatile part (stability.ts); everything else is stable. */
@@ -246,6 +250,50 @@ export function transitionLines(transitions: readonly CompactTransition[]): stri
   return lines;
 }
 
+/** At most this many paths are named per kind of change; the rest are counted. */
+const MOVED_PATHS = 8;
+
+function pathList(verb: string, paths: readonly string[]): string[] {
+  if (paths.length === 0) return [];
+  const more = paths.length > MOVED_PATHS ? ` (+${paths.length - MOVED_PATHS} more)` : "";
+  return [`${verb} ${paths.slice(0, MOVED_PATHS).join(", ")}${more}`];
+}
+
+function moveLine(move: SharedMove): string {
+  const what = [...pathList("added", move.added), ...pathList("changed", move.changed)];
+  what.push(...pathList("removed", move.removed));
+  const by = move.transitions > 0 ? `${move.transitions} transition(s)` : "its history folded";
+  const newest = move.newest ? `, newest ${move.newest.id.slice(0, 10)} at its step ${move.newest.step}` : "";
+  return `- ${move.scope}: ${what.join("; ")} (${by}${newest})`;
+}
+
+/** What the run's shared-state check found, when there is something to say (never a clean answer it did not check). */
+export function freshnessLines(freshness: Freshness | undefined): string[] {
+  switch (freshness?.kind) {
+    case "adopted":
+      return [
+        "",
+        "## Changed by other sessions since this session's last run (already in state[0])",
+        ...freshness.moved.map(moveLine),
+      ];
+    case "selectedPast":
+      return [
+        "",
+        "## Restored branch",
+        "This branch is restored to an earlier point: state[0], global and cwd included, is as it was then. Other " +
+          "sessions' newer global and cwd values are adopted with this branch's next accepted patch.",
+      ];
+    case "unavailable":
+      return [
+        "",
+        "## Other sessions' changes",
+        `(unavailable: ${freshness.reason}) state[0] is as this session last read it.`,
+      ];
+    default:
+      return [];
+  }
+}
+
 export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeContextParts {
   const { split, stable } = stateParts(input.state, input.volatile);
   const stableText = [
@@ -260,6 +308,7 @@ export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeCo
   const run: string[] = [];
   if (input.state.response !== "") run.push(`state[0].response: ${JSON.stringify(input.state.response)}`, "");
   run.push("## Current specification (the user's request for this run)", ...renderSpecification(input.specification));
+  run.push(...freshnessLines(input.freshness));
   if (input.transitions.length > 0) {
     run.push("", "## Recent transitions (newest first, as at this run's start)", ...transitionLines(input.transitions));
   }

@@ -38,6 +38,7 @@ import {
   withoutOwnMessages,
   type RuntimeContextParts,
 } from "./context.ts";
+import { REQUESTS_ENTRY, carriedOnBranch, sameCarried } from "./carried-requests.ts";
 import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
 import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
@@ -204,6 +205,11 @@ export class StateFlowController {
       sendHandoff: (state) => this.hidden(STOP_HANDOFF, handoffText(state)),
       steer: (attempt) => this.hidden(RESOLUTION_NOTE, steerText(attempt), { deliverAs: "steer", triggerTurn: true }),
       recordDiscarded: (timestamp) => this.pi.appendEntry(DISCARDED_ENTRY, { timestamp, sessionId: this.sessionId }),
+      carriedRequests: () => carriedOnBranch(manager().getBranch(), this.sessionId),
+      recordCarried: (carried) => {
+        if (sameCarried(carried, carriedOnBranch(manager().getBranch(), this.sessionId))) return;
+        this.pi.appendEntry(REQUESTS_ENTRY, { ...carried, sessionId: this.sessionId });
+      },
       notify: (message: string, level: NoticeLevel) => this.notify(message, level),
       registerTools: () => this.options.registerTools(),
       sync: (view) => this.sync(view),
@@ -318,9 +324,9 @@ export class StateFlowController {
     return { action: "handled" };
   }
 
-  /** Before the first context of a run: the run's Knowledge discovery has completed. */
+  /** Before the first context of a run: the run is prepared (shared state adopted, Knowledge discovered). */
   prepareContext(): Promise<void> {
-    return this.runtime.knowledgeReady();
+    return this.runtime.prepared();
   }
 
   /** context: the projection the next inference receives (undefined = Pi's own context). */
@@ -341,6 +347,7 @@ export class StateFlowController {
     const baseStep = headBoundary(base.view.lineage).step;
     const parts = renderRuntimeContextParts({
       specification: projection.specification,
+      freshness: projection.freshness,
       state,
       volatile: this.volatilePaths(base, view, state),
       step: headBoundary(view.lineage).step,

@@ -20,6 +20,7 @@ import {
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../storage/core/scope-state.ts";
 import { trieOf } from "../../../adapters/pi/stability.ts";
+import { NO_SPECIFICATION } from "../../../machines/specification.ts";
 
 let clock = 0;
 const user = (text: string): AgentMessage =>
@@ -151,7 +152,7 @@ describe("the volatile part's place", () => {
 describe("renderRuntimeContext", () => {
   it("carries the specification, state[0], compact transitions, invalidations and the resolution note", () => {
     const text = renderRuntimeContext({
-      specification: { request: "Fix the parser", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "Fix the parser" },
       state: { ...emptyScopeState(), working: { next: "run tests" } },
       volatile: trieOf([["working", "next"]]),
       step: 3,
@@ -171,7 +172,7 @@ describe("renderRuntimeContext", () => {
 
   it("renders each state object once and never serves one state's text for another", () => {
     const input = {
-      specification: { request: "r", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "r" },
       volatile: trieOf([]),
       step: 1,
       transitions: [],
@@ -189,7 +190,7 @@ describe("renderRuntimeContext", () => {
 
   it("orders stable paths, then the run's parts, then the volatile paths, the step and the resolution", () => {
     const parts = renderRuntimeContextParts({
-      specification: { request: "Fix the parser", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "Fix the parser" },
       state: {
         ...emptyScopeState(),
         contract: { lang: "ts", api: "v2" },
@@ -230,7 +231,7 @@ describe("renderRuntimeContext", () => {
 
   it("leaves empty fields and sections out, but says an invalidation plan that could not be made", () => {
     const input = {
-      specification: { request: "Hello", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "Hello" },
       state: emptyScopeState(),
       volatile: trieOf([]),
       step: 0,
