@@ -25,7 +25,14 @@ import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/
 import type { FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
-import { CHECKPOINT_ENTRY, DISCARDED_ENTRY, branchMarkers, branchShape, discardedDrafts } from "./branch.ts";
+import {
+  CHECKPOINT_ENTRY,
+  DISCARDED_ENTRY,
+  branchMarkers,
+  branchShape,
+  discardedDrafts,
+  markerEntries,
+} from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
@@ -194,7 +201,7 @@ export class StateFlowController {
   private host(): BranchHost {
     const manager = () => this.ctx!.sessionManager;
     return {
-      markers: () => branchMarkers(manager().getBranch(), this.sessionId),
+      markers: () => branchMarkers(markerEntries(manager().getBranch(), manager().getEntries()), this.sessionId),
       recordedRevisions: () =>
         new Set(
           branchMarkers(manager().getEntries(), this.sessionId).flatMap((m) =>
