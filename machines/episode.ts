@@ -347,6 +347,8 @@ export const episodeMachine = setup({
       { target: ".restoring.branch", actions: ["bindSession"] },
     ],
     LOADED: { actions: ["keepLoaded"] },
+    // A /tree the current state does not act on still moves the branch point: its record is what carries.
+    TREE: { actions: ["seedSpecification"] },
     PUBLICATION_OPENED: { actions: ["spawnPublication"] },
     SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
   },

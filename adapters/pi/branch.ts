@@ -149,6 +149,23 @@ function isCheckpoint(entry: SessionEntry): boolean {
   return entry.type === "custom" && entry.customType === CHECKPOINT_ENTRY;
 }
 
+/**
+ * The selected branch's markers: its own, and the selected answer's record when that lies off the
+ * branch (markerEntries), marked `offBranch` so that the restore records it on the branch.
+ */
+export function selectedMarkers(
+  branch: readonly SessionEntry[],
+  all: readonly SessionEntry[],
+  sessionId: string,
+): BranchMarker[] {
+  const entries = markerEntries(branch, all);
+  const markers = branchMarkers(entries, sessionId);
+  const last = markers.at(-1);
+  if (entries.length > branch.length && last?.kind === "revision")
+    markers[markers.length - 1] = { ...last, offBranch: true };
+  return markers;
+}
+
 export function branchShape(entries: readonly SessionEntry[]): BranchShape {
   if (entries.some((e) => e.type === "custom" && e.customType === CHECKPOINT_ENTRY)) return "marked";
   return entries.some((e) => e.type === "message") ? "unmarked" : "empty";

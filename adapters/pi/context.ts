@@ -57,6 +57,15 @@ export function currentRunStart(messages: readonly AgentMessage[], sessionId: st
   return messages[anchor - 1]?.role === "user" ? anchor - 1 : anchor;
 }
 
+/** Where the first State Flow run at or after `from` begins (its prompt, else its anchor); the end when none. */
+function firstRunStart(messages: readonly AgentMessage[], from: number, sessionId: string): number {
+  for (let i = from; i < messages.length; i++) {
+    if (isMarker(messages[i]!, RUN_ANCHOR, sessionId))
+      return messages[i - 1]?.role === "user" && i - 1 >= from ? i - 1 : i;
+  }
+  return messages.length;
+}
+
 /** The current run without State Flow's own markers, discarded drafts and superseded resolution notes. */
 function currentRun(messages: readonly AgentMessage[], discarded: ReadonlySet<number>): AgentMessage[] {
   const newestNote = lastIndex(messages, (m) => isCustom(m) && m.customType === RESOLUTION_NOTE);
@@ -160,7 +169,12 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
   const trailing = after ? [runtimeContextMessage(trailingVolatile(parts.volatile), timestamp)] : [];
   if (mode === "bootstrap") {
     const from = stop >= 0 && stop < start ? stop : 0;
-    const preFlow = before.slice(from).filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
+    // Earlier runs of this bootstrap ended without an accepted answer: their requests carry over in the
+    // specification, their partial text and tool calls do not (the pre-Flow context ends where they begin).
+    const until = firstRunStart(before, from, sessionId);
+    const preFlow = before
+      .slice(from, until)
+      .filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
     return [context, ...preFlow, ...run, ...trailing];
   }
   const foreign = before.filter((m) => isCustom(m) && !isOwnMessage(m));

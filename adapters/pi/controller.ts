@@ -31,7 +31,7 @@ import {
   branchMarkers,
   branchShape,
   discardedDrafts,
-  markerEntries,
+  selectedMarkers,
 } from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
 import {
@@ -201,7 +201,7 @@ export class StateFlowController {
   private host(): BranchHost {
     const manager = () => this.ctx!.sessionManager;
     return {
-      markers: () => branchMarkers(markerEntries(manager().getBranch(), manager().getEntries()), this.sessionId),
+      markers: () => selectedMarkers(manager().getBranch(), manager().getEntries(), this.sessionId),
       recordedRevisions: () =>
         new Set(
           branchMarkers(manager().getEntries(), this.sessionId).flatMap((m) =>

@@ -16,6 +16,7 @@ import {
   episodeStateName,
 } from "../../machines/episode-queries.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
+import { specificationCarrying } from "../../machines/specification.ts";
 import {
   assertFullCoverage,
   formatReport,
@@ -54,6 +55,7 @@ const episodeMachine = pureEpisodeMachine.provide({
   actions: {
     registerTools: () => void performed.push("register-tools"),
     freezeHandoff: () => void performed.push("freeze-handoff"),
+    recordCarried: () => void performed.push("record-carried"),
   },
 });
 
@@ -78,6 +80,7 @@ const simpleEvents: EpisodeMachineEvent[] = [
       !(e.type === "xstate.done.actor.run" && !e.output.accepted) &&
       !(e.type === "RUN_ANNOUNCED" && (e.toolsMissing || e.trigger.kind === "message")) &&
       e.type !== "AGENT_START" &&
+      !(e.type === "TREE" && e.carried) &&
       e.type !== "TOOLS_SYNCED" &&
       e.type !== "LOADED" &&
       e.type !== "PUBLICATION_OPENED",
@@ -389,6 +392,18 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (event.type === "xstate.done.actor.run" && run) v.push("I1.14 the run's end left it open");
   if (event.type === "xstate.done.actor.run" && next.context.specification !== event.output.specification)
     v.push("I1.14 the run's end did not keep the specification it left");
+  // I1.20: the specification follows the selected branch point; every run's end records what is carried
+  if (
+    (event.type === "SESSION_START" || event.type === "TREE") &&
+    next.status === "active" &&
+    !isDeepStrictEqual(next.context.specification, specificationCarrying(event.carried))
+  )
+    v.push(`I1.20 ${event.type} left the specification ${JSON.stringify(next.context.specification)}`);
+  const ran = event.type === "xstate.done.actor.run";
+  if (stepWork.filter((w) => w === "record-carried").length !== (ran ? 1 : 0))
+    v.push(
+      `I1.20 ${event.type} recorded the carried requests ${stepWork.filter((w) => w === "record-carried").length}×`,
+    );
   // I1.18: the missing tools are said once each time they go missing
   if (event.type === "TOOLS_SYNCED" && next.status === "active") {
     const said = step.emitted.filter((e) => e.type === "episode.notice" && e.code === "tools-missing");
@@ -505,6 +520,13 @@ describe("episode negative controls", () => {
     const mutated = episodeMachine.provide({ guards: { isForkOrNewSession: () => false } });
     const { violations } = runSuite(mutated);
     expect(violations.some((v) => v.startsWith("I1.4"))).toBe(true);
+  });
+
+  it("I1.20 check catches a /tree that keeps the specification, and a run's end that records nothing", () => {
+    const seedless = runSuite(episodeMachine.provide({ actions: { seedSpecification: () => {} } })).violations;
+    expect(seedless.some((v) => v.startsWith("I1.20"))).toBe(true);
+    const unrecorded = runSuite(episodeMachine.provide({ actions: { recordCarried: () => {} } })).violations;
+    expect(unrecorded.some((v) => v.startsWith("I1.20"))).toBe(true);
   });
 
   it("I1.3 check catches autoStart applied to resumed sessions", () => {

@@ -79,6 +79,7 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "START", adoptGit: true },
   { type: "STOP" },
   { type: "TREE" },
+  { type: "TREE", carried: { interrupted: [{ request: "an interrupted request", added: [] }], dropped: 1 } },
   RUN_ANNOUNCED,
   { type: "RUN_ANNOUNCED", trigger: { kind: "message", source: "other-extension" }, toolsMissing: false },
   { type: "RUN_ANNOUNCED", trigger: { kind: "prompt", text: "the request" }, toolsMissing: true },

@@ -16,6 +16,7 @@ import {
   withoutOwnMessages,
   transitionLines,
   closedRunOnly,
+  freshnessLines,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../storage/core/scope-state.ts";
@@ -62,6 +63,12 @@ describe("projectContext", () => {
 
   it("bootstrap keeps the pre-Flow context for the migration run", () => {
     const messages = [...history, user("new request"), custom(RUN_ANCHOR, "[run]")];
+    expect(project(messages, "bootstrap")).toEqual(["CTX", "old request", "old answer", "keep me", "new request"]);
+  });
+
+  it("bootstrap after an interrupted migration run: the pre-Flow context, not the interrupted run's messages", () => {
+    const interrupted = [user("cut off request"), custom(RUN_ANCHOR, "[run]"), assistant("PARTIAL")];
+    const messages = [...history, ...interrupted, user("new request"), custom(RUN_ANCHOR, "[run]")];
     expect(project(messages, "bootstrap")).toEqual(["CTX", "old request", "old answer", "keep me", "new request"]);
   });
 
@@ -322,5 +329,35 @@ describe("the compact transition context", () => {
       "- step 24: session: response",
       "- step 23: (records folded into checkpoints)",
     ]);
+  });
+});
+
+describe("what other sessions changed (freshnessLines)", () => {
+  it("one line per moved scope; a restored branch and a failed check are said, current and unchecked are not", () => {
+    const moved = {
+      scope: "cwd" as const,
+      transitions: 1,
+      newest: { id: "t-1a2b3c4d-rest", step: 7 },
+      added: ["contract.db"],
+      changed: ["working.next"],
+      removed: [],
+    };
+    expect(freshnessLines({ kind: "adopted", moved: [moved] })).toEqual([
+      "",
+      "## Changed by other sessions since this session's last run (already in state[0])",
+      "- cwd: added contract.db; changed working.next (1 transition(s), newest t-1a2b3c4d at its step 7)",
+    ]);
+    const many = { ...moved, transitions: 0, added: Array.from({ length: 10 }, (_, i) => `working.k${i}`) };
+    expect(freshnessLines({ kind: "adopted", moved: [many] })[2]).toMatch(
+      /^- cwd: added working\.k0, .*working\.k7 \(\+2 more\); changed working\.next \(its history folded, newest/,
+    );
+    expect(freshnessLines({ kind: "selectedPast" }).join("\n")).toContain("## Restored branch");
+    expect(freshnessLines({ kind: "unavailable", reason: "cwd/meta.json: EACCES" })).toEqual([
+      "",
+      "## Other sessions' changes",
+      "(unavailable: cwd/meta.json: EACCES) state[0] is as this session last read it.",
+    ]);
+    expect(freshnessLines({ kind: "current" })).toEqual([]);
+    expect(freshnessLines({ kind: "unchecked" })).toEqual([]);
   });
 });

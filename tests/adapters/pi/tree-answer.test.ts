@@ -47,7 +47,9 @@ for (const git of [true, false]) {
     it("the newest answer restores its own state, also after a reload", async () => {
       const h = await twoRuns(git);
       await h.session.navigateTree(answerId(h, "done D."));
-      expect(h.session.sessionManager.getLeafId()).toBe(answerId(h, "done D."));
+      // the answer's off-branch record is put on the branch, right after the selected answer
+      const leaf = h.session.sessionManager.getLeafEntry()!;
+      expect([leaf.type, leaf.parentId]).toEqual(["custom", answerId(h, "done D.")]);
       expect(h.accessor.episode()).toBe("active.steady");
       expect(h.accessor.read(0).state).toMatchObject({ response: "done D.", working: { v: 2 } });
       await h.session.reload();
@@ -71,7 +73,8 @@ describe("/tree onto an older answer (Git store)", () => {
     await h.session.navigateTree(answerId(h, "done D."));
     h.script(say("TREE SUMMARY"));
     await h.session.navigateTree(answerId(h, "fixed."), { summarize: true });
-    expect(h.session.sessionManager.getLeafEntry()?.type).toBe("branch_summary");
+    const leaf = h.session.sessionManager.getLeafEntry()!;
+    expect(h.session.sessionManager.getEntry(leaf.parentId!)?.type).toBe("branch_summary");
     expect(h.accessor.read(0).state).toMatchObject({ response: "fixed.", working: { v: 1 } });
 
     h.script(call("patch_state", { session: { working: { v: 3 } }, final: true }), say("again."));
@@ -81,6 +84,23 @@ describe("/tree onto an older answer (Git store)", () => {
     expect(seen).not.toContain('"v": 2');
     expect(h.accessor.read(0).state).toMatchObject({ response: "again.", working: { v: 3 } });
     expect(h.accessor.read(1).state).toMatchObject({ response: "fixed.", working: { v: 3 } });
+    expect(h.extensionErrors()).toEqual([]);
+  });
+});
+
+describe("/tree onto an older answer, then a run that records nothing new (Git store)", () => {
+  it("stays on that answer after a reload: the restore records the answer's checkpoint on the branch", async () => {
+    const h = await twoRuns(true);
+    const fixed = checkpointAfter(h, answerId(h, "fixed."));
+    await h.session.navigateTree(answerId(h, "fixed."));
+    const leaf = h.session.sessionManager.getLeafEntry() as { type: string; data?: { revision?: string } };
+    expect(leaf.type === "custom" && leaf.data?.revision, "the answer's record is on the branch now").toBe(fixed);
+    // no semantic change and the same answer: no new revision is recorded by this run
+    h.script(call("patch_state", { final: true }), say("fixed."));
+    await h.prompt("again, nothing new");
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0).state).toMatchObject({ response: "fixed.", working: { v: 1 } });
     expect(h.extensionErrors()).toEqual([]);
   });
 });
