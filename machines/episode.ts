@@ -127,7 +127,9 @@ export type EpisodeNoticeCode =
   | "restore-unproven"
   | "restore-unanchored"
   | "stop-refused-unanchored"
-  | "tools-missing";
+  | "tools-missing"
+  | "started"
+  | "stopped";
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;
@@ -267,6 +269,9 @@ export const episodeMachine = setup({
       detail: event.type === "TOOLS_SYNCED" ? event.missing.join(", ") : "",
     })),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
+    // An explicit start or stop answers (an automatic start of a new session is shown by the footer alone).
+    reportStarted: emit({ type: "episode.notice", code: "started" } as const),
+    reportStopped: emit({ type: "episode.notice", code: "stopped" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
@@ -387,7 +392,7 @@ export const episodeMachine = setup({
             id: "storage",
             src: "startStorage",
             input: { fromFrozen: false },
-            onDone: { target: "#episode.active.bootstrap.fromTranscript" },
+            onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["reportStarted"] },
             onError: { target: "#episode.off", actions: ["reportStartFailed"] },
           },
         },
@@ -398,7 +403,7 @@ export const episodeMachine = setup({
             id: "storage",
             src: "startStorage",
             input: { fromFrozen: true },
-            onDone: { target: "#episode.active.bootstrap.fromHandoff" },
+            onDone: { target: "#episode.active.bootstrap.fromHandoff", actions: ["reportStarted"] },
             onError: { target: "#episode.passive", actions: ["reportStartFailed"] },
           },
         },
@@ -410,7 +415,10 @@ export const episodeMachine = setup({
             id: "storage",
             src: "startStorage",
             input: { fromFrozen: false },
-            onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["clearRetainedRevision"] },
+            onDone: {
+              target: "#episode.active.bootstrap.fromTranscript",
+              actions: ["clearRetainedRevision", "reportStarted"],
+            },
             onError: { target: "#episode.failedClosed.unanchored", actions: ["reportStartFailed"] },
           },
         },
@@ -477,7 +485,7 @@ export const episodeMachine = setup({
       invoke: {
         id: "stop",
         src: "persistStop",
-        onDone: { target: "passive", actions: ["freezeHandoff"] },
+        onDone: { target: "passive", actions: ["freezeHandoff", "reportStopped"] },
         onError: { target: "#episode.active.hist", actions: ["reportStopFailed"] },
       },
     },

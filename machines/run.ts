@@ -78,6 +78,8 @@ export interface RunContext {
   /** The run's newest answer became response (false again once a user message asks for another). */
   answered: boolean;
   freshness: Freshness;
+  /** The newest patch_state refusal of this run, in its own words (null: none): why an answer could not be recorded. */
+  refusal: string | null;
 }
 
 /** What the run's adapter reports, and the resolution's events it forwards. */
@@ -147,6 +149,11 @@ export const runMachine = setup({
       };
     }),
     askAgain: assign({ answered: false }),
+    clearRefusal: assign({ refusal: null }),
+    keepRefusal: assign({
+      refusal: ({ context, event }) =>
+        event.type === "PATCH_REJECTED" ? (event.reason ?? "(no reason given)") : context.refusal,
+    }),
     keepFreshness: assign({
       freshness: ({ context, event }) =>
         event.type === "xstate.done.actor.freshness" ? event.output : context.freshness,
@@ -173,6 +180,7 @@ export const runMachine = setup({
     accepted: false,
     answered: false,
     freshness: { kind: "unchecked" },
+    refusal: null,
   }),
   output: ({ context }) => ({
     accepted: context.accepted,
@@ -240,9 +248,9 @@ export const runMachine = setup({
                 onDone: { target: "resolved", actions: ["keepAnswer"] },
               },
               on: {
-                PATCH_ACCEPTED: { actions: ["toResolution"] },
-                FINAL_ONLY: { actions: ["toResolution"] },
-                PATCH_REJECTED: { actions: ["toResolution"] },
+                PATCH_ACCEPTED: { actions: ["toResolution", "clearRefusal"] },
+                FINAL_ONLY: { actions: ["toResolution", "clearRefusal"] },
+                PATCH_REJECTED: { actions: ["toResolution", "keepRefusal"] },
                 DRAFT: { actions: ["toResolution"] },
                 TURN_END: { actions: ["toResolution"] },
               },

@@ -30,7 +30,7 @@ import { EpisodeActors } from "./episode-actors.ts";
 import type { BranchHost } from "./host.ts";
 import type { Invalidations } from "./knowledge-run.ts";
 import { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
-import { episodeNotices, inputRefusedNotice } from "./notices.ts";
+import { episodeNotices, inputRefusedNotice, startedNotice } from "./notices.ts";
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
@@ -135,6 +135,7 @@ export class FlowRuntime {
       inspection: options.inspection,
     });
     this.episode.on("episode.notice", ({ code, detail }) => {
+      if (code === "started") return this.host.notify(startedNotice(this.storeDescription()), "info");
       for (const { text, level } of episodeNotices(code, detail)) this.host.notify(text, level);
     });
     this.episode.start();
@@ -295,6 +296,14 @@ export class FlowRuntime {
     return inputRefusedNotice(retained?.kind ?? "unproven", retained?.detail ?? null);
   }
 
+  /** The bound store in a few words: where it is, Git or files, and its remote. */
+  private storeDescription(): string {
+    const kind = this.binding.store?.store.kind;
+    if (kind !== "git") return `${this.options.storeRoot} (files only: Git is not installed)`;
+    const remote = this.publication.summary?.status === "local-only" ? "no remote: commits stay local" : "remote set";
+    return `${this.options.storeRoot} (Git, ${remote})`;
+  }
+
   /** Flat episode state, e.g. "active.steady". */
   episodeName(): string {
     return episodeStateName(this.episode.getSnapshot());
@@ -306,6 +315,9 @@ export class FlowRuntime {
     const { store, state } = this.binding;
     return renderStatus({
       episode: episodeStateName(snapshot),
+      mode: projectionMode(snapshot),
+      remote: this.publication.summary,
+      pending: this.publication.pending,
       toolsActive: isToolsActive(snapshot),
       missingTools: isToolsActive(snapshot) ? this.host.missingTools() : [],
       storeRoot: this.options.storeRoot,
@@ -336,16 +348,17 @@ export class FlowRuntime {
     const snapshot = this.episode.getSnapshot();
     const mode = projectionMode(snapshot);
     const { state } = this.binding;
-    const footer =
+    const detail =
       mode === "ordinary"
         ? undefined
         : mode === "passive"
-          ? "state-flow stopped"
+          ? "stopped"
           : mode === "failedClosed"
-            ? "state-flow unavailable"
+            ? "unavailable"
             : state
               ? compactStatus(headBoundary(state.view.lineage).step)
               : undefined;
+    const footer = detail === undefined ? undefined : { detail };
     const toolsActive = isToolsActive(snapshot);
     this.host.sync({ toolsActive, toolsRegistered: isToolsRegistered(snapshot), footer });
     // The episode says the missing tools once each time they go missing.

@@ -16,8 +16,11 @@ export interface HostView {
   toolsActive: boolean;
   /** False until the first activation: an ordinary session never offers State Flow's tools. */
   toolsRegistered: boolean;
-  /** The compact footer; undefined clears it. */
-  footer: string | undefined;
+  /**
+   * The compact footer, 001's "accent state-flow and dim #<step>": the host styles the name and the
+   * detail (the step, "stopped" or "unavailable"); undefined clears it.
+   */
+  footer: { detail: string } | undefined;
 }
 
 export interface BranchHost {

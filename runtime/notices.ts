@@ -5,6 +5,19 @@ import type { EpisodeNoticeCode } from "../machines/episode.ts";
 import type { NoticeLevel } from "./host.ts";
 
 export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text: string; level: NoticeLevel }> = {
+  started: {
+    text:
+      "State Flow is on for this branch. From now on the model sees the state and the current run instead of " +
+      "the whole transcript (the next run still sees the conversation so far, to carry what matters into " +
+      "state). /state-flow-status shows it; /state-flow-stop turns it off.",
+    level: "info",
+  },
+  stopped: {
+    text:
+      "State Flow is off for this branch: ordinary Pi from now on. Nothing is deleted: the state at this point " +
+      "is kept, and the model sees it once more as a frozen handoff. /state-flow-start turns it back on.",
+    level: "info",
+  },
   "not-enabled": { text: "State Flow is not enabled on this branch; nothing to stop.", level: "info" },
   "already-active": { text: "State Flow is already active on this branch.", level: "info" },
   "stop-refused-unproven": {
@@ -97,6 +110,12 @@ export function episodeNotices(
         { text, level },
       ]
     : [{ text, level }];
+}
+
+/** What an explicit start says: that it is on, where the state is kept (`store`: where and what kind), what follows. */
+export function startedNotice(store: string): string {
+  const [first, ...rest] = NOTICES.started.text.split(". ");
+  return `${first}; its state is kept in ${store}. ${rest.join(". ")}`;
 }
 
 /** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */

@@ -94,7 +94,7 @@ export class RunSession {
         }),
         reportExhausted: this.hostAction<ResolutionMachineEvent, { attempts: number }>((event, { attempts }) => {
           if (event.type === "DRAFT") unresolved(event, attempts);
-          this.host.notify(exhaustedNotice(attempts), "error");
+          this.host.notify(exhaustedNotice(attempts, this.current()?.getSnapshot().context.refusal ?? null), "error");
         }),
         reportCommitFailed: this.hostAction<ResolutionMachineEvent>((event) => {
           const error = event.type === "xstate.error.actor.commit" ? errorMessage(event.error) : "";
@@ -217,7 +217,7 @@ export class RunSession {
     });
   }
 
-  /** Resolves once the open run is prepared: the shared state adopted, Knowledge discovered (at once when none runs). */
+  /** Resolves once the open run is prepared: shared state adopted, Knowledge discovered (at once when none runs). */
   async prepared(): Promise<void> {
     const run = this.current();
     if (run) await waitFor(run, isPrepared);
@@ -283,8 +283,9 @@ export class RunSession {
     const knowledge = this.knowledge.run;
     const unmet = knowledge?.unmet(set) ?? [];
     if (unmet.length > 0) {
-      this.toResolution({ type: "PATCH_REJECTED" });
-      throw compilationRequired(unmet);
+      const refusal = compilationRequired(unmet);
+      this.toResolution({ type: "PATCH_REJECTED", reason: refusal.message });
+      throw refusal;
     }
     const scopes = Object.keys(set.patches);
     if (scopes.length === 0) {
@@ -326,7 +327,7 @@ export class RunSession {
         },
       };
     } catch (error) {
-      this.toResolution({ type: "PATCH_REJECTED" });
+      this.toResolution({ type: "PATCH_REJECTED", reason: errorMessage(error) });
       // The refusal tells the model to re-read the scope and patch again: the cached view must
       // then show what the other session wrote, and the next patch must build on it.
       // (A refresh that fails leaves the view as it was: the next patch is refused and refreshes again.)
@@ -349,7 +350,7 @@ export class RunSession {
       const ids = isJsonObject(touched) ? Object.keys(touched) : [];
       assertPromotions(ids, (after.working as JsonObject).memory_promotions);
     } catch (error) {
-      this.toResolution({ type: "PATCH_REJECTED" });
+      this.toResolution({ type: "PATCH_REJECTED", reason: errorMessage(error) });
       throw error;
     }
   }
@@ -381,9 +382,21 @@ export class RunSession {
   }
 }
 
-function exhaustedNotice(attempts: number): string {
+/**
+ * Why an answer was not accepted, in the person's terms: when the model's patches were refused, the
+ * refusal is the cause (a store that cannot be written, a damaged file, another session's change)
+ * and asking again cannot help until it is fixed; otherwise the model answered without final:true.
+ */
+export function exhaustedNotice(attempts: number, refusal: string | null): string {
+  if (refusal) {
+    return (
+      `State Flow did not accept the answer: the model's patch_state calls were refused, so after ${attempts} ` +
+      `attempts no answer could be recorded. The refusal: ${refusal} Committed state and enablement are kept; ` +
+      "fix what it names, then ask again."
+    );
+  }
   return (
-    `State Flow: the answer was not accepted after ${attempts} attempts without patch_state ` +
-    "final:true. Committed state and enablement are kept; ask again to continue."
+    `State Flow did not accept the answer: after ${attempts} attempts the model still answered without calling ` +
+    "patch_state with final:true. Committed state and enablement are kept; ask again to continue."
   );
 }

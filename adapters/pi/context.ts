@@ -149,6 +149,19 @@ export function closedRunOnly(messages: readonly AgentMessage[], discarded: Read
   return withoutOwnMessages(messages.slice(Math.max(start, 0)), discarded) ?? messages.slice(Math.max(start, 0));
 }
 
+/**
+ * Whether a bootstrap run has pre-Flow context to migrate: messages before the current run (from
+ * the stop handoff on, after a restart) other than State Flow's own. A new, empty session has none,
+ * so its first run is told nothing about a migration.
+ */
+export function hasPreFlowContext(messages: readonly AgentMessage[], sessionId: string): boolean {
+  const start = currentRunStart(messages, sessionId);
+  const stop = lastIndex(messages, (m) => isMarker(m, STOP_HANDOFF, sessionId));
+  const from = stop >= 0 && stop < start ? stop : 0;
+  const until = firstRunStart(messages.slice(0, start), from, sessionId);
+  return messages.slice(from, until).some((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
+}
+
 export function projectContext(input: ProjectionInput): AgentMessage[] {
   const { messages, mode, sessionId } = input;
   const stop = lastIndex(messages, (m) => isMarker(m, STOP_HANDOFF, sessionId));

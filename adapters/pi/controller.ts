@@ -40,6 +40,7 @@ import {
   RUN_ANCHOR,
   STOP_HANDOFF,
   closedRunOnly,
+  hasPreFlowContext,
   projectContext,
   renderRuntimeContextParts,
   withoutOwnMessages,
@@ -110,6 +111,12 @@ function resolutionNote(resolution: { eligible: boolean; steers: number } | null
         "Call patch_state with final:true before your final answer."
     : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) " +
         "before your final answer.";
+}
+
+/** The footer as 001 draws it: an accent `state-flow` and the dim detail (plain where the UI has no theme). */
+export function footerText(ui: ExtensionContext["ui"], detail: string): string {
+  const theme = (ui as { theme?: { fg(color: string, text: string): string } }).theme;
+  return theme ? `${theme.fg("accent", "state-flow")} ${theme.fg("dim", detail)}` : `state-flow ${detail}`;
 }
 
 /** The absolute path Pi's read tool resolved (`@` stripped, `~` expanded, relative to the cwd). */
@@ -260,7 +267,7 @@ export class StateFlowController {
       const next = view.toolsActive ? [...others, ...TOOL_NAMES] : others;
       if (next.length !== current.length || next.some((n, i) => n !== current[i])) this.pi.setActiveTools(next);
     }
-    this.ui?.ui.setStatus("state-flow", view.footer);
+    this.ui?.ui.setStatus("state-flow", view.footer && footerText(this.ui.ui, view.footer.detail));
   }
 
   // ---- Pi lifecycle -------------------------------------------------------------------------
@@ -362,7 +369,7 @@ export class StateFlowController {
       runTransitions: view === base.view ? [] : recentTransitions(view).filter((t) => t.step > baseStep),
       invalidations: projection.invalidations,
       resolutionNote: resolutionNote(projection.resolution),
-      bootstrap: projection.mode === "bootstrap",
+      bootstrap: projection.mode === "bootstrap" && hasPreFlowContext(messages, sessionId),
     });
     this.sent = parts;
     return projectContext({
@@ -472,5 +479,17 @@ export class StateFlowController {
 
   statusText(): string {
     return this.runtime.status();
+  }
+
+  /**
+   * /state-flow-status: the report where the person looks — the UI (TUI, and RPC's notify), else
+   * stderr: in print and JSON modes Pi keeps stdout for its own output (it routes an extension's
+   * stdout writes to stderr too: pi-coding-agent core/output-guard.js, takeOverStdout).
+   */
+  showStatus(ctx: ExtensionContext): void {
+    this.bind(ctx);
+    const text = this.runtime.status();
+    if (ctx.hasUI) ctx.ui.notify(text, "info");
+    else process.stderr.write(`${text}\n`);
   }
 }

@@ -69,7 +69,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     });
     pi.registerCommand("state-flow-status", {
       description: "Inspect State Flow runtime, semantic, freshness and publication diagnostics",
-      handler: async (_args, ctx) => ctx.ui.notify(controller.statusText(), "info"),
+      handler: async (_args, ctx) => controller.showStatus(ctx),
     });
 
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));

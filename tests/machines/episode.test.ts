@@ -392,6 +392,13 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (event.type === "xstate.done.actor.run" && run) v.push("I1.14 the run's end left it open");
   if (event.type === "xstate.done.actor.run" && next.context.specification !== event.output.specification)
     v.push("I1.14 the run's end did not keep the specification it left");
+  // I1.21: an explicit start that succeeds answers once, a durable stop too; nothing else says either
+  const said = (code: string) => step.emitted.filter((e) => e.type === "episode.notice" && e.code === code).length;
+  const explicit = ["starting.fromOff", "starting.fromPassive", "starting.fromUnanchored"].includes(before);
+  const startedNow = explicit && event.type === "xstate.done.actor.storage";
+  if (said("started") !== (startedNow ? 1 : 0)) v.push(`I1.21 ${before} → ${after} said started ${said("started")}×`);
+  const stoppedNow = before === "stopping" && after === "passive";
+  if (said("stopped") !== (stoppedNow ? 1 : 0)) v.push(`I1.21 ${before} → ${after} said stopped ${said("stopped")}×`);
   // I1.20: the specification follows the selected branch point; every run's end records what is carried
   if (
     (event.type === "SESSION_START" || event.type === "TREE") &&
@@ -529,6 +536,16 @@ describe("episode negative controls", () => {
     expect(unrecorded.some((v) => v.startsWith("I1.20"))).toBe(true);
   });
 
+  it("I1.21 check catches a start or a stop that answers nothing", () => {
+    for (const action of ["reportStarted", "reportStopped"]) {
+      const { violations } = runSuite(episodeMachine.provide({ actions: { [action]: () => {} } }));
+      expect(
+        violations.some((v) => v.startsWith("I1.21")),
+        action,
+      ).toBe(true);
+    }
+  });
+
   it("I1.3 check catches autoStart applied to resumed sessions", () => {
     const mutated = episodeMachine.provide({ guards: { autoStartNewSession: ({ context }) => context.autoStart } });
     const { violations } = runSuite(mutated);
@@ -656,7 +673,10 @@ describe("episode scenarios", () => {
         a.send(STORAGE_READY);
         expect(episodeStateName(a.getSnapshot())).toBe("active.bootstrap.fromTranscript");
         a.send({ type: "START" });
-        expect(notices, "I1.13 without git nothing changes").toEqual(["already-active"]);
+        expect(notices, "I1.13 the start answers; without git a second one changes nothing").toEqual([
+          "started",
+          "already-active",
+        ]);
         a.send({ type: "START", adoptGit: true });
         expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
         expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);

@@ -1,6 +1,6 @@
 // The run machine (M5), checked after every step of generated paths (for each way a run begins,
 // equipped or not) and of arbitrary event sequences against the independent oracle of
-// tests/support/run-oracle.ts, whose header lists the invariants I5.1–I5.10. Its invoked actors are
+// tests/support/run-oracle.ts, whose header lists the invariants I5.1–I5.11. Its invoked actors are
 // stand-ins: the resolution (M2) with a commit actor that commits or refuses at once by the draft's
 // text (any other text never settles), a Knowledge discovery that never settles (paths deliver its
 // result). The graph traversal never runs invoked actors, so a path delivers an answer's done event
@@ -111,7 +111,7 @@ describe("run machine (generated paths)", () => {
   );
   console.log(formatReport(report) + ` steps=${steps}\n  ${perInput.join("\n  ")}`);
 
-  it("I5.1–I5.10 hold after every step of every shortest, simple and edge path, for every opening", () => {
+  it("I5.1–I5.11 hold after every step of every shortest, simple and edge path, for every opening", () => {
     expect(report.paths.simple).toBeGreaterThan(5);
     expect(violations, violations.join("\n")).toEqual([]);
   });
@@ -194,6 +194,35 @@ describe("run negative controls (each check can fail)", () => {
     fails(runMachine.provide({ actions: { keepAnswer: () => {} } }), "I5.9");
     fails(runMachine.provide({ actions: { askAgain: () => {} } }), "I5.9");
   });
+  it("I5.11 catches a refusal not kept, and one kept after a later patch was accepted", () => {
+    fails(runMachine.provide({ actions: { keepRefusal: () => {} } }), "I5.11");
+    // (a refusal and a later accepted patch are two self-loops of one state: no generated path takes both)
+    const refusedThenAccepted = (machine: AnyStateMachine) => {
+      const input: RunInput = { opening: { kind: "prompt", text: "p" }, equipped: true, specification: EARLIER };
+      const actor = createActor(withStubs(machine), { input }).start();
+      const trace = initialTrace(input);
+      started(trace);
+      const events: RunMachineEvent[] = [
+        { type: "PATCH_REJECTED", reason: "the lock is held" },
+        { type: "PATCH_ACCEPTED", final: false },
+      ];
+      const violations = events.flatMap((event, index) => {
+        const prev = actor.getSnapshot();
+        actor.send(event);
+        return checkRunStep(
+          { index, prev, event, next: actor.getSnapshot(), taken: [], emitted: [] } as never,
+          trace,
+          input,
+        );
+      });
+      actor.stop();
+      return violations;
+    };
+    expect(refusedThenAccepted(runMachine)).toEqual([]);
+    expect(refusedThenAccepted(runMachine.provide({ actions: { clearRefusal: () => {} } })).join("\n")).toMatch(
+      /^I5\.11 /m,
+    );
+  });
   it("I5.10 catches a finding not kept, and a failed check kept as a clean one", () => {
     fails(runMachine.provide({ actions: { keepFreshness: () => {} } }), "I5.10");
     fails(runMachine.provide({ actions: { freshnessUnavailable: () => {} } }), "I5.10");
@@ -218,7 +247,7 @@ describe("run property", () => {
   const run = fc
     .tuple(fc.array(event, { maxLength: 40 }), fc.boolean())
     .map(([events, settled]) => (settled ? [...events, { type: "SETTLED" } as const] : events));
-  it("I5.1–I5.10 for arbitrary sequences of a run's events, every opening", () => {
+  it("I5.1–I5.11 for arbitrary sequences of a run's events, every opening", () => {
     /** Answers that settled on their own (exhausted, committed, refused), not by a delivered done event. */
     let settledLive = 0;
     fc.assert(

@@ -14,7 +14,7 @@ describe("createFlowActor", () => {
     expect(actor.getSnapshot().context.autoStart).toBe(true);
     actor.stop();
   });
-  it("reports the barrier, the storage actor, the spawned run and what it invokes (check, discovery) to the sink", async () => {
+  it("reports the barrier, the storage actor, the spawned run and what it invokes to the sink", async () => {
     const seen: string[] = [];
     const inspect = (e: InspectionEvent) => {
       if (e.type === "@xstate.actor") seen.push((e.actorRef as unknown as { id: string }).id);

@@ -103,7 +103,7 @@ export const RUN_EVENTS: RunMachineEvent[] = [
   { type: "PATCH_ACCEPTED", final: true },
   { type: "PATCH_ACCEPTED", final: false },
   { type: "FINAL_ONLY" },
-  { type: "PATCH_REJECTED" },
+  { type: "PATCH_REJECTED", reason: "the store's publication lock is held" },
   { type: "DRAFT", ending: "complete", text: "a draft", id: 11, stopReason: "stop" },
   { type: "DRAFT", ending: "complete", text: COMMITS, id: 12, stopReason: "stop" },
   { type: "DRAFT", ending: "complete", text: REFUSED, id: 13, stopReason: "stop" },

@@ -26,7 +26,9 @@
 //        was accepted, and open otherwise; it stops the answer being resolved (unaccepted) and the
 //        preparation;
 //   I5.10 the check's finding is the run's freshness from then on (unavailable, with the reason, when
-//        the check failed; unchecked before and in an ordinary run).
+//        the check failed; unchecked before and in an ordinary run);
+//   I5.11 the run keeps the newest patch_state refusal of the answer being resolved (its reason, or
+//        "(no reason given)"), until a patch or final:true is accepted: an exhausted answer says it.
 import { isDeepStrictEqual } from "node:util";
 import type { AnyActorRef, AnyMachineSnapshot } from "xstate";
 import type { StepInfo } from "../../machines/graph.ts";
@@ -65,6 +67,7 @@ export interface RunTrace {
   answered: boolean;
   preparing: "none" | "refreshing" | "discovering" | "ready";
   freshness: Freshness;
+  refusal: string | null;
   /** Checks the stand-in started when the actor started (see `started`). */
   refreshes: number;
 }
@@ -114,6 +117,7 @@ export function initialTrace(input: RunInput): RunTrace {
     answered: false,
     preparing: equipped ? "refreshing" : "none",
     freshness: { kind: "unchecked" },
+    refusal: null,
     refreshes: 0,
   };
 }
@@ -198,6 +202,8 @@ function advance(trace: RunTrace, event: RunMachineEvent, input: RunInput) {
       if (event.type === "xstate.error.actor.knowledge") expect.failures = 1;
       break;
     default:
+      if (trace.answer && event.type === "PATCH_REJECTED") trace.refusal = event.reason ?? "(no reason given)";
+      if (trace.answer && (event.type === "PATCH_ACCEPTED" || event.type === "FINAL_ONLY")) trace.refusal = null;
       if (trace.answer && FORWARDED.has(event.type)) {
         const verdict = resolve(trace.answer, event as ResolutionEvent);
         if (verdict) settleAnswer(trace, { ...verdict, discarded: trace.answer.discarded });
@@ -263,6 +269,9 @@ export function checkRunStep(step: StepInfo<RunMachineEvent>, trace: RunTrace, i
   // I5.10
   if (!isDeepStrictEqual(next.context.freshness, trace.freshness))
     v.push(`I5.10 after ${event.type} the freshness is ${JSON.stringify(next.context.freshness)}`);
+  // I5.11
+  if (next.context.refusal !== trace.refusal)
+    v.push(`I5.11 after ${JSON.stringify(event)} the refusal kept is ${JSON.stringify(next.context.refusal)}`);
   // I5.9
   if (wasOpen && !trace.open) {
     const left = !input.equipped

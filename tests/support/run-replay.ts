@@ -5,7 +5,8 @@
 // adapter's own run actor took. Pi's order (observed on 0.84.4 and 1.6.0, and what the adapter relies
 // on): the run's opening message first (the prompt; or the custom message that started it), then
 // State Flow's anchor (equipped runs), then the run's preparation — the shared-state check's end, then
-// Knowledge discovery's — which the runtime awaits before the run's first context; an answer's result needs inferences; agent_settled ends the run.
+// Knowledge discovery's — which the runtime awaits before the run's first context; an answer's result
+// needs inferences; agent_settled ends the run.
 import { createActor, fromCallback, fromPromise, type AnyEventObject, type AnyStateMachine } from "xstate";
 import { generatePaths } from "../../machines/graph.ts";
 import { resolutionMachine } from "../../machines/resolution.ts";

@@ -250,12 +250,40 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.code, "a failed start is a failed command").toBe(1);
   }, 30_000);
 
+  it("print mode: /state-flow-start says what was enabled and where; /state-flow-status shows the report", async () => {
+    const manual = setup({});
+    const start = await runPi(manual, [], "/state-flow-start");
+    expect(start.code).toBe(0);
+    expect(start.stderr).toBe(
+      `[state-flow] info: State Flow is on for this branch; its state is kept in ${manual.storeRoot} (Git, no ` +
+        "remote: commits stay local). From now on the model sees the state and the current run instead of the " +
+        "whole transcript (the next run still sees the conversation so far, to carry what matters into state). " +
+        "/state-flow-status shows it; /state-flow-stop turns it off.\n",
+    );
+
+    const status = await runPi(setup({ autoStart: true }), [], "/state-flow-status");
+    expect(status.code).toBe(0);
+    // (stderr: Pi keeps stdout for its own output in print mode and routes an extension's writes there)
+    expect(status.stdout).toBe("");
+    const lines = status.stderr.split("\n");
+    expect(lines.slice(0, 3)).toEqual([
+      "State Flow status",
+      "",
+      expect.stringMatching(/^State Flow: on \(step 0\) — /),
+    ]);
+    expect(status.stderr).toMatch(/\nStore: .*state-flow — Git: every accepted change is a commit\n/);
+    expect(status.stderr).toContain("\nRemote: none — commits stay in the store");
+    expect(status.stderr).toContain("\nProblems: none found\n");
+  }, 30_000);
+
   it("print mode: an answer refused after every retry is named on stderr and exits 1", async () => {
     const dirs = setup({ autoStart: true });
     const script = [{ say: "First try." }, { say: "Second try." }, { say: "Third try." }];
     const run = await runPi(dirs, script, "Answer without patching");
     expect(run.contexts).toHaveLength(3);
-    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow: the answer was not accepted after 3 attempts/);
+    expect(run.stderr).toMatch(
+      /\[state-flow\] error: State Flow did not accept the answer: after 3 attempts the model still answered/,
+    );
     expect(run.stdout.trim(), "Pi still prints the model's last draft").toBe("Third try.");
     expect(run.code).toBe(1);
   }, 30_000);

@@ -17,6 +17,7 @@ import {
   transitionLines,
   closedRunOnly,
   freshnessLines,
+  hasPreFlowContext,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../storage/core/scope-state.ts";
@@ -359,5 +360,16 @@ describe("what other sessions changed (freshnessLines)", () => {
     ]);
     expect(freshnessLines({ kind: "current" })).toEqual([]);
     expect(freshnessLines({ kind: "unchecked" })).toEqual([]);
+  });
+});
+
+describe("hasPreFlowContext", () => {
+  it("is true only when the bootstrap run has earlier messages (or a stop handoff) to migrate", () => {
+    const run = [user("first request"), custom(RUN_ANCHOR, "[run]")];
+    expect(hasPreFlowContext(run, "S"), "a new, empty session").toBe(false);
+    expect(hasPreFlowContext([user("old"), assistant("old answer"), ...run], "S")).toBe(true);
+    expect(hasPreFlowContext([custom(STOP_HANDOFF, "FROZEN"), ...run], "S"), "a restart after stop").toBe(true);
+    const interrupted = [user("cut off"), custom(RUN_ANCHOR, "[run]"), assistant("PARTIAL")];
+    expect(hasPreFlowContext([...interrupted, ...run], "S"), "only an interrupted State Flow run before").toBe(false);
   });
 });

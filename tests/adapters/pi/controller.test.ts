@@ -63,7 +63,9 @@ describe("terminal resolution in a real session", () => {
     expect(notes).toHaveLength(2);
     const errors = h.notices.filter((n) => n.level === "error");
     expect(errors).toHaveLength(1);
-    expect(errors[0]!.message).toMatch(/not accepted after 3 attempts/);
+    expect(errors[0]!.message).toMatch(
+      /did not accept the answer: after 3 attempts the model still answered without calling patch_state/,
+    );
     expect(h.accessor.read(0).state).toMatchObject({ working: { kept: 1 }, response: "" });
     expect(h.accessor.episode()).toMatch(/^active/);
     expect(h.activeTools).toContain("patch_state");

@@ -67,7 +67,7 @@ for (const git of [true, false]) {
       expect(b.extensionErrors()).toEqual([]);
     });
 
-    it("another session's change while this run works: a patch of that scope is refused by name, then works", async () => {
+    it("another session's change during this run: a patch of that scope is refused by name, then works", async () => {
       const [a, b] = await started(2, git);
       // B changes cwd while A's run is already under way (A's first inference), after A's run adopted.
       a.faux.appendResponses([
@@ -132,7 +132,7 @@ describe("fresh runs, three sessions on one Git store", () => {
 });
 
 describe("a branch restored to a past point keeps its selected past", () => {
-  it("is not refreshed at its run's start, is told so, and adopts the newer shared state with its next patch", async () => {
+  it("is not refreshed at its run's start, is told so, and adopts newer shared state with its next patch", async () => {
     const [a, b] = await started(2, true);
     a.script(call("patch_state", { session: { working: { v: 1 } }, final: true }), say("first"));
     await a.prompt("one");

@@ -71,7 +71,7 @@ describe("interrupted requests carry over", () => {
     expect(spec.indexOf("- third ask")).toBeGreaterThan(spec.indexOf("- second ask"));
   });
 
-  it("a request the store refused (its lock held by another writer) is carried once the store works again", async () => {
+  it("a request the store refused (lock held by another writer) is carried once the store works again", async () => {
     const h = await harness();
     await h.command("/state-flow-start");
     h.script(call("patch_state", { final: true }), say("bootstrap done"));
@@ -85,7 +85,10 @@ describe("interrupted requests carry over", () => {
       say("refused 3"),
     );
     await h.prompt("deploy target is staging");
-    expect(h.notices.some((n) => n.level === "error" && /not accepted after 3 attempts/.test(n.message))).toBe(true);
+    // The person is told why: the refusal itself, not "ask again" (which cannot help while the lock is held).
+    const exhausted = h.notices.find((n) => n.level === "error" && /did not accept the answer/.test(n.message));
+    expect(exhausted?.message).toMatch(/the model's patch_state calls were refused, .* The refusal: .*lock/);
+    expect(exhausted?.message).toMatch(/fix what it names, then ask again\.$/);
     rmSync(lock);
 
     const before = h.contexts.length;
