@@ -175,7 +175,9 @@ const servers: ScriptedServer[] = [];
 const roots: string[] = [];
 
 afterEach(async () => {
-  for (const child of children) if (child.exitCode === null && child.pid) process.kill(child.pid, "SIGKILL");
+  // A child still running (a test failed while waiting for it) is killed by its PID; one that ended is left.
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null && child.pid) process.kill(child.pid, "SIGKILL");
   children.clear();
   await Promise.all(servers.splice(0).map((server) => server.close()));
   for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
