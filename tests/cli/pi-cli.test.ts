@@ -39,28 +39,30 @@ const PROTOCOL_HEADING = "## State Flow protocol";
 const STATE_TOOLS = ["patch_state", "read_state"];
 
 // ── What the person sees ──────────────────────────────────────────────────────────────────────────────
-// Issue 29 is changing what start, status, stop and a bad state-flow.json show on the terminal. These
-// helpers hold today's behaviour in one place; whoever changes those texts updates them here.
+// What start, status, stop and a bad state-flow.json show on the terminal, in one place.
 
-/** `pi -p "/state-flow-start"`: today nothing at all (issue 29: print mode shows no confirmation). */
+const STARTED =
+  /^State Flow is on for this branch; its state is kept in .*state-flow \(Git, no remote: commits stay local\)\. /;
+
+/** `pi -p "/state-flow-start"`: one notice on stderr, where the state is kept and what changes. */
 function expectStartSaid(run: PrintRun): void {
-  expect({ code: run.code, stdout: run.stdout, stderr: run.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+  expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: "" });
+  expect(run.stderr.replace("[state-flow] info: ", "")).toMatch(STARTED);
 }
 
 /**
- * `pi -c -p "/state-flow-status"`: today the report reaches no one (issue 29): stderr is empty, and stdout
- * is the session's previous answer, which Pi's print mode prints again after every prompt it handles.
+ * `pi -c -p "/state-flow-status"`: the report on stderr (Pi keeps stdout for its own output in print mode);
+ * stdout is the session's previous answer, which Pi's print mode prints again after every prompt it handles.
  */
 function expectStatusSaid(run: PrintRun, previousAnswer: string): void {
-  expect({ code: run.code, stdout: run.stdout, stderr: run.stderr }).toEqual({
-    code: 0,
-    stdout: `${previousAnswer}\n`,
-    stderr: "",
-  });
+  expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: `${previousAnswer}\n` });
+  expect(run.stderr).toMatch(/^State Flow status\n\nState Flow: on \(step \d+\) — /);
+  expect(run.stderr).toContain("\nRemote: none — commits stay in the store");
 }
 
 const STOP_NOTICE =
-  "State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.";
+  "State Flow is off for this branch: ordinary Pi from now on. Nothing is deleted: the state at this point " +
+  "is kept, and the model sees it once more as a frozen handoff. /state-flow-start turns it back on.";
 
 /** `/state-flow-stop` in print mode: one notice on stderr. */
 function expectStopSaid(run: PrintRun): void {
@@ -83,7 +85,9 @@ function expectBadConfigSaid(run: PrintRun | RpcEnd, configFile: string, request
 function expectRefusalSaid(run: PrintRun, answer: string): void {
   expect(run.code).toBe(1);
   expect(run.stdout).toBe(`${answer}\n`);
-  expect(run.stderr).toMatch(/^\[state-flow\] error: State Flow: the answer was not accepted after 3 attempts/);
+  expect(run.stderr).toMatch(
+    /^\[state-flow\] error: State Flow did not accept the answer: the model's patch_state calls were refused, .*lock/,
+  );
 }
 
 /** The notices RPC mode sent (`extension_ui_request` notify events), as `level: message`. */
@@ -93,16 +97,16 @@ function rpcNotices(events: RpcEvent[]): string[] {
     .map((e) => `${String(e.notifyType ?? "info")}: ${String(e.message)}`);
 }
 
-/** RPC `/state-flow-start`: no notice, only the footer status `state-flow #0`. */
+/** RPC `/state-flow-start`: the start notice, and the footer status `state-flow #0`. */
 function expectRpcStartSaid(events: RpcEvent[]): void {
-  expect(rpcNotices(events)).toEqual([]);
+  expect(rpcNotices(events).map((n) => n.replace(/^info: /, ""))).toEqual([expect.stringMatching(STARTED)]);
   expect(events).toContainEqual(expect.objectContaining({ method: "setStatus", statusText: "state-flow #0" }));
 }
 
 /** RPC `/state-flow-status`: the report, as one info notice. */
 function expectRpcStatusSaid(events: RpcEvent[]): void {
   expect(rpcNotices(events)).toEqual([
-    expect.stringMatching(/^info: State Flow status\n\nRuntime \(config and meta\)\n {2}episode: active\.steady/),
+    expect.stringMatching(/^info: State Flow status\n\nState Flow: on \(step \d+\) — .*\n\nDetails\n/s),
   ]);
 }
 
@@ -114,7 +118,7 @@ function expectRpcStopSaid(events: RpcEvent[]): void {
 /** RPC: a run whose patch the store refused ends with one error notice. */
 function expectRpcRefusalSaid(events: RpcEvent[]): void {
   expect(rpcNotices(events)).toEqual([
-    expect.stringMatching(/^error: State Flow: the answer was not accepted after 3 attempts/),
+    expect.stringMatching(/^error: State Flow did not accept the answer: the model's patch_state calls were refused/),
   ]);
 }
 
