@@ -272,14 +272,35 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.code).toBe(0);
   }, 30_000);
 
-  it("an invalid state-flow.json fails extension loading, naming the key and the value", async () => {
+  it("an invalid state-flow.json does not stop Pi: the run answers, stderr names the file, key and fix", async () => {
     const dirs = setup({ autoStart: "yes" });
-    const run = await runPi(dirs, [{ say: "never" }], "Hello");
-    expect(run.code).not.toBe(0);
-    expect(run.stderr).toContain('"autoStart" = "yes" must be true or false');
-    expect(run.contexts).toHaveLength(0);
+    const run = await runPi(dirs, [{ say: "Plain answer." }], "Hello");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe("Plain answer.");
+    const file = join(dirs.agentDir, "state-flow.json");
+    expect(run.stderr).toBe(
+      `[state-flow] error: State Flow is off: ${file}: "autoStart" = "yes" must be true or false; correct the ` +
+        "value, or remove the key to use its default. Then run /reload (or restart Pi) to load it; until then it " +
+        "adds no tools and reads or writes no state.\n",
+    );
+    expect(run.contexts).toHaveLength(1);
+    expect(run.contexts[0]!.tools).not.toContain("patch_state");
+    expect(run.contexts[0]!.systemPrompt).not.toContain("State Flow protocol");
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
+
+  it("malformed state-flow.json: /state-flow-start fails with the error once, in print and JSON mode", async () => {
+    for (const args of [[], ["--mode", "json"]]) {
+      const dirs = setup('{ "autoStart": tru');
+      const run = await runPi(dirs, [{ say: "never" }], "/state-flow-start", { args });
+      expect(run.stderr.match(/\[state-flow\] error: /g), `${args}: one line`).toHaveLength(1);
+      expect(run.stderr).toMatch(/State Flow is off: .*state-flow\.json: invalid JSON \(.*\); fix the file or remove/);
+      expect(run.code, "the start did not happen").toBe(1);
+      expect(run.contexts, "the command is not a prompt").toHaveLength(0);
+      expect(existsSync(dirs.storeRoot)).toBe(false);
+      rmSync(root!, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("pi install <repo path> registers the package; a later run loads State Flow and its Skill", async () => {
     const dirs = setup({ autoStart: true });

@@ -428,11 +428,15 @@ describe("status, diagnostics and configuration", () => {
     expect(existsSync(join(h.storeRoot, "tmp"))).toBe(false);
   });
 
-  it("an invalid state-flow.json fails extension loading, naming key and value", async () => {
+  it("an invalid state-flow.json turns State Flow off with the key and value named; Pi still loads", async () => {
     const h = await harness({ config: { autoStart: "yes" } });
-    expect(h.loadErrors).toEqual([
-      expect.stringMatching(/state-flow\.json: "autoStart" = "yes" must be true or false/),
-    ]);
+    expect(h.loadErrors).toEqual([]);
+    expect(h.lastNotice()).toEqual({
+      message: expect.stringMatching(
+        /^State Flow is off: .*state-flow\.json: "autoStart" = "yes" must be true or false/,
+      ),
+      level: "error",
+    });
     expect(h.activeTools).not.toContain("patch_state");
   });
 });
