@@ -239,13 +239,19 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
 
-  it("print mode has no UI: a start that fails without a Git identity says so on stderr", async () => {
+  it("print mode has no UI: a start that fails without a Git identity says so on stderr, in one line", async () => {
     const dirs = setup(null);
     for (const key of Object.keys(dirs.env)) if (/^GIT_(AUTHOR|COMMITTER)_/.test(key)) delete dirs.env[key];
     dirs.env.EMAIL = "";
     const run = await runPi(dirs, [], "/state-flow-start");
-    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow start failed: .*identity/i);
-    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow could not initialize its store/);
+    expect(run.stderr).toBe(
+      `[state-flow] error: State Flow start failed: Git has no commit identity (user.name and user.email) for ` +
+        `the State Flow store ${dirs.storeRoot} (git: no email was given and auto-detection is disabled), and ` +
+        `State Flow does not invent one. Set it for all your repositories: git config --global user.name ` +
+        `"Your Name" && git config --global user.email "you@example.com"; or for this store only: ` +
+        `git -C ${dirs.storeRoot} config user.name "Your Name" && git -C ${dirs.storeRoot} config user.email ` +
+        `"you@example.com". Nothing was enabled; run /state-flow-start again once that is fixed.\n`,
+    );
     expect(run.stdout).toBe("");
     expect(run.code, "a failed start is a failed command").toBe(1);
   }, 30_000);
