@@ -126,7 +126,7 @@ export function identityMissing(error: unknown, root: string): StoreError {
 }
 
 /** `path` as one POSIX shell word (quoted only when it has to be). */
-function shellWord(path: string): string {
+export function shellWord(path: string): string {
   return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
