@@ -424,7 +424,7 @@ describe("status, diagnostics and configuration", () => {
       .map((l) => JSON.parse(l));
     expect(records.map((r) => r.kind)).toEqual(["rejected-patch", "unresolved-draft"]);
     expect(records[0].arguments).toEqual({ session: { working: { list: [null] } } });
-    expect(records[0].error).toMatch(/session\.working\.list\[0\]: null inside an array is stored as is/);
+    expect(records[0].error).toMatch(/session\.working\.list\[0\]: null inside an array cannot be stored/);
     expect(existsSync(join(h.storeRoot, "tmp"))).toBe(false);
   });
 
