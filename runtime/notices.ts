@@ -84,16 +84,30 @@ export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text
   },
 };
 
-/** What a failed step's own error is prefixed with, said before the code's text (which points back to it). */
-const CAUSE_PREFIX: Partial<Record<EpisodeNoticeCode, string>> = {
-  "start-failed": "State Flow start failed: ",
-  "adoption-failed": "State Flow could not adopt the store into Git: ",
-  "stop-failed": "State Flow could not persist the stop: ",
+/**
+ * A failed step with its own error is one notice: what failed, the error (which names its cause and
+ * fix), then what that left and how to go on. (The code's text alone, pointing back at "the previous
+ * error", is for a failure that arrived without one.)
+ */
+const FAILED_STEP: Partial<Record<EpisodeNoticeCode, { prefix: string; then: string }>> = {
+  "start-failed": {
+    prefix: "State Flow start failed: ",
+    then: "Nothing was enabled; run /state-flow-start again once that is fixed.",
+  },
+  "adoption-failed": {
+    prefix: "State Flow could not adopt this branch's store into Git: ",
+    then:
+      "The branch stays enabled on its unchanged file-only store; run /state-flow-start again once that is " + "fixed.",
+  },
+  "stop-failed": {
+    prefix: "State Flow could not persist the stop: ",
+    then: "The branch stays enabled; retry /state-flow-stop once the store is writable.",
+  },
 };
 
 /**
- * The lines an episode notice is shown as. A failed step says its cause first ("see the previous
- * error"); an unproven restore carries its reason in the same line.
+ * The lines an episode notice is shown as: one. A failed step says its cause first, then what it
+ * left; an unproven restore carries its reason in the same line.
  */
 export function episodeNotices(
   code: EpisodeNoticeCode,
@@ -103,13 +117,10 @@ export function episodeNotices(
   const { text, level } = NOTICES[code];
   if (detail === undefined) return [{ text, level }];
   if (code === "restore-unproven") return [{ text: `${text} Reason: ${detail}`, level }];
-  const prefix = CAUSE_PREFIX[code];
-  return prefix
-    ? [
-        { text: `${prefix}${detail}`, level: "error" },
-        { text, level },
-      ]
-    : [{ text, level }];
+  const step = FAILED_STEP[code];
+  if (!step) return [{ text, level }];
+  const cause = /[.!?]$/.test(detail.trim()) ? detail.trim() : `${detail.trim()}.`;
+  return [{ text: `${step.prefix}${cause} ${step.then}`, level: "error" }];
 }
 
 /** What an explicit start says: that it is on, where the state is kept (`store`: where and what kind), what follows. */

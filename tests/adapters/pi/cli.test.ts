@@ -239,13 +239,19 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
 
-  it("print mode has no UI: a start that fails without a Git identity says so on stderr", async () => {
+  it("print mode has no UI: a start that fails without a Git identity says so on stderr, in one line", async () => {
     const dirs = setup(null);
     for (const key of Object.keys(dirs.env)) if (/^GIT_(AUTHOR|COMMITTER)_/.test(key)) delete dirs.env[key];
     dirs.env.EMAIL = "";
     const run = await runPi(dirs, [], "/state-flow-start");
-    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow start failed: .*identity/i);
-    expect(run.stderr).toMatch(/\[state-flow\] error: State Flow could not initialize its store/);
+    expect(run.stderr).toBe(
+      `[state-flow] error: State Flow start failed: Git has no commit identity (user.name and user.email) for ` +
+        `the State Flow store ${dirs.storeRoot} (git: no email was given and auto-detection is disabled), and ` +
+        `State Flow does not invent one. Set it for all your repositories: git config --global user.name ` +
+        `"Your Name" && git config --global user.email "you@example.com"; or for this store only: ` +
+        `git -C ${dirs.storeRoot} config user.name "Your Name" && git -C ${dirs.storeRoot} config user.email ` +
+        `"you@example.com". Nothing was enabled; run /state-flow-start again once that is fixed.\n`,
+    );
     expect(run.stdout).toBe("");
     expect(run.code, "a failed start is a failed command").toBe(1);
   }, 30_000);
@@ -300,14 +306,35 @@ describe("the pi CLI with this package (-e <repo root>)", () => {
     expect(run.code).toBe(0);
   }, 30_000);
 
-  it("an invalid state-flow.json fails extension loading, naming the key and the value", async () => {
+  it("an invalid state-flow.json does not stop Pi: the run answers, stderr names the file, key and fix", async () => {
     const dirs = setup({ autoStart: "yes" });
-    const run = await runPi(dirs, [{ say: "never" }], "Hello");
-    expect(run.code).not.toBe(0);
-    expect(run.stderr).toContain('"autoStart" = "yes" must be true or false');
-    expect(run.contexts).toHaveLength(0);
+    const run = await runPi(dirs, [{ say: "Plain answer." }], "Hello");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe("Plain answer.");
+    const file = join(dirs.agentDir, "state-flow.json");
+    expect(run.stderr).toBe(
+      `[state-flow] error: State Flow is off: ${file}: "autoStart" = "yes" must be true or false; correct the ` +
+        "value, or remove the key to use its default. Then run /reload (or restart Pi) to load it; until then it " +
+        "adds no tools and reads or writes no state.\n",
+    );
+    expect(run.contexts).toHaveLength(1);
+    expect(run.contexts[0]!.tools).not.toContain("patch_state");
+    expect(run.contexts[0]!.systemPrompt).not.toContain("State Flow protocol");
     expect(existsSync(dirs.storeRoot)).toBe(false);
   }, 30_000);
+
+  it("malformed state-flow.json: /state-flow-start fails with the error once, in print and JSON mode", async () => {
+    for (const args of [[], ["--mode", "json"]]) {
+      const dirs = setup('{ "autoStart": tru');
+      const run = await runPi(dirs, [{ say: "never" }], "/state-flow-start", { args });
+      expect(run.stderr.match(/\[state-flow\] error: /g), `${args}: one line`).toHaveLength(1);
+      expect(run.stderr).toMatch(/State Flow is off: .*state-flow\.json: invalid JSON \(.*\); fix the file or remove/);
+      expect(run.code, "the start did not happen").toBe(1);
+      expect(run.contexts, "the command is not a prompt").toHaveLength(0);
+      expect(existsSync(dirs.storeRoot)).toBe(false);
+      rmSync(root!, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("pi install <repo path> registers the package; a later run loads State Flow and its Skill", async () => {
     const dirs = setup({ autoStart: true });

@@ -208,7 +208,7 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "already-active": /already active on this branch/,
   "stop-refused-unproven": /cannot stop: this branch's provenance is unproven/,
   "start-refused-unproven": /cannot start: this branch's provenance is unproven/,
-  "start-failed": /could not initialize its store/,
+  "start-failed": /State Flow start failed: .* Nothing was enabled|could not initialize its store/,
   "adopted-into-git": /adopted this branch's file-only store into Git/,
   "adoption-failed": /could not adopt this branch's store into Git/,
   "stop-failed": /could not persist the stop/,
