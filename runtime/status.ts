@@ -121,7 +121,10 @@ function stateLine(input: StatusInput): string {
       return `State Flow: on${step} — the model works from the state below; runs leave the transcript`;
     case "bootstrapTranscript":
     case "bootstrapHandoff":
-      return `State Flow: on, migrating${step} — the next run moves the conversation so far into state`;
+      return (
+        `State Flow: on, migrating${step} — the next run still sees the conversation before the start, to ` +
+        "carry what matters into state"
+      );
     case "passive":
       return "State Flow: stopped — ordinary Pi since /state-flow-stop; the state is kept; /state-flow-start resumes";
     case "failedClosed":
