@@ -16,6 +16,7 @@ import {
 import { loadInspection } from "../inspect/inspector.ts";
 import { StateFlowConfigError, loadConfig, type StateFlowConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
+import { renderPatchResult } from "./tool-render.ts";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
 import {
   PATCH_STATE_DESCRIPTION,
@@ -163,6 +164,8 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
       const result = await controller.patchState(parsePatchStateArgs(params));
       return { content: text(result.text), details: result.details };
     },
+    // The person's line for the result (the text above is the model's): tool-render.ts.
+    renderResult: renderPatchResult,
   } as never);
 
   pi.registerTool({
