@@ -129,7 +129,8 @@ export type EpisodeNoticeCode =
   | "stop-refused-unanchored"
   | "tools-missing"
   | "started"
-  | "stopped";
+  | "stopped"
+  | "fork-off";
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;
@@ -187,6 +188,9 @@ export const episodeMachine = setup({
   },
   guards: {
     autoStartNewSession: ({ context, event }) => context.autoStart && isGenuinelyNewSession(event),
+    /** A fork of a branch State Flow marked: it starts off (001), and says so. */
+    forkOfFlowSession: ({ event }) =>
+      event.type === "SESSION_START" && event.reason === "fork" && event.branch === "marked",
     isForkOrNewSession: ({ event }) =>
       event.type === "SESSION_START" && (event.reason === "fork" || event.reason === "new"),
     branchUnmarked: ({ event }) => event.type === "SESSION_START" && event.branch !== "marked",
@@ -272,6 +276,7 @@ export const episodeMachine = setup({
     // An explicit start or stop answers (an automatic start of a new session is shown by the footer alone).
     reportStarted: emit({ type: "episode.notice", code: "started" } as const),
     reportStopped: emit({ type: "episode.notice", code: "stopped" } as const),
+    reportForkOff: emit({ type: "episode.notice", code: "fork-off" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
@@ -347,6 +352,7 @@ export const episodeMachine = setup({
     "xstate.done.actor.run": { actions: ["runEnded", "recordCarried"] },
     SESSION_START: [
       { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["bindSession"] },
+      { guard: "forkOfFlowSession", target: ".off", actions: ["bindSession", "reportForkOff"] },
       { guard: "isForkOrNewSession", target: ".off", actions: ["bindSession"] },
       { guard: "branchUnmarked", target: ".off", actions: ["bindSession"] },
       { target: ".restoring.branch", actions: ["bindSession"] },

@@ -12,6 +12,13 @@ export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text
       "state). /state-flow-status shows it; /state-flow-stop turns it off.",
     level: "info",
   },
+  "fork-off": {
+    text:
+      "This session is a fork of a State Flow session, and State Flow is off here: the model gets the " +
+      "conversation as plain Pi, without State Flow's own messages and tool calls. /state-flow-start turns it on " +
+      "for this fork, with its own empty session state over the shared global and project state.",
+    level: "info",
+  },
   stopped: {
     text:
       "State Flow is off for this branch: ordinary Pi from now on. Nothing is deleted: the state at this point " +

@@ -15,6 +15,7 @@ import { fromPromise, waitFor, type Actor } from "xstate";
 import { type episodeMachine } from "../machines/episode.ts";
 import { isToolsActive, openRun } from "../machines/episode-queries.ts";
 import {
+  MAX_RESOLUTION_STEERS,
   isTerminalEligible,
   resolutionMachine,
   steersUsed,
@@ -91,6 +92,8 @@ export class RunSession {
         steerHiddenSameRun: this.hostAction<ResolutionMachineEvent, { attempt: number }>((event, { attempt }) => {
           if (event.type === "DRAFT") unresolved(event, attempt);
           this.host.steer(attempt);
+          // The steer is hidden (001); the person is told the answer they saw was not the one recorded.
+          this.host.notify(discardedNotice(attempt), "info");
         }),
         reportExhausted: this.hostAction<ResolutionMachineEvent, { attempts: number }>((event, { attempts }) => {
           if (event.type === "DRAFT") unresolved(event, attempts);
@@ -380,6 +383,14 @@ export class RunSession {
   private toResolution(event: ResolutionEvent): void {
     this.current()?.send(event);
   }
+}
+
+/** Said after an answer State Flow did not accept (the `attempt`th): the draft stays on screen, so it is marked. */
+export function discardedNotice(attempt: number): string {
+  return (
+    "State Flow did not accept that answer: the model answered before recording state (patch_state with " +
+    `final:true). It is asked to do that and answer again (attempt ${attempt + 1} of ${MAX_RESOLUTION_STEERS + 1}).`
+  );
 }
 
 /**

@@ -336,8 +336,8 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "notices-stop-cause-says-adoption",
     file: "runtime/notices.ts",
-    from: '  "stop-failed": "State Flow could not persist the stop: ",',
-    to: '  "stop-failed": "State Flow could not adopt the store into Git: ",',
+    from: '    prefix: "State Flow could not persist the stop: ",',
+    to: '    prefix: "State Flow could not adopt the store into Git: ",',
     why: "a notice that names the wrong cause: a failed stop is reported as a failed adoption",
     suite: ["tests/runtime/notices.test.ts"],
   },

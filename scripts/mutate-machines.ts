@@ -72,8 +72,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-stop-persisted-no-freeze",
     file: "machines/episode.ts",
-    from: 'onDone: { target: "passive", actions: ["freezeHandoff"] },',
-    to: 'onDone: { target: "passive" },',
+    from: 'onDone: { target: "passive", actions: ["freezeHandoff", "reportStopped"] },',
+    to: 'onDone: { target: "passive", actions: ["reportStopped"] },',
     why: "passive begins without freezing the exit handoff",
   },
   {
@@ -100,8 +100,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-from-off-skips-bootstrap",
     file: "machines/episode.ts",
-    from: 'onDone: { target: "#episode.active.bootstrap.fromTranscript" },',
-    to: 'onDone: { target: "#episode.active.steady" },',
+    from: 'onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["reportStarted"] },',
+    to: 'onDone: { target: "#episode.active.steady", actions: ["reportStarted"] },',
     why: "a mid-conversation start drops the pre-Flow transcript instead of migrating it",
   },
   {

@@ -126,18 +126,54 @@ export function volatileAfterRun(volatile: string, run: readonly AgentMessage[])
   return false;
 }
 
+/** State Flow's tools: where they are not offered, their earlier calls and results are not sent either. */
+const OWN_TOOLS = new Set(["patch_state", "read_state"]);
+
+type Block = { type: string; id?: string; name?: string };
+
+/**
+ * The messages without State Flow's tool calls and their results (a fork, or a branch where State
+ * Flow is off, copied them): a model is never sent calls of tools it is not offered. An assistant
+ * message left with nothing is dropped.
+ */
+function withoutOwnToolCalls(messages: readonly AgentMessage[]): AgentMessage[] {
+  const calls = new Set<string>();
+  const kept: AgentMessage[] = [];
+  for (const message of messages) {
+    if (message.role === "assistant") {
+      const content = message.content as Block[];
+      const own = content.filter((b) => b.type === "toolCall" && OWN_TOOLS.has(b.name ?? ""));
+      if (own.length === 0) kept.push(message);
+      else {
+        for (const call of own) calls.add(call.id ?? "");
+        const rest = content.filter((b) => !own.includes(b));
+        if (rest.length > 0) kept.push({ ...message, content: rest } as AgentMessage);
+      }
+      continue;
+    }
+    const result = message as { role: string; toolName?: string; toolCallId?: string };
+    if (result.role === "toolResult" && (OWN_TOOLS.has(result.toolName ?? "") || calls.has(result.toolCallId ?? "")))
+      continue;
+    kept.push(message);
+  }
+  return kept;
+}
+
 /**
  * Where State Flow is not active (off, a fork) the context is Pi's own, minus State Flow's private
- * messages (run anchors, stop handoffs, resolution notes) and the drafts a resolution discarded,
- * which another branch or an earlier stop left in the transcript. null when there are none: Pi's
- * context stays untouched.
+ * messages (run anchors, stop handoffs, resolution notes), the drafts a resolution discarded and
+ * State Flow's tool calls with their results, which another branch or an earlier stop left in the
+ * transcript. null when there are none: Pi's context stays untouched.
  */
 export function withoutOwnMessages(
   messages: readonly AgentMessage[],
   discarded: ReadonlySet<number> = new Set(),
 ): AgentMessage[] | null {
-  const kept = messages.filter((m) => !isOwnMessage(m) && !(m.role === "assistant" && discarded.has(m.timestamp)));
-  return kept.length === messages.length ? null : kept;
+  const kept = withoutOwnToolCalls(
+    messages.filter((m) => !isOwnMessage(m) && !(m.role === "assistant" && discarded.has(m.timestamp))),
+  );
+  const same = kept.length === messages.length && kept.every((m, i) => m === messages[i]);
+  return same ? null : kept;
 }
 
 /**

@@ -567,6 +567,13 @@ describe("episode scenarios", () => {
   };
   const rr = restored;
 
+  it("a fork of a State Flow branch starts off and says so; a fork of an ordinary one says nothing", () => {
+    const fork = run(true, [{ type: "SESSION_START", reason: "fork", branch: "marked" }]);
+    expect([episodeStateName(fork.s), fork.notices]).toEqual(["off", ["fork-off"]]);
+    const plain = run(true, [{ type: "SESSION_START", reason: "fork", branch: "unmarked" }]);
+    expect([episodeStateName(plain.s), plain.notices]).toEqual(["off", []]);
+  });
+
   it("I1.2 manual startup is read-only: a new session stays off without autoStart", () => {
     const { s } = run(false, [{ type: "SESSION_START", reason: "startup", branch: "empty" }]);
     expect(episodeStateName(s), "I1.2 manual startup must not initialize storage").toBe("off");

@@ -373,3 +373,31 @@ describe("hasPreFlowContext", () => {
     expect(hasPreFlowContext([...interrupted, ...run], "S"), "only an interrupted State Flow run before").toBe(false);
   });
 });
+
+describe("withoutOwnMessages: State Flow's tool calls where its tools are not offered", () => {
+  it("drops patch_state and read_state calls and their results, keeps other tools, drops an emptied message", () => {
+    const call = (id: string, name: string) => ({ type: "toolCall", id, name, arguments: {} });
+    const result = (id: string, toolName: string) =>
+      ({ role: "toolResult", toolCallId: id, toolName, content: [], isError: false, timestamp: ++clock }) as never;
+    const onlyOwn = { role: "assistant", content: [call("c1", "patch_state")], timestamp: ++clock } as never;
+    const mixed = {
+      role: "assistant",
+      content: [{ type: "text", text: "reading" }, call("c2", "read_state"), call("c3", "read")],
+      timestamp: ++clock,
+    } as never;
+    const kept = withoutOwnMessages([
+      user("q"),
+      onlyOwn,
+      result("c1", "patch_state"),
+      mixed,
+      result("c2", "read_state"),
+      result("c3", "read"),
+    ])!;
+    expect(kept.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    expect((kept[1] as { content: { type: string; name?: string }[] }).content.map((b) => b.name ?? b.type)).toEqual([
+      "text",
+      "read",
+    ]);
+    expect(withoutOwnMessages([user("q"), assistant("a")]), "nothing to drop: Pi's own context").toBeNull();
+  });
+});

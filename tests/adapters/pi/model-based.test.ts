@@ -219,6 +219,7 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "tools-missing": /its tools are not active/,
   started: /^State Flow is on for this branch; its state is kept in /,
   stopped: /^State Flow is off for this branch: ordinary Pi from now on/,
+  "fork-off": /^This session is a fork of a State Flow session, and State Flow is off here/,
 };
 
 /** A prompt's run as the episode sees it: announced, its agent_start (a continuation), its end. */

@@ -61,6 +61,11 @@ describe("a fork of a stopped State Flow session", () => {
       "PARENT DRAFT without final",
     );
     expect(seen).toContain("parent answer");
+    // State Flow's tools are not offered in the fork: their earlier calls and results are not sent either.
+    const messages = fork.contexts.at(-1)!.messages as { role: string; toolName?: string; content: unknown }[];
+    expect(messages.filter((m) => m.role === "toolResult")).toEqual([]);
+    expect(JSON.stringify(messages)).not.toContain('"name":"patch_state"');
+    expect(seen).not.toContain("PARENT STATE");
   });
 });
 
