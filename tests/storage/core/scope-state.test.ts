@@ -247,3 +247,11 @@ describe("the retired Skill store", () => {
     ).not.toThrow();
   });
 });
+
+describe("key order", () => {
+  it("an applied patch leaves each section in the store's (sorted) key order, nested objects too", () => {
+    const after = applyScopePatch(emptyScopeState(), { contract: { zeta: 1, alpha: { y: 1, b: 2 } } }, "session");
+    expect(JSON.stringify(after.contract)).toBe('{"alpha":{"b":2,"y":1},"zeta":1}');
+    expect(Object.keys(after)).toEqual(["artifacts", "contract", "working", "response"]);
+  });
+});
