@@ -7,7 +7,8 @@ import { canonicalJson, type JsonObject, type JsonValue } from "./json.ts";
 import type { ScopeState } from "./scope-state.ts";
 import type { ScopeStream, TemporalView } from "./temporal.ts";
 
-export interface ScopeMove {
+/** (machines/run.ts declares the same shape for the run's context: machines import nothing from storage.) */
+export interface SharedMove {
   scope: "global" | "cwd";
   /** Transitions in the scope's retained tail the earlier view did not hold (0: folded, or replaced wholesale). */
   transitions: number;
@@ -25,7 +26,7 @@ function same(a: JsonValue | undefined, b: JsonValue | undefined): boolean {
   return canonicalJson(a) === canonicalJson(b);
 }
 
-function pathChanges(before: ScopeState, after: ScopeState): Pick<ScopeMove, "added" | "changed" | "removed"> {
+function pathChanges(before: ScopeState, after: ScopeState): Pick<SharedMove, "added" | "changed" | "removed"> {
   const added: string[] = [];
   const changed: string[] = [];
   const removed: string[] = [];
@@ -50,8 +51,8 @@ function newestOf(stream: ScopeStream): { id: string; step: number } | null {
 }
 
 /** The shared scopes whose state differs between the two views, oldest-first scope order (global, cwd). */
-export function sharedMoves(before: TemporalView, after: TemporalView): ScopeMove[] {
-  const moves: ScopeMove[] = [];
+export function sharedMoves(before: TemporalView, after: TemporalView): SharedMove[] {
+  const moves: SharedMove[] = [];
   for (const scope of ["global", "cwd"] as const) {
     const b = before.current[scope];
     const a = after.current[scope];
