@@ -93,7 +93,7 @@ export class RunSession {
           if (event.type === "DRAFT") unresolved(event, attempt);
           this.host.steer(attempt);
           // The steer is hidden (001); the person is told the answer they saw was not the one recorded.
-          this.host.notify(discardedNotice(attempt), "info");
+          this.host.notify(discardedNotice(attempt, this.current()?.getSnapshot().context.refusal ?? null), "info");
         }),
         reportExhausted: this.hostAction<ResolutionMachineEvent, { attempts: number }>((event, { attempts }) => {
           if (event.type === "DRAFT") unresolved(event, attempts);
@@ -385,12 +385,16 @@ export class RunSession {
   }
 }
 
-/** Said after an answer State Flow did not accept (the `attempt`th): the draft stays on screen, so it is marked. */
-export function discardedNotice(attempt: number): string {
-  return (
-    "State Flow did not accept that answer: the model answered before recording state (patch_state with " +
-    `final:true). It is asked to do that and answer again (attempt ${attempt + 1} of ${MAX_RESOLUTION_STEERS + 1}).`
-  );
+/**
+ * Said after an answer State Flow did not accept (the `attempt`th): the draft stays on screen, so it is
+ * marked, with why — the model did not record state, or its patch was refused (`refusal`).
+ */
+export function discardedNotice(attempt: number, refusal: string | null): string {
+  const why = refusal
+    ? "its patch_state was refused, so the answer could not be recorded"
+    : "the model answered before recording state (patch_state with final:true)";
+  const next = `attempt ${attempt + 1} of ${MAX_RESOLUTION_STEERS + 1}`;
+  return `State Flow did not accept that answer: ${why}. It is asked to do that and answer again (${next}).`;
 }
 
 /**

@@ -89,11 +89,18 @@ function expectRpcBadConfigSaid(pi: RpcPi, end: RpcEnd, configFile: string): voi
   expect(rpcNotices(pi.events)).toEqual([said, said]);
 }
 
+/** Each answer State Flow did not accept is marked (the 2nd and 3rd attempts follow), its patch refused. */
+const DISCARDED = (attempt: number) =>
+  "State Flow did not accept that answer: its patch_state was refused, so the answer could not be recorded. It is " +
+  `asked to do that and answer again (attempt ${attempt} of 3).`;
+
 /** A run whose patch the store refused: the answer is printed, the refusal is an error on stderr, exit 1. */
 function expectRefusalSaid(run: PrintRun, answer: string): void {
   expect(run.code).toBe(1);
   expect(run.stdout).toBe(`${answer}\n`);
-  expect(run.stderr).toMatch(
+  const lines = run.stderr.trimEnd().split("\n");
+  expect(lines.slice(0, 2)).toEqual([`[state-flow] info: ${DISCARDED(2)}`, `[state-flow] info: ${DISCARDED(3)}`]);
+  expect(lines[2]).toMatch(
     /^\[state-flow\] error: State Flow did not accept the answer: the model's patch_state calls were refused, .*lock/,
   );
 }
@@ -129,6 +136,8 @@ function expectRpcStopSaid(events: RpcEvent[]): void {
 /** RPC: a run whose patch the store refused ends with one error notice. */
 function expectRpcRefusalSaid(events: RpcEvent[]): void {
   expect(rpcNotices(events)).toEqual([
+    `info: ${DISCARDED(2)}`,
+    `info: ${DISCARDED(3)}`,
     expect.stringMatching(/^error: State Flow did not accept the answer: the model's patch_state calls were refused/),
   ]);
 }
