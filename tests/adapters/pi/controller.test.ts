@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
+import { footerText } from "../../../adapters/pi/controller.ts";
 import {
   PiHarness,
   call,
@@ -760,5 +761,13 @@ describe("coexistence with a turn-recovery extension (pi-continuity style)", () 
     expect(recovery).toContain("Continue from where the output was cut.");
     // The interrupted partial is State Flow's discarded draft; the neighbour's instruction stays.
     expect(recovery).not.toContain("PARTIAL ANSWER");
+  });
+});
+
+describe("the footer", () => {
+  it("is 001's accent state-flow and dim detail where the UI has a theme, plain text where it has none", () => {
+    const theme = { fg: (color: string, text: string) => `<${color}>${text}</${color}>` };
+    expect(footerText({ theme } as never, "#4")).toBe("<accent>state-flow</accent> <dim>#4</dim>");
+    expect(footerText({} as never, "stopped")).toBe("state-flow stopped");
   });
 });
