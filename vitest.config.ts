@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 // STATE_FLOW_PI=1.6 runs the tests against the Pi 1.6.0 installed in compat/pi-1.6 (npm run test:pi-1.6):
-// Pi's three packages then resolve from that folder, and their own dependencies from beside them.
+// Pi's four packages then resolve from that folder, and their own dependencies from beside them.
 const piFolder = process.env.STATE_FLOW_PI === "1.6" ? "./compat/pi-1.6/node_modules/@earendil-works/" : null;
 // (a deep import such as pi-ai's `api/*` names its file: the alias of a whole folder skips the package's exports)
 const piAlias = piFolder
@@ -11,7 +11,7 @@ const piAlias = piFolder
         find: /^@earendil-works\/pi-ai\/api\/(.*)$/,
         replacement: fileURLToPath(new URL(`${piFolder}pi-ai/dist/api/$1.js`, import.meta.url)),
       },
-      ...["pi-coding-agent", "pi-ai", "pi-agent-core"].map((name) => ({
+      ...["pi-coding-agent", "pi-ai", "pi-agent-core", "pi-tui"].map((name) => ({
         find: `@earendil-works/${name}`,
         replacement: fileURLToPath(new URL(`${piFolder}${name}`, import.meta.url)),
       })),

@@ -171,7 +171,7 @@ export async function installPhaseWrappers(): Promise<void> {
   installed = true;
   wrapMethods("FlowRuntime", FlowRuntime.prototype, [
     "patchState",
-    "knowledgeReady",
+    "prepared",
     "projection",
     "runAnnounced",
     "draft",
@@ -184,6 +184,7 @@ export async function installPhaseWrappers(): Promise<void> {
   wrapMethods("FlowRuntime", RunSession.prototype, ["commitResponse"]);
   wrapMethods("KnowledgeRun", KnowledgeRun.prototype, ["ready", "invalidations", "plan"]);
   wrapMethods("StateStore", StateStore.prototype, [
+    "liveMoves",
     "commit",
     "commitOnce",
     "prepare",

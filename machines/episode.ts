@@ -23,7 +23,13 @@ import { barrierMachine } from "./barrier.ts";
 import type { publicationMachine, PublicationInput } from "./publication.ts";
 import type { RestoreResult } from "./restore.ts";
 import { runMachine, type RunInput, type RunOpening, type RunOutput } from "./run.ts";
-import { NO_SPECIFICATION, type RunTrigger, type Specification } from "./specification.ts";
+import {
+  NO_SPECIFICATION,
+  specificationCarrying,
+  type CarriedRequests,
+  type RunTrigger,
+  type Specification,
+} from "./specification.ts";
 
 export type SessionStartReason = "startup" | "reload" | "new" | "resume" | "fork";
 /** What the selected branch holds: nothing at all, conversation without State Flow markers, or markers. */
@@ -50,7 +56,10 @@ export interface EpisodeContext {
   retained: RetainedPointer | null;
   /** The open Pi run's actor (M5); null between runs. */
   run: ActorRefFrom<typeof runMachine> | null;
-  /** The specification the last run left: the next run a message starts continues it. */
+  /**
+   * The specification the last run left: the next run a message starts continues it, the next prompt
+   * carries its open requests. A session or a /tree starts from what its branch recorded.
+   */
   specification: Specification;
   /** State Flow's tools the host could not make active although asked (said once each time they go missing). */
   toolsMissing: readonly string[];
@@ -65,14 +74,22 @@ export interface EpisodeContext {
 
 /** What the host sends. The invoked actors' results arrive as their own done and error events. */
 export type EpisodeEvent =
-  | { type: "SESSION_START"; reason: SessionStartReason; branch: BranchShape; identity?: object }
+  /** `carried`: the interrupted requests the selected branch recorded (none: nothing carried). */
+  | {
+      type: "SESSION_START";
+      reason: SessionStartReason;
+      branch: BranchShape;
+      identity?: object;
+      carried?: CarriedRequests;
+    }
   /** The runtime loaded, accepted or refreshed the branch's state (null: it holds none). */
   | { type: "LOADED"; state: object | null }
   /** The runtime opened a store generation's publication: it lives here, in the branch's actor system. */
   | { type: "PUBLICATION_OPENED"; logic: typeof publicationMachine; input: PublicationInput }
   | { type: "START"; adoptGit?: boolean }
   | { type: "STOP" }
-  | { type: "TREE" }
+  /** /tree selected another point of the session (`carried`: the requests that point recorded). */
+  | { type: "TREE"; carried?: CarriedRequests }
   /** before_agent_start: Pi begins a run for a prompt or a message (`toolsMissing`: State Flow's tools inactive). */
   | { type: "RUN_ANNOUNCED"; trigger: RunTrigger; toolsMissing: boolean }
   /** agent_start: a run's continuation, or a run no before_agent_start announced. */
@@ -110,7 +127,10 @@ export type EpisodeNoticeCode =
   | "restore-unproven"
   | "restore-unanchored"
   | "stop-refused-unanchored"
-  | "tools-missing";
+  | "tools-missing"
+  | "started"
+  | "stopped"
+  | "fork-off";
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;
@@ -168,6 +188,9 @@ export const episodeMachine = setup({
   },
   guards: {
     autoStartNewSession: ({ context, event }) => context.autoStart && isGenuinelyNewSession(event),
+    /** A fork of a branch State Flow marked: it starts off (001), and says so. */
+    forkOfFlowSession: ({ event }) =>
+      event.type === "SESSION_START" && event.reason === "fork" && event.branch === "marked",
     isForkOrNewSession: ({ event }) =>
       event.type === "SESSION_START" && (event.reason === "fork" || event.reason === "new"),
     branchUnmarked: ({ event }) => event.type === "SESSION_START" && event.branch !== "marked",
@@ -206,6 +229,11 @@ export const episodeMachine = setup({
     registerTools: () => undefined,
     /** Host action (provided): appends the frozen exit handoff and the disabled marker to the branch. */
     freezeHandoff: () => undefined,
+    /**
+     * Host action (provided): records on the branch the interrupted requests the next prompt carries
+     * (`carriedRequests` of the specification the run left), so a resume or /tree carries them on.
+     */
+    recordCarried: () => undefined,
     registerToolsOnce: enqueueActions(({ check, enqueue }) => {
       if (!check("toolsNotRegistered")) return;
       enqueue.assign({ toolsRegistered: true });
@@ -227,6 +255,13 @@ export const episodeMachine = setup({
     runEnded: assign(({ event }) =>
       event.type === "xstate.done.actor.run" ? { run: null, specification: event.output.specification } : {},
     ),
+    // The selected point's own record: a later point's requests do not carry back, nor another session's.
+    seedSpecification: assign({
+      specification: ({ context, event }) =>
+        event.type === "TREE" || event.type === "SESSION_START"
+          ? specificationCarrying(event.carried)
+          : context.specification,
+    }),
     // The patch_state barrier (M4) lives as long as the episode: one per extension instance.
     spawnBarrier: spawnChild("barrier", { id: "barrier" }),
     noteToolsMissing: assign({
@@ -238,6 +273,10 @@ export const episodeMachine = setup({
       detail: event.type === "TOOLS_SYNCED" ? event.missing.join(", ") : "",
     })),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
+    // An explicit start or stop answers (an automatic start of a new session is shown by the footer alone).
+    reportStarted: emit({ type: "episode.notice", code: "started" } as const),
+    reportStopped: emit({ type: "episode.notice", code: "stopped" } as const),
+    reportForkOff: emit({ type: "episode.notice", code: "fork-off" } as const),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
@@ -271,10 +310,13 @@ export const episodeMachine = setup({
     retainRevision: assign({ retained: ({ event }) => retainedOf(event) }),
     clearRetainedRevision: assign({ retained: () => null }),
     // A session starts on the branch: its identity is kept, nothing retained or loaded before carries over.
-    bindSession: assign({
-      identity: ({ context, event }) => (event.type === "SESSION_START" ? (event.identity ?? null) : context.identity),
-      retained: () => null,
-      loaded: () => null,
+    bindSession: enqueueActions(({ context, enqueue, event }) => {
+      enqueue.assign({
+        identity: event.type === "SESSION_START" ? (event.identity ?? null) : context.identity,
+        retained: null,
+        loaded: null,
+      });
+      enqueue("seedSpecification");
     }),
     keepLoaded: assign({ loaded: ({ context, event }) => (event.type === "LOADED" ? event.state : context.loaded) }),
     releaseLoaded: assign({ loaded: () => null }),
@@ -307,14 +349,17 @@ export const episodeMachine = setup({
     ],
     RUN_ANNOUNCED: { actions: ["endRun", "spawnOrdinaryRun"] },
     AGENT_START: [{ guard: "runOpen" }, { actions: ["spawnOrdinaryRun"] }],
-    "xstate.done.actor.run": { actions: ["runEnded"] },
+    "xstate.done.actor.run": { actions: ["runEnded", "recordCarried"] },
     SESSION_START: [
       { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["bindSession"] },
+      { guard: "forkOfFlowSession", target: ".off", actions: ["bindSession", "reportForkOff"] },
       { guard: "isForkOrNewSession", target: ".off", actions: ["bindSession"] },
       { guard: "branchUnmarked", target: ".off", actions: ["bindSession"] },
       { target: ".restoring.branch", actions: ["bindSession"] },
     ],
     LOADED: { actions: ["keepLoaded"] },
+    // A /tree the current state does not act on still moves the branch point: its record is what carries.
+    TREE: { actions: ["seedSpecification"] },
     PUBLICATION_OPENED: { actions: ["spawnPublication"] },
     SHUTDOWN: { target: ".closed", actions: ["clearRetainedRevision"] },
   },
@@ -329,7 +374,7 @@ export const episodeMachine = setup({
         LOADED: {},
         START: { target: "starting.fromOff" },
         STOP: { actions: ["reportNotEnabled"] },
-        TREE: { target: "restoring.branch" },
+        TREE: { target: "restoring.branch", actions: ["seedSpecification"] },
       },
     },
     starting: {
@@ -353,7 +398,7 @@ export const episodeMachine = setup({
             id: "storage",
             src: "startStorage",
             input: { fromFrozen: false },
-            onDone: { target: "#episode.active.bootstrap.fromTranscript" },
+            onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["reportStarted"] },
             onError: { target: "#episode.off", actions: ["reportStartFailed"] },
           },
         },
@@ -364,7 +409,7 @@ export const episodeMachine = setup({
             id: "storage",
             src: "startStorage",
             input: { fromFrozen: true },
-            onDone: { target: "#episode.active.bootstrap.fromHandoff" },
+            onDone: { target: "#episode.active.bootstrap.fromHandoff", actions: ["reportStarted"] },
             onError: { target: "#episode.passive", actions: ["reportStartFailed"] },
           },
         },
@@ -376,7 +421,10 @@ export const episodeMachine = setup({
             id: "storage",
             src: "startStorage",
             input: { fromFrozen: false },
-            onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["clearRetainedRevision"] },
+            onDone: {
+              target: "#episode.active.bootstrap.fromTranscript",
+              actions: ["clearRetainedRevision", "reportStarted"],
+            },
             onError: { target: "#episode.failedClosed.unanchored", actions: ["reportStartFailed"] },
           },
         },
@@ -411,7 +459,7 @@ export const episodeMachine = setup({
         ],
         STOP: { target: "stopping" },
         START: [{ guard: "startAdoptsGit", target: "starting.adopting" }, { actions: ["reportAlreadyActive"] }],
-        TREE: { target: "restoring.branch" },
+        TREE: { target: "restoring.branch", actions: ["seedSpecification"] },
       },
       states: {
         hist: {
@@ -424,7 +472,9 @@ export const episodeMachine = setup({
         bootstrap: {
           description: "One complete migration run that still sees the pre-Flow context.",
           initial: "fromTranscript",
-          on: { "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] } },
+          on: {
+            "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded", "recordCarried"] },
+          },
           states: {
             fromTranscript: { description: "Migrates the active pre-Flow transcript." },
             fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },
@@ -441,7 +491,7 @@ export const episodeMachine = setup({
       invoke: {
         id: "stop",
         src: "persistStop",
-        onDone: { target: "passive", actions: ["freezeHandoff"] },
+        onDone: { target: "passive", actions: ["freezeHandoff", "reportStopped"] },
         onError: { target: "#episode.active.hist", actions: ["reportStopFailed"] },
       },
     },
@@ -452,7 +502,7 @@ export const episodeMachine = setup({
       on: {
         START: { target: "starting.fromPassive" },
         STOP: { actions: ["reportNotEnabled"] },
-        TREE: { actions: ["freezeHandoff"] },
+        TREE: { actions: ["seedSpecification", "freezeHandoff"] },
       },
     },
     restoring: {
@@ -524,7 +574,7 @@ export const episodeMachine = setup({
       description: "Branch provenance could not be proven; nothing replaces existing runtime.",
       initial: "unproven",
       entry: ["releaseLoaded"],
-      on: { TREE: { target: "restoring.branch" }, LOADED: {} },
+      on: { TREE: { target: "restoring.branch", actions: ["seedSpecification"] }, LOADED: {} },
       states: {
         unproven: {
           description: "Unproven branch: STOP and START fail visibly; select a valid checkpoint (/tree) first.",

@@ -25,7 +25,8 @@ export type DraftEnding = "complete" | "aborted" | "length" | "error" | "empty";
 export type ResolutionEvent =
   | { type: "PATCH_ACCEPTED"; final: boolean }
   | { type: "FINAL_ONLY" }
-  | { type: "PATCH_REJECTED" }
+  /** `reason`: the refusal's own words (the run keeps the newest, so an exhausted answer can say why). */
+  | { type: "PATCH_REJECTED"; reason?: string }
   /** `id` tells the host's messages apart; `stopReason` is what the provider said (diagnostics). */
   | { type: "DRAFT"; ending: DraftEnding; text?: string; id?: number; stopReason?: string }
   | { type: "TURN_END" };

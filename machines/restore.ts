@@ -5,8 +5,11 @@
 
 /** A State Flow checkpoint marker found on the selected Pi branch (oldest first). */
 export type BranchMarker =
-  /** `legacy`: an older entry form carrying copied config/meta/state beside its pointer (only the pointer is read). */
-  | { kind: "revision"; revision: string; legacy?: true }
+  /**
+   * `legacy`: an older entry form carrying copied config/meta/state beside its pointer (only the pointer is read).
+   * `offBranch`: the checkpoint of the selected answer, recorded after it and so not on the branch Pi selected.
+   */
+  | { kind: "revision"; revision: string; legacy?: true; offBranch?: true }
   /** A checkpoint entry that is not a valid `{revision}` / `{disabled:true}` nor an older form: always skipped. */
   | { kind: "malformed" }
   /**
@@ -31,8 +34,8 @@ export type BranchMarker =
 export type PointerCheck = "valid" | "stopped" | "invalid" | "unavailable" | "lockBusy";
 
 export type RestoreResult =
-  /** `legacy`: the selected pointer came from an older entry form. */
-  | { kind: "revision"; revision: string; skippedInvalid: number; legacy?: true }
+  /** `legacy`: the selected pointer came from an older entry form; `offBranch`: from the selected answer's record. */
+  | { kind: "revision"; revision: string; skippedInvalid: number; legacy?: true; offBranch?: true }
   | { kind: "passive" }
   | { kind: "disabled" }
   | { kind: "none" }
@@ -73,6 +76,7 @@ export async function selectRestore(
         revision: marker.revision,
         skippedInvalid,
         ...(marker.legacy ? { legacy: true as const } : {}),
+        ...(marker.offBranch ? { offBranch: true as const } : {}),
       };
     }
     if (verdict === "stopped") return { kind: "passive" };

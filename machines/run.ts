@@ -7,16 +7,23 @@
 //     the next custom message is the one that started it. Later user messages are additions to the
 //     run's specification;
 //   - the specification (the user's request this run works toward) and the drafts it discarded;
-//   - its Knowledge: discovery is an invoked actor, awaited before the run's first context;
+//   - its preparation, awaited before the run's first context: first the newest shared state (an
+//     invoked actor adopts the global and cwd streams other sessions published since this branch
+//     read them, unless the branch was restored to a past point, which keeps its selected past),
+//     then its Knowledge discovery (an invoked actor). In that order, so that discovery's own
+//     transitions (vanished sources) build on the adopted state;
 //   - its answers: each is resolved by an invoked resolution actor (M2). A user message after an
 //     answer was resolved asks for another answer, so it gets a fresh resolution.
-// SETTLED ends the run; its output (was an answer accepted, the specification now) is what the
-// episode keeps: a bootstrap ends on it, and the next run a message starts continues the request.
+// SETTLED ends the run; its output (was an answer accepted, the specification it leaves: the
+// request stays open unless the run's newest answer was accepted) is what the episode keeps: a
+// bootstrap ends on it, the next run a message starts continues the request, and the next prompt
+// keeps an open request as an interrupted one (machines/specification.ts).
 import { setup, assign, forwardTo, fromPromise, type DoneActorEvent, type ErrorActorEvent } from "xstate";
 import type { ActorRefFrom, SnapshotFrom } from "xstate";
 import { resolutionMachine, type ResolutionEvent, type ResolutionOutput } from "./resolution.ts";
 import {
   NO_SPECIFICATION,
+  specificationAfterRun,
   specificationForRun,
   withRunSource,
   withUserMessage,
@@ -35,6 +42,31 @@ export interface RunInput {
   specification: Specification;
 }
 
+/** A shared scope another session moved since this branch last read it: what the run's context says of it. */
+export interface SharedMove {
+  scope: "global" | "cwd";
+  /** Transitions in the scope's retained tail that this branch had not read (0: folded or replaced wholesale). */
+  transitions: number;
+  /** The newest of the scope's transitions now (its identity and step in the lineage that wrote it). */
+  newest: { id: string; step: number } | null;
+  /** Paths (`section.key`, or `response`) the move added, changed and removed. */
+  added: string[];
+  changed: string[];
+  removed: string[];
+}
+
+/** What the run's shared-state check found (the runtime context says it; `unavailable` is never a clean answer). */
+export type Freshness =
+  /** Not checked: an ordinary run, or the check has not finished. */
+  | { kind: "unchecked" }
+  /** Nothing moved since the branch read the shared scopes. */
+  | { kind: "current" }
+  /** Other sessions' changes were adopted (at a fresh proven origin when they left the branch's lineage). */
+  | { kind: "adopted"; moved: SharedMove[] }
+  /** The branch is restored to a past point (its session layer is not the newest): it keeps its selected past. */
+  | { kind: "selectedPast" }
+  | { kind: "unavailable"; reason: string };
+
 export interface RunContext {
   opening: RunOpening;
   equipped: boolean;
@@ -43,6 +75,11 @@ export interface RunContext {
   discarded: readonly number[];
   /** An answer of this run became response. */
   accepted: boolean;
+  /** The run's newest answer became response (false again once a user message asks for another). */
+  answered: boolean;
+  freshness: Freshness;
+  /** The newest patch_state refusal of this run, in its own words (null: none): why an answer could not be recorded. */
+  refusal: string | null;
 }
 
 /** What the run's adapter reports, and the resolution's events it forwards. */
@@ -56,6 +93,8 @@ export type RunEvent =
 export type RunMachineEvent =
   | RunEvent
   | DoneActorEvent<ResolutionOutput, "resolution">
+  | DoneActorEvent<Freshness, "freshness">
+  | ErrorActorEvent<unknown, "freshness">
   | DoneActorEvent<void, "knowledge">
   | ErrorActorEvent<unknown, "knowledge">;
 
@@ -65,8 +104,8 @@ export interface RunOutput {
   specification: Specification;
 }
 
-const notProvided = async (): Promise<never> => {
-  throw new Error("run actor discoverKnowledge is supplied by the runtime (provide)");
+const notProvided = (name: string) => async (): Promise<never> => {
+  throw new Error(`run actor ${name} is supplied by the runtime (provide)`);
 };
 
 export const runMachine = setup({
@@ -78,8 +117,10 @@ export const runMachine = setup({
   },
   actors: {
     resolution: resolutionMachine,
+    /** Supplied by the runtime (`provide`): adopts the shared scopes other sessions moved, unless at a past point. */
+    refreshShared: fromPromise<Freshness>(notProvided("refreshShared")),
     /** Supplied by the runtime (`provide`): discovers the run's Knowledge and removes vanished sources' artifacts. */
-    discoverKnowledge: fromPromise<void>(notProvided),
+    discoverKnowledge: fromPromise<void>(notProvided("discoverKnowledge")),
   },
   guards: {
     equipped: ({ context }) => context.equipped,
@@ -103,9 +144,28 @@ export const runMachine = setup({
       if (event.type !== "xstate.done.actor.resolution") return {};
       return {
         accepted: context.accepted || event.output.accepted,
+        answered: event.output.accepted,
         discarded: [...context.discarded, ...event.output.discarded],
       };
     }),
+    askAgain: assign({ answered: false }),
+    clearRefusal: assign({ refusal: null }),
+    keepRefusal: assign({
+      refusal: ({ context, event }) =>
+        event.type === "PATCH_REJECTED" ? (event.reason ?? "(no reason given)") : context.refusal,
+    }),
+    keepFreshness: assign({
+      freshness: ({ context, event }) =>
+        event.type === "xstate.done.actor.freshness" ? event.output : context.freshness,
+    }),
+    freshnessUnavailable: assign({
+      freshness: ({ context, event }) =>
+        event.type === "xstate.error.actor.freshness"
+          ? { kind: "unavailable" as const, reason: errorText(event.error) }
+          : context.freshness,
+    }),
+    /** Host action (provided): says the shared-state check failed; the run goes on with the state it had. */
+    reportFreshnessFailed: () => undefined,
     /** Host action (provided): says discovery failed; the run goes on with its plan unavailable. */
     reportKnowledgeFailed: () => undefined,
   },
@@ -118,8 +178,17 @@ export const runMachine = setup({
     specification: input.equipped ? openingSpecification(input) : input.specification,
     discarded: [],
     accepted: false,
+    answered: false,
+    freshness: { kind: "unchecked" },
+    refusal: null,
   }),
-  output: ({ context }) => ({ accepted: context.accepted, specification: context.specification }),
+  output: ({ context }) => ({
+    accepted: context.accepted,
+    // An ordinary run leaves the request alone; an equipped one leaves it open unless its newest answer was accepted.
+    specification: context.equipped
+      ? specificationAfterRun(context.specification, context.answered)
+      : context.specification,
+  }),
   initial: "open",
   states: {
     open: {
@@ -179,9 +248,9 @@ export const runMachine = setup({
                 onDone: { target: "resolved", actions: ["keepAnswer"] },
               },
               on: {
-                PATCH_ACCEPTED: { actions: ["toResolution"] },
-                FINAL_ONLY: { actions: ["toResolution"] },
-                PATCH_REJECTED: { actions: ["toResolution"] },
+                PATCH_ACCEPTED: { actions: ["toResolution", "clearRefusal"] },
+                FINAL_ONLY: { actions: ["toResolution", "clearRefusal"] },
+                PATCH_REJECTED: { actions: ["toResolution", "keepRefusal"] },
                 DRAFT: { actions: ["toResolution"] },
                 TURN_END: { actions: ["toResolution"] },
               },
@@ -189,21 +258,33 @@ export const runMachine = setup({
             resolved: {
               description: "The answer was accepted, refused by the store or exhausted: steering is over for it.",
               // A user message after the answer asks for another one (an addition: the prompt comes first).
-              on: { USER_MESSAGE: { target: "resolving" } },
+              on: { USER_MESSAGE: { target: "resolving", actions: ["askAgain"] } },
             },
           },
         },
-        knowledge: {
-          description: "The run's Knowledge discovery, awaited before its first context.",
+        preparation: {
+          description:
+            "What the run's first context needs, awaited before it: the newest shared state, then Knowledge.",
           initial: "opening",
           states: {
             opening: {
-              description: "Only an equipped run discovers Knowledge.",
-              always: [{ guard: "equipped", target: "discovering" }, { target: "none" }],
+              description: "Only an equipped run is prepared.",
+              always: [{ guard: "equipped", target: "refreshing" }, { target: "none" }],
             },
-            none: { description: "An ordinary run: no discovery." },
+            none: { description: "An ordinary run: no shared-state check, no discovery." },
+            refreshing: {
+              description:
+                "The shared scopes other sessions moved are adopted (one read of each scope's record); a branch " +
+                "restored to a past point keeps its selected past.",
+              invoke: {
+                id: "freshness",
+                src: "refreshShared",
+                onDone: { target: "discovering", actions: ["keepFreshness"] },
+                onError: { target: "discovering", actions: ["freshnessUnavailable", "reportFreshnessFailed"] },
+              },
+            },
             discovering: {
-              description: "Discovery runs beside the run's start (never on the activation path).",
+              description: "Knowledge discovery, on the adopted state (never on the activation path).",
               invoke: {
                 id: "knowledge",
                 src: "discoverKnowledge",
@@ -211,7 +292,7 @@ export const runMachine = setup({
                 onError: { target: "ready", actions: ["reportKnowledgeFailed"] },
               },
             },
-            ready: { description: "Discovery is complete: the run's first context may be built." },
+            ready: { description: "Prepared: the run's first context may be built." },
           },
         },
       },
@@ -241,7 +322,14 @@ export function runDiscarded(s: RunSnapshot): ReadonlySet<number> {
   const current = runResolution(s)?.getSnapshot().context.discarded ?? [];
   return new Set([...s.context.discarded, ...current]);
 }
-/** The run's Knowledge discovery is over (or the run discovers none, or has ended). */
-export function isKnowledgeSettled(s: RunSnapshot): boolean {
-  return s.status !== "active" || !s.matches({ open: { knowledge: "discovering" } });
+/** The run's preparation is over (or the run prepares nothing, or has ended): its first context may be built. */
+export function isPrepared(s: RunSnapshot): boolean {
+  return (
+    s.status !== "active" ||
+    (!s.matches({ open: { preparation: "refreshing" } }) && !s.matches({ open: { preparation: "discovering" } }))
+  );
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -108,11 +108,8 @@ export class EpisodeActors {
   async persistStop(): Promise<void> {
     const { store, state } = this.binding;
     if (!state || !store) throw new Error("no runtime is selected on this branch");
+    // (the episode says it once the stop is durable: notice `stopped`)
     this.binding.state = await store.publishConfig(state, { ...state.config, enabled: false }, "state-flow: stop");
-    this.host.notify(
-      "State Flow stopped: semantic state is kept; tools are off and the frozen handoff stays for this session.",
-      "info",
-    );
   }
 
   /**

@@ -30,12 +30,14 @@ import { EpisodeActors } from "./episode-actors.ts";
 import type { BranchHost } from "./host.ts";
 import type { Invalidations } from "./knowledge-run.ts";
 import { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
-import { episodeNotices, inputRefusedNotice } from "./notices.ts";
+import { episodeNotices, inputRefusedNotice, startedNotice } from "./notices.ts";
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
-import type { RunTrigger, Specification } from "../machines/specification.ts";
+import { carriedRequests, type RunTrigger, type Specification } from "../machines/specification.ts";
+import { errorMessage } from "../storage/core/errors.ts";
+import type { Freshness } from "../machines/run.ts";
 
 export type { Draft, PatchAccepted } from "./run-session.ts";
 
@@ -63,6 +65,8 @@ export type Projection =
       sessionId: string;
       discarded: ReadonlySet<number>;
       specification: Specification;
+      /** What the run's shared-state check found (what other sessions changed since this branch's last run). */
+      freshness: Freshness;
       view: TemporalView;
       /** The run's artifact_invalidations plan, or why it is unavailable (never a falsely clean list). */
       invalidations: Invalidations;
@@ -116,6 +120,14 @@ export class FlowRuntime {
       actions: {
         registerTools: () => this.host.registerTools(),
         freezeHandoff: () => effects.freezeHandoff(),
+        recordCarried: ({ event }) => {
+          if (event.type !== "xstate.done.actor.run") return;
+          try {
+            this.host.recordCarried(carriedRequests(event.output.specification));
+          } catch (error) {
+            this.host.notify(`State Flow could not record the interrupted requests: ${errorMessage(error)}`, "warning");
+          }
+        },
       },
     });
     this.episode = createFlowActor(machine, {
@@ -123,6 +135,7 @@ export class FlowRuntime {
       inspection: options.inspection,
     });
     this.episode.on("episode.notice", ({ code, detail }) => {
+      if (code === "started") return this.host.notify(startedNotice(this.storeDescription()), "info");
       for (const { text, level } of episodeNotices(code, detail)) this.host.notify(text, level);
     });
     this.episode.start();
@@ -131,11 +144,11 @@ export class FlowRuntime {
   // ---- lifecycle ------------------------------------------------------------------------------
 
   async sessionStart(reason: SessionStartReason, identity: SessionIdentity, branch: BranchShape): Promise<void> {
-    await this.send({ type: "SESSION_START", reason, branch, identity });
+    await this.send({ type: "SESSION_START", reason, branch, identity, carried: this.host.carriedRequests() });
   }
 
   async tree(): Promise<void> {
-    await this.send({ type: "TREE" });
+    await this.send({ type: "TREE", carried: this.host.carriedRequests() });
   }
 
   async command(which: "start" | "stop"): Promise<void> {
@@ -182,9 +195,9 @@ export class FlowRuntime {
     this.run.customMessage(customType, ownAnchor);
   }
 
-  /** Resolves once the open run's Knowledge discovery is complete (at once when none runs). */
-  async knowledgeReady(): Promise<void> {
-    await this.run.knowledgeReady();
+  /** Resolves once the open run is prepared: shared state adopted, Knowledge discovered (at once when none runs). */
+  async prepared(): Promise<void> {
+    await this.run.prepared();
     this.syncHost();
   }
 
@@ -265,6 +278,7 @@ export class FlowRuntime {
       sessionId,
       discarded: this.run.discarded(),
       specification: this.run.specification(),
+      freshness: this.run.freshness(),
       view: state.view,
       invalidations: this.knowledge.invalidations(state),
       resolution: this.run.resolutionView(),
@@ -282,6 +296,14 @@ export class FlowRuntime {
     return inputRefusedNotice(retained?.kind ?? "unproven", retained?.detail ?? null);
   }
 
+  /** The bound store in a few words: where it is, Git or files, and its remote. */
+  private storeDescription(): string {
+    const kind = this.binding.store?.store.kind;
+    if (kind !== "git") return `${this.options.storeRoot} (files only: Git is not installed)`;
+    const remote = this.publication.summary?.status === "local-only" ? "no remote: commits stay local" : "remote set";
+    return `${this.options.storeRoot} (Git, ${remote})`;
+  }
+
   /** Flat episode state, e.g. "active.steady". */
   episodeName(): string {
     return episodeStateName(this.episode.getSnapshot());
@@ -293,6 +315,9 @@ export class FlowRuntime {
     const { store, state } = this.binding;
     return renderStatus({
       episode: episodeStateName(snapshot),
+      mode: projectionMode(snapshot),
+      remote: this.publication.summary,
+      pending: this.publication.pending,
       toolsActive: isToolsActive(snapshot),
       missingTools: isToolsActive(snapshot) ? this.host.missingTools() : [],
       storeRoot: this.options.storeRoot,
@@ -323,16 +348,17 @@ export class FlowRuntime {
     const snapshot = this.episode.getSnapshot();
     const mode = projectionMode(snapshot);
     const { state } = this.binding;
-    const footer =
+    const detail =
       mode === "ordinary"
         ? undefined
         : mode === "passive"
-          ? "state-flow stopped"
+          ? "stopped"
           : mode === "failedClosed"
-            ? "state-flow unavailable"
+            ? "unavailable"
             : state
               ? compactStatus(headBoundary(state.view.lineage).step)
               : undefined;
+    const footer = detail === undefined ? undefined : { detail };
     const toolsActive = isToolsActive(snapshot);
     this.host.sync({ toolsActive, toolsRegistered: isToolsRegistered(snapshot), footer });
     // The episode says the missing tools once each time they go missing.

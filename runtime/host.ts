@@ -4,6 +4,7 @@
 
 import type { ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchMarker } from "../machines/restore.ts";
+import type { CarriedRequests } from "../machines/specification.ts";
 
 export type NoticeLevel = "info" | "warning" | "error";
 
@@ -15,8 +16,11 @@ export interface HostView {
   toolsActive: boolean;
   /** False until the first activation: an ordinary session never offers State Flow's tools. */
   toolsRegistered: boolean;
-  /** The compact footer; undefined clears it. */
-  footer: string | undefined;
+  /**
+   * The compact footer, 001's "accent state-flow and dim #<step>": the host styles the name and the
+   * detail (the step, "stopped" or "unavailable"); undefined clears it.
+   */
+  footer: { detail: string } | undefined;
 }
 
 export interface BranchHost {
@@ -34,6 +38,10 @@ export interface BranchHost {
    * projection of the branch shows it, including where State Flow is off (a fork, a stop).
    */
   recordDiscarded(id: number): void;
+  /** The interrupted requests the selected branch recorded last (none: nothing carried). */
+  carriedRequests(): CarriedRequests;
+  /** Records on the branch the interrupted requests the next prompt carries (when they differ from the last record). */
+  recordCarried(carried: CarriedRequests): void;
   notify(message: string, level: NoticeLevel): void;
   /** Registers patch_state and read_state (asked once, on the first activation). */
   registerTools(): void;

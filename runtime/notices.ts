@@ -5,6 +5,26 @@ import type { EpisodeNoticeCode } from "../machines/episode.ts";
 import type { NoticeLevel } from "./host.ts";
 
 export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text: string; level: NoticeLevel }> = {
+  started: {
+    text:
+      "State Flow is on for this branch. From now on the model sees the state and the current run instead of " +
+      "the whole transcript (the next run still sees the conversation so far, to carry what matters into " +
+      "state). /state-flow-status shows it; /state-flow-stop turns it off.",
+    level: "info",
+  },
+  "fork-off": {
+    text:
+      "This session is a fork of a State Flow session, and State Flow is off here: the model gets the " +
+      "conversation as plain Pi, without State Flow's own messages and tool calls. /state-flow-start turns it on " +
+      "for this fork, with its own empty session state over the shared global and project state.",
+    level: "info",
+  },
+  stopped: {
+    text:
+      "State Flow is off for this branch: ordinary Pi from now on. Nothing is deleted: the state at this point " +
+      "is kept, and the model sees it once more as a frozen handoff. /state-flow-start turns it back on.",
+    level: "info",
+  },
   "not-enabled": { text: "State Flow is not enabled on this branch; nothing to stop.", level: "info" },
   "already-active": { text: "State Flow is already active on this branch.", level: "info" },
   "stop-refused-unproven": {
@@ -71,16 +91,30 @@ export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text
   },
 };
 
-/** What a failed step's own error is prefixed with, said before the code's text (which points back to it). */
-const CAUSE_PREFIX: Partial<Record<EpisodeNoticeCode, string>> = {
-  "start-failed": "State Flow start failed: ",
-  "adoption-failed": "State Flow could not adopt the store into Git: ",
-  "stop-failed": "State Flow could not persist the stop: ",
+/**
+ * A failed step with its own error is one notice: what failed, the error (which names its cause and
+ * fix), then what that left and how to go on. (The code's text alone, pointing back at "the previous
+ * error", is for a failure that arrived without one.)
+ */
+const FAILED_STEP: Partial<Record<EpisodeNoticeCode, { prefix: string; then: string }>> = {
+  "start-failed": {
+    prefix: "State Flow start failed: ",
+    then: "Nothing was enabled; run /state-flow-start again once that is fixed.",
+  },
+  "adoption-failed": {
+    prefix: "State Flow could not adopt this branch's store into Git: ",
+    then:
+      "The branch stays enabled on its unchanged file-only store; run /state-flow-start again once that is " + "fixed.",
+  },
+  "stop-failed": {
+    prefix: "State Flow could not persist the stop: ",
+    then: "The branch stays enabled; retry /state-flow-stop once the store is writable.",
+  },
 };
 
 /**
- * The lines an episode notice is shown as. A failed step says its cause first ("see the previous
- * error"); an unproven restore carries its reason in the same line.
+ * The lines an episode notice is shown as: one. A failed step says its cause first, then what it
+ * left; an unproven restore carries its reason in the same line.
  */
 export function episodeNotices(
   code: EpisodeNoticeCode,
@@ -90,13 +124,16 @@ export function episodeNotices(
   const { text, level } = NOTICES[code];
   if (detail === undefined) return [{ text, level }];
   if (code === "restore-unproven") return [{ text: `${text} Reason: ${detail}`, level }];
-  const prefix = CAUSE_PREFIX[code];
-  return prefix
-    ? [
-        { text: `${prefix}${detail}`, level: "error" },
-        { text, level },
-      ]
-    : [{ text, level }];
+  const step = FAILED_STEP[code];
+  if (!step) return [{ text, level }];
+  const cause = /[.!?]$/.test(detail.trim()) ? detail.trim() : `${detail.trim()}.`;
+  return [{ text: `${step.prefix}${cause} ${step.then}`, level: "error" }];
+}
+
+/** What an explicit start says: that it is on, where the state is kept (`store`: where and what kind), what follows. */
+export function startedNotice(store: string): string {
+  const [first, ...rest] = NOTICES.started.text.split(". ");
+  return `${first}; its state is kept in ${store}. ${rest.join(". ")}`;
 }
 
 /** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */

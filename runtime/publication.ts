@@ -32,6 +32,7 @@ import {
   type PublicationInput,
   type PublicationRecord,
   type PublicationSnapshot,
+  type PublicationStatus,
   type PushOutput,
   type PushRequest,
   type RemoteHasOutput,
@@ -80,10 +81,19 @@ export type PublicationOutcome =
   | { readonly kind: "fenced" }; // result arrived after shutdown
 
 /** The one small interface the runtime uses; implemented over the publication actor. */
+/** Where publication stands, for the status report. */
+export interface PublicationSummary {
+  readonly status: PublicationStatus;
+  /** The newest push that reached the remote in this session (its remote's name when git said it). */
+  readonly lastPushed: { readonly revision: string; readonly remote: string | null } | null;
+}
+
 export interface PublicationDriver {
   readonly policy: PublicationPolicy;
   /** The pending publication (null = nothing pending). */
   readonly pending: PendingPublication | null;
+  /** Where publication stands (the status report's remote line). */
+  readonly summary: PublicationSummary;
   /**
    * A cohort was accepted locally as `revision`. Under transition policy it resolves with the push's
    * outcome, unless `wait` is false (activation: start returns once local state is established).
@@ -243,6 +253,15 @@ class MachinePublication implements PublicationDriver {
 
   get pending(): PendingPublication | null {
     return this.isOpen() ? pendingOf(this.snap().context) : null;
+  }
+
+  get summary(): PublicationSummary {
+    const snapshot = this.snap();
+    const last = snapshot.context.lastResult;
+    return {
+      status: publicationStatus(snapshot),
+      lastPushed: last?.kind === "pushed" ? { revision: last.target, remote: last.remote ?? null } : null,
+    };
   }
 
   /** Resolves once restart recovery has read the record. */
@@ -452,9 +471,19 @@ export class BranchPublication {
     this.driver?.runEnd();
   }
 
+  /** The pending publication for the status (null = nothing pending or no publication open). */
+  get pending(): PendingPublication | null {
+    return this.driver?.pending ?? null;
+  }
+
   /** The pending target for the status (null = nothing pending or no publication open). */
   get pendingTarget(): string | null {
-    return this.driver?.pending?.revision ?? null;
+    return this.pending?.revision ?? null;
+  }
+
+  /** Where the open generation's publication stands (null: none is open). */
+  get summary(): PublicationSummary | null {
+    return this.driver?.summary ?? null;
   }
 
   /** The status line's publication label for a store of `storeKind`. */

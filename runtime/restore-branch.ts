@@ -83,7 +83,8 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
 /**
  * Once an older form restored, the branch records its result in the current form, so the next
  * restore reads an ordinary `{revision}`: the revision that replaces an older store form (an
- * "immediate replacement revision pointer"), or the pointer an older entry form carried, said once.
+ * "immediate replacement revision pointer"), or the pointer an older entry form carried, said once;
+ * and a selected answer's off-branch record, on the branch now.
  */
 function recordCurrentForm(
   host: BranchHost,
@@ -99,6 +100,9 @@ function recordCurrentForm(
     host.appendCheckpoint({ revision: result.revision });
     host.notify(olderEntryNotice(headBoundary(runtime.view.lineage).step, result.revision), "info");
   }
+  // The selected answer's record lies off the branch: once the branch goes on past the answer (a
+  // run that records nothing new), only a record on the branch keeps the restore on that answer.
+  if (result.offBranch) host.appendCheckpoint({ revision: result.revision });
   return result;
 }
 

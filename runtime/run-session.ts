@@ -15,6 +15,7 @@ import { fromPromise, waitFor, type Actor } from "xstate";
 import { type episodeMachine } from "../machines/episode.ts";
 import { isToolsActive, openRun } from "../machines/episode-queries.ts";
 import {
+  MAX_RESOLUTION_STEERS,
   isTerminalEligible,
   resolutionMachine,
   steersUsed,
@@ -22,7 +23,9 @@ import {
   type ResolutionEvent,
   type ResolutionMachineEvent,
 } from "../machines/resolution.ts";
-import { isKnowledgeSettled, runDiscarded, runMachine, runResolution, type RunMachineEvent } from "../machines/run.ts";
+import { isPrepared, runDiscarded, runMachine, runResolution } from "../machines/run.ts";
+import type { Freshness, RunMachineEvent } from "../machines/run.ts";
+import { sharedMoves } from "../storage/core/shared-moves.ts";
 import type { BranchBinding } from "./branch-binding.ts";
 import { compilationRequired, replacingSkillArtifacts } from "./compilation-obligations.ts";
 import type { DiagnosticRecord, Diagnostics } from "./diagnostics.ts";
@@ -89,10 +92,12 @@ export class RunSession {
         steerHiddenSameRun: this.hostAction<ResolutionMachineEvent, { attempt: number }>((event, { attempt }) => {
           if (event.type === "DRAFT") unresolved(event, attempt);
           this.host.steer(attempt);
+          // The steer is hidden (001); the person is told the answer they saw was not the one recorded.
+          this.host.notify(discardedNotice(attempt, this.current()?.getSnapshot().context.refusal ?? null), "info");
         }),
         reportExhausted: this.hostAction<ResolutionMachineEvent, { attempts: number }>((event, { attempts }) => {
           if (event.type === "DRAFT") unresolved(event, attempts);
-          this.host.notify(exhaustedNotice(attempts), "error");
+          this.host.notify(exhaustedNotice(attempts, this.current()?.getSnapshot().context.refusal ?? null), "error");
         }),
         reportCommitFailed: this.hostAction<ResolutionMachineEvent>((event) => {
           const error = event.type === "xstate.error.actor.commit" ? errorMessage(event.error) : "";
@@ -103,12 +108,21 @@ export class RunSession {
     return runMachine.provide({
       actors: {
         resolution,
+        refreshShared: fromPromise(() => this.refreshShared()),
         discoverKnowledge: fromPromise(async () => {
           this.knowledge.startDiscovery();
           await this.knowledge.ready();
         }),
       },
       actions: {
+        reportFreshnessFailed: this.hostAction<RunMachineEvent>((event) => {
+          const error = event.type === "xstate.error.actor.freshness" ? errorMessage(event.error) : "";
+          this.host.notify(
+            `State Flow could not check what other sessions changed (${error}); this run works from the state it ` +
+              "had. Fix what the message names; the next run checks again.",
+            "warning",
+          );
+        }),
         reportKnowledgeFailed: this.hostAction<RunMachineEvent>((event) => {
           const error = event.type === "xstate.error.actor.knowledge" ? errorMessage(event.error) : "";
           this.host.notify(`State Flow could not discover Knowledge for this run (${error}).`, "warning");
@@ -206,10 +220,33 @@ export class RunSession {
     });
   }
 
-  /** Resolves once the open run's Knowledge discovery is over (at once when none runs). */
-  async knowledgeReady(): Promise<void> {
+  /** Resolves once the open run is prepared: shared state adopted, Knowledge discovered (at once when none runs). */
+  async prepared(): Promise<void> {
     const run = this.current();
-    if (run) await waitFor(run, isKnowledgeSettled);
+    if (run) await waitFor(run, isPrepared);
+  }
+
+  /**
+   * The run's `refreshShared` actor: the shared scopes other sessions published since this branch
+   * read them are adopted (the store's `refresh`), unless the branch holds a past point. Costs one
+   * read of each scope's meta.json when nothing moved.
+   */
+  async refreshShared(): Promise<Freshness> {
+    const { store, state } = this.binding;
+    if (!store || !state) throw new Error("no State Flow runtime is selected on this branch");
+    const live = store.liveMoves(state);
+    if (live.selectedPast) return { kind: "selectedPast" };
+    if (live.shared.length === 0) return { kind: "current" };
+    const next = await store.refresh(state);
+    const moved = sharedMoves(state.view, next.view);
+    // (a publication meanwhile adopted them itself and is newer: the branch keeps that one)
+    if (this.binding.state === state) this.binding.state = next;
+    return moved.length > 0 ? { kind: "adopted", moved } : { kind: "current" };
+  }
+
+  /** What the open run's shared-state check found. */
+  freshness(): Freshness {
+    return this.current()?.getSnapshot().context.freshness ?? { kind: "unchecked" };
   }
 
   /**
@@ -249,8 +286,9 @@ export class RunSession {
     const knowledge = this.knowledge.run;
     const unmet = knowledge?.unmet(set) ?? [];
     if (unmet.length > 0) {
-      this.toResolution({ type: "PATCH_REJECTED" });
-      throw compilationRequired(unmet);
+      const refusal = compilationRequired(unmet);
+      this.toResolution({ type: "PATCH_REJECTED", reason: refusal.message });
+      throw refusal;
     }
     const scopes = Object.keys(set.patches);
     if (scopes.length === 0) {
@@ -292,7 +330,7 @@ export class RunSession {
         },
       };
     } catch (error) {
-      this.toResolution({ type: "PATCH_REJECTED" });
+      this.toResolution({ type: "PATCH_REJECTED", reason: errorMessage(error) });
       // The refusal tells the model to re-read the scope and patch again: the cached view must
       // then show what the other session wrote, and the next patch must build on it.
       // (A refresh that fails leaves the view as it was: the next patch is refused and refreshes again.)
@@ -315,7 +353,7 @@ export class RunSession {
       const ids = isJsonObject(touched) ? Object.keys(touched) : [];
       assertPromotions(ids, (after.working as JsonObject).memory_promotions);
     } catch (error) {
-      this.toResolution({ type: "PATCH_REJECTED" });
+      this.toResolution({ type: "PATCH_REJECTED", reason: errorMessage(error) });
       throw error;
     }
   }
@@ -347,9 +385,33 @@ export class RunSession {
   }
 }
 
-function exhaustedNotice(attempts: number): string {
+/**
+ * Said after an answer State Flow did not accept (the `attempt`th): the draft stays on screen, so it is
+ * marked, with why — the model did not record state, or its patch was refused (`refusal`).
+ */
+export function discardedNotice(attempt: number, refusal: string | null): string {
+  const why = refusal
+    ? "its patch_state was refused, so the answer could not be recorded"
+    : "the model answered before recording state (patch_state with final:true)";
+  const next = `attempt ${attempt + 1} of ${MAX_RESOLUTION_STEERS + 1}`;
+  return `State Flow did not accept that answer: ${why}. It is asked to do that and answer again (${next}).`;
+}
+
+/**
+ * Why an answer was not accepted, in the person's terms: when the model's patches were refused, the
+ * refusal is the cause (a store that cannot be written, a damaged file, another session's change)
+ * and asking again cannot help until it is fixed; otherwise the model answered without final:true.
+ */
+export function exhaustedNotice(attempts: number, refusal: string | null): string {
+  if (refusal) {
+    return (
+      `State Flow did not accept the answer: the model's patch_state calls were refused, so after ${attempts} ` +
+      `attempts no answer could be recorded. The refusal: ${refusal} Committed state and enablement are kept; ` +
+      "fix what it names, then ask again."
+    );
+  }
   return (
-    `State Flow: the answer was not accepted after ${attempts} attempts without patch_state ` +
-    "final:true. Committed state and enablement are kept; ask again to continue."
+    `State Flow did not accept the answer: after ${attempts} attempts the model still answered without calling ` +
+    "patch_state with final:true. Committed state and enablement are kept; ask again to continue."
   );
 }

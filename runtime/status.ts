@@ -1,17 +1,27 @@
-// Status text: the compact footer `state-flow #<step>` and the detailed /state-flow-status report,
-// which keeps runtime config/meta apart from semantic materialization and labels each scope
-// without dumping bodies. Evidence that could not be read is reported as unavailable, never as
-// a clean zero.
+// Status text: the compact footer `state-flow #<step>` and the /state-flow-status report. The report
+// leads with a summary in plain words (on, off, stopped or unavailable; the store; the remote; the
+// state's size; the problems), then the details, which keep runtime config/meta apart from semantic
+// materialization, label each scope without dumping bodies, and give each internal word its
+// meaning. Evidence that could not be read is reported as unavailable, never as a clean zero.
 
 import { projectArtifacts } from "../storage/core/artifacts.ts";
 import type { JsonObject } from "../storage/core/json.ts";
 import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../storage/core/promotions.ts";
 import { SCOPES, type ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchState } from "../storage/state-store.ts";
+import type { PendingPublication } from "../machines/publication.ts";
+import type { ProjectionMode } from "../machines/episode-queries.ts";
+import type { PublicationSummary } from "./publication.ts";
 import { availableOffsets, headBoundary, readTemporalState } from "../storage/core/temporal.ts";
 
 export interface StatusInput {
   episode: string;
+  /** What the branch is in plain terms (the episode's projection mode). */
+  mode: ProjectionMode;
+  /** Where publication stands (null: no publication open, i.e. no store bound). */
+  remote: PublicationSummary | null;
+  /** The publication the store still owes (null: nothing pending). */
+  pending: PendingPublication | null;
   toolsActive: boolean;
   /** State Flow's tools the host could not make active although toolsActive asks for them. */
   missingTools: readonly string[];
@@ -60,8 +70,9 @@ function sizeLines(rt: BranchState, effective: ScopeState): string[] {
   return lines;
 }
 
-export function compactStatus(step: number | null): string {
-  return step === null ? "state-flow" : `state-flow #${step}`;
+/** The footer's detail after the accent `state-flow` label: the step. */
+export function compactStatus(step: number): string {
+  return `#${step}`;
 }
 
 /** Counts by status, then at most three pointers and three problems (bounded details). */
@@ -103,9 +114,97 @@ function toolsLine(input: StatusInput): string {
   return `tools NOT active: ${input.missingTools.join(", ")} left out by a tool allowlist or another extension`;
 }
 
+function stateLine(input: StatusInput): string {
+  const step = input.runtime ? ` (step ${headBoundary(input.runtime.view.lineage).step})` : "";
+  switch (input.mode) {
+    case "active":
+      return `State Flow: on${step} — the model works from the state below; runs leave the transcript`;
+    case "bootstrapTranscript":
+    case "bootstrapHandoff":
+      return (
+        `State Flow: on, migrating${step} — the next run still sees the conversation before the start, to ` +
+        "carry what matters into state"
+      );
+    case "passive":
+      return "State Flow: stopped — ordinary Pi since /state-flow-stop; the state is kept; /state-flow-start resumes";
+    case "failedClosed":
+      return `State Flow: unavailable — this branch's state could not be proven, so prompts are refused (${
+        input.unavailable ?? "see the details"
+      })`;
+    default:
+      return "State Flow: off — ordinary Pi on this branch; /state-flow-start turns it on";
+  }
+}
+
+function storeLine(input: StatusInput): string {
+  if (input.storeKind === "unopened") return `Store: ${input.storeRoot} (not opened in this session)`;
+  const kind = input.storeKind === "git" ? "Git: every accepted change is a commit" : "files only (no Git)";
+  return `Store: ${input.storeRoot} — ${kind}`;
+}
+
+function remoteLine(input: StatusInput): string | null {
+  const remote = input.remote;
+  if (!remote || input.storeKind !== "git") return null;
+  const pending = input.pending;
+  if (pending) {
+    const why = pending.lastError ? ` (${pending.attempts} failed: ${pending.lastError})` : "";
+    return `Remote: pending — ${pending.revision.slice(0, 12)} is not pushed yet${why}; pushed again after later runs`;
+  }
+  const last = remote.lastPushed;
+  const name = last?.remote ? `${last.remote}: ` : "";
+  switch (remote.status) {
+    case "local-only":
+      return "Remote: none — commits stay in the store (git -C <store> remote add … to publish them)";
+    case "off":
+      return 'Remote: not published — remotePublication is "off" for this branch';
+    case "recovering":
+    case "checking":
+      return "Remote: being asked whether it has this branch's newest commit";
+    case "queued":
+    case "pushing":
+      return `Remote: ${name}pushing the newest commit`;
+    default:
+      return last
+        ? `Remote: ${name}up to date (last push ${last.revision.slice(0, 12)})`
+        : "Remote: configured; nothing pushed in this session yet";
+  }
+}
+
+function problemLines(input: StatusInput, effectiveTokens: number | null): string[] {
+  const problems: string[] = [];
+  if (input.toolsActive && input.missingTools.length > 0)
+    problems.push(`State Flow's tools are not active (${input.missingTools.join(", ")}): runs are ordinary Pi`);
+  if (input.pending?.lastError) problems.push(`the remote refused or did not answer: ${input.pending.lastError}`);
+  if (!("unavailable" in input.invalidations) && input.invalidations.length > 0)
+    problems.push(`${input.invalidations.length} Knowledge source(s) changed or new since their artifact was written`);
+  if (effectiveTokens !== null && effectiveTokens > LARGE_STATE_TOKENS)
+    problems.push(`the state is large (${effectiveTokens.toLocaleString("en-US")} tokens with every request)`);
+  return problems.length === 0 ? ["Problems: none found"] : ["Problems:", ...problems.map((p) => `  - ${p}`)];
+}
+
+function summaryLines(input: StatusInput): string[] {
+  const rt = input.unavailable ? null : input.runtime;
+  const lines = [stateLine(input), storeLine(input)];
+  const remote = remoteLine(input);
+  if (remote) lines.push(remote);
+  let effective: number | null = null;
+  if (rt) {
+    effective = stateTokens(readTemporalState(rt.view).state);
+    const scopes = SCOPES.map((scope) => `${scope} ${stateTokens(rt.view.current[scope]).toLocaleString("en-US")}`);
+    lines.push(
+      `State size: ${scopes.join(", ")} tokens — ${effective.toLocaleString("en-US")} go with every model request`,
+    );
+  }
+  lines.push(...problemLines(input, effective));
+  return lines;
+}
+
 export function renderStatus(input: StatusInput): string {
-  const lines = ["State Flow status", "", "Runtime (config and meta)"];
-  lines.push(`  episode: ${input.episode} (${toolsLine(input)})`);
+  const lines = ["State Flow status", "", ...summaryLines(input), "", "Details", "", "Runtime (config and meta)"];
+  lines.push(
+    `  episode: ${input.episode} (${toolsLine(input)}) — the branch's State Flow lifecycle state ` +
+      "(docs/state-machines.md, M1)",
+  );
   lines.push(`  store: ${input.storeKind} at ${input.storeRoot}`);
   const rt = input.runtime;
   if (input.unavailable) {
@@ -116,11 +215,18 @@ export function renderStatus(input: StatusInput): string {
     const head = headBoundary(rt.view.lineage);
     lines.push(`  enabled: ${rt.config.enabled ? "yes" : "no"}    remote publication: ${rt.config.remotePublication}`);
     lines.push(`  scope keys: cwd ${rt.identity.cwdKey}    session ${rt.identity.sessionKey}`);
-    lines.push(`  head: step ${head.step} (${head.id})    revision: ${rt.pointer.revision}`);
-    lines.push(`  lineage: ${rt.view.lineage.id} from origin step ${rt.view.lineage.originStep}`);
+    lines.push(`  head: step ${head.step} (${head.id}) — the newest accepted transition`);
+    lines.push(`  revision: ${rt.pointer.revision} — the commit (or file cohort) this branch is bound to`);
+    lines.push(
+      `  lineage: ${rt.view.lineage.id} from origin step ${rt.view.lineage.originStep} — this branch's line of ` +
+        "history; steps before its origin cannot be read back",
+    );
     lines.push(`  counters: ${rt.meta.counters.transitions} transitions, ${rt.meta.counters.runs} accepted runs`);
   }
-  lines.push(`  publication: ${input.publication}${input.pendingTarget ? ` (pending ${input.pendingTarget})` : ""}`);
+  lines.push(
+    `  publication: ${input.publication}${input.pendingTarget ? ` (pending ${input.pendingTarget})` : ""} — when ` +
+      "commits are pushed to the store's remote, if it has one",
+  );
   lines.push("", "Semantic materialization");
   if (input.unavailable) {
     lines.push("  unavailable (see runtime above)");
@@ -131,10 +237,12 @@ export function renderStatus(input: StatusInput): string {
     return lines.join("\n");
   }
   const offsets = availableOffsets(rt.view.lineage);
-  lines.push(`  hot offsets: 0–${offsets - 1} (${offsets} available)`);
+  lines.push(
+    `  hot offsets: 0–${offsets - 1} (${offsets} available) — how many transitions back read_state can show state`,
+  );
   lines.push(
     `  retained tails: ${SCOPES.map((s) => `${s} ${rt.view.streams[s].tail.length}`).join(", ")} ` +
-      "(may include inherited pre-origin records)",
+      "— patch records kept after each scope's checkpoint (may include inherited pre-origin records)",
   );
   const effectiveState = readTemporalState(rt.view).state;
   lines.push(...sizeLines(rt, effectiveState));

@@ -11,7 +11,34 @@ const PUBLICATION = ["tests/runtime/publication.test.ts", "tests/runtime/publica
 const RESTORE = ["tests/runtime/restore-branch.test.ts"];
 const RUN = ["tests/runtime/run-session.test.ts", "tests/runtime/flow-runtime.test.ts"];
 
+const FRESH = ["tests/adapters/pi/fresh-runs.test.ts"];
+
 export const RUNTIME_MUTANTS: readonly Mutant[] = [
+  // the run's shared-state check
+  {
+    id: "run-session-past-refreshed",
+    file: "runtime/run-session.ts",
+    from: '    if (live.selectedPast) return { kind: "selectedPast" };\n',
+    to: "",
+    why: "a branch restored to a past point is moved to the newest shared state: its selected past is lost",
+    suite: FRESH,
+  },
+  {
+    id: "run-session-adoption-unbound",
+    file: "runtime/run-session.ts",
+    from: "    if (this.binding.state === state) this.binding.state = next;\n",
+    to: "",
+    why: "the run says what moved but works from the old state: the model is told of a change it cannot see",
+    suite: FRESH,
+  },
+  {
+    id: "store-live-moves-blind",
+    file: "storage/state-store.ts",
+    from: 'shared: (["global", "cwd"] as const).filter(moved)',
+    to: "shared: []",
+    why: "another session's shared change stays invisible until this session's next patch",
+    suite: FRESH,
+  },
   // the run's runtime side
   {
     id: "run-session-tools-ignored",
@@ -309,8 +336,8 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "notices-stop-cause-says-adoption",
     file: "runtime/notices.ts",
-    from: '  "stop-failed": "State Flow could not persist the stop: ",',
-    to: '  "stop-failed": "State Flow could not adopt the store into Git: ",',
+    from: '    prefix: "State Flow could not persist the stop: ",',
+    to: '    prefix: "State Flow could not adopt the store into Git: ",',
     why: "a notice that names the wrong cause: a failed stop is reported as a failed adoption",
     suite: ["tests/runtime/notices.test.ts"],
   },

@@ -65,15 +65,15 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-passive-tree-no-refreeze",
     file: "machines/episode.ts",
-    from: 'TREE: { actions: ["freezeHandoff"] },',
-    to: "TREE: {},",
+    from: 'TREE: { actions: ["seedSpecification", "freezeHandoff"] },',
+    to: 'TREE: { actions: ["seedSpecification"] },',
     why: "/tree while passive keeps the handoff frozen at the old position",
   },
   {
     id: "episode-stop-persisted-no-freeze",
     file: "machines/episode.ts",
-    from: 'onDone: { target: "passive", actions: ["freezeHandoff"] },',
-    to: 'onDone: { target: "passive" },',
+    from: 'onDone: { target: "passive", actions: ["freezeHandoff", "reportStopped"] },',
+    to: 'onDone: { target: "passive", actions: ["reportStopped"] },',
     why: "passive begins without freezing the exit handoff",
   },
   {
@@ -100,8 +100,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-from-off-skips-bootstrap",
     file: "machines/episode.ts",
-    from: 'onDone: { target: "#episode.active.bootstrap.fromTranscript" },',
-    to: 'onDone: { target: "#episode.active.steady" },',
+    from: 'onDone: { target: "#episode.active.bootstrap.fromTranscript", actions: ["reportStarted"] },',
+    to: 'onDone: { target: "#episode.active.steady", actions: ["reportStarted"] },',
     why: "a mid-conversation start drops the pre-Flow transcript instead of migrating it",
   },
   {
@@ -121,8 +121,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-bootstrap-ends-unaccepted",
     file: "machines/episode.ts",
-    from: '"xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded"] }',
-    to: '"xstate.done.actor.run": { target: "steady", actions: ["runEnded"] }',
+    from: '"xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded", "recordCarried"] }',
+    to: '"xstate.done.actor.run": { target: "steady", actions: ["runEnded", "recordCarried"] }',
     why: "a run whose answer was not committed still ends the migration run: the pre-Flow context is dropped unsaved",
   },
   {
@@ -333,7 +333,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "run-no-fresh-answer",
     file: "machines/run.ts",
-    from: 'on: { USER_MESSAGE: { target: "resolving" } },',
+    from: 'on: { USER_MESSAGE: { target: "resolving", actions: ["askAgain"] } },',
     to: "on: { USER_MESSAGE: {} },",
     why: "a follow-up after the run's answer is answered without resolution (no final:true asked, no response)",
   },
@@ -352,11 +352,39 @@ export const MUTANTS: readonly Mutant[] = [
     why: "drafts an earlier answer of the run discarded come back into its later inferences",
   },
   {
-    id: "run-ordinary-discovers",
+    id: "run-ordinary-prepared",
     file: "machines/run.ts",
-    from: 'always: [{ guard: "equipped", target: "discovering" }, { target: "none" }],',
-    to: 'always: [{ target: "discovering" }],',
-    why: "an ordinary run (State Flow off) reads the Knowledge sources and their provenance",
+    from: 'always: [{ guard: "equipped", target: "refreshing" }, { target: "none" }],',
+    to: 'always: [{ target: "refreshing" }],',
+    why: "an ordinary run (State Flow off) reads the shared scopes and the Knowledge sources",
+  },
+  {
+    id: "run-finding-dropped",
+    file: "machines/run.ts",
+    from: 'onDone: { target: "discovering", actions: ["keepFreshness"] },',
+    to: 'onDone: { target: "discovering" },',
+    why: "the run adopts another session's change but its context never says what moved",
+  },
+  {
+    id: "run-later-answer-unasked",
+    file: "machines/run.ts",
+    from: "askAgain: assign({ answered: false }),",
+    to: "askAgain: assign({}),",
+    why: "a request added after an accepted answer counts as answered when its own answer never came",
+  },
+  {
+    id: "specification-interrupted-forgotten",
+    file: "machines/specification.ts",
+    from: "const open = current.unanswered && ",
+    to: "const open = false && ",
+    why: "a prompt replaces a request whose run was interrupted: the user's request is forgotten",
+  },
+  {
+    id: "episode-tree-keeps-specification",
+    file: "machines/episode.ts",
+    from: "? specificationCarrying(event.carried)",
+    to: "? context.specification",
+    why: "a /tree or a resume carries the requests of another branch point, or forgets the branch's own",
   },
   // barrier
   {

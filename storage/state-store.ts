@@ -21,6 +21,7 @@ import { stageCohort, type StagedCohort } from "./core/cohort.ts";
 import { StateFlowError, errorMessage } from "./core/errors.ts";
 import type { ScopeName, ScopePatch, ScopeState } from "./core/scope-state.ts";
 import { cohortPaths, scopeFiles } from "./layout.ts";
+import { readOwnedFilesSync } from "./fs/fs-safe.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import { isFilePointer, loadIfCurrent, provesFileCohort, sameBytes, sameHashes } from "./cohort-basis.ts";
@@ -434,6 +435,21 @@ export class StateStore {
   async refresh(runtime: BranchState): Promise<BranchState> {
     const { live, view } = await retryTransient(() => this.prepare(runtime));
     return { ...runtime, view, basis: live };
+  }
+
+  /**
+   * What moved in the live store since this branch read it, from one read of each scope's meta.json
+   * (no pair, no git process): every publication rewrites the meta.json of each scope it changes,
+   * with the record of the pair it wrote (stream-record.ts). `selectedPast`: the live session layer
+   * is not the one this branch holds — the branch was restored to a past point (or a later branch
+   * of this session published since), and keeps its selected past until its own next publication.
+   * `shared`: the shared scopes whose meta.json differs; `refresh` adopts them.
+   */
+  liveMoves(runtime: BranchState): { selectedPast: boolean; shared: SharedScope[] } {
+    const meta = (scope: ScopeName) => scopeFiles(scope, this.identity).meta;
+    const live = readOwnedFilesSync(this.store.root, [meta("session"), meta("global"), meta("cwd")]);
+    const moved = (scope: ScopeName) => !sameBytes(live.get(meta(scope)) ?? null, file(runtime.basis, meta(scope)));
+    return { selectedPast: moved("session"), shared: (["global", "cwd"] as const).filter(moved) };
   }
 
   /**

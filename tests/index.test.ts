@@ -18,7 +18,7 @@ describe("package entry", () => {
   });
 
   it('declares Pi\'s packages as peers with "*" (Pi provides them), pinned for development', () => {
-    for (const name of ["pi-coding-agent", "pi-ai", "pi-agent-core"] as const) {
+    for (const name of ["pi-coding-agent", "pi-ai", "pi-agent-core", "pi-tui"] as const) {
       expect(pkg.peerDependencies[`@earendil-works/${name}`], name).toBe("*");
     }
     expect(pkg.devDependencies["@earendil-works/pi-coding-agent"]).toBe("0.84.4");

@@ -1,6 +1,7 @@
 // Reading State Flow's provenance from the selected Pi branch: checkpoint entries
 // (`{revision}` / `{disabled:true}`, appended with pi.appendEntry) become restore markers, and the
-// branch's shape tells the episode machine whether a session is genuinely new. Pure over entries.
+// branch's shape tells the episode machine whether a session is genuinely new; a selected answer's
+// checkpoint, written after it, is read as the branch's (markerEntries). Pure over entries.
 //
 // Older State Flow versions copied runtime config/meta, counters, lineage, the specification and
 // semantic state into these entries (spec 001 "Runtime ownership": "Older config/meta and
@@ -94,6 +95,74 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
     else if ("revision" in data) markers.push({ kind: "revision", revision: data.revision });
     else markers.push(handoffBy === sessionId ? { kind: "disabled", stoppedBy: sessionId } : { kind: "disabled" });
   }
+  return markers;
+}
+
+/**
+ * The entries to read the selected branch's markers from: the branch, plus the checkpoint that
+ * recorded its newest message when that message is an assistant message whose checkpoint lies off
+ * the branch. Pi's /tree puts the leaf on a selected assistant message itself, but State Flow
+ * records an accepted answer's state at turn_end, after the message, as its child: without this
+ * the restore would pick the checkpoint before the answer (the previous run's response), not the
+ * state whose response is the answer the user selected.
+ *
+ * From the leaf up, the newest message is found past non-message entries (a branch summary, a
+ * label, a custom entry). Its checkpoint is the first State Flow checkpoint, in the session's
+ * entry order, reached from it by following children through non-message entries only: nothing
+ * the user or the model said lies between, so it records the state in force right after that
+ * message (for a message calling patch_state, the transition it made). A discarded draft reaches
+ * none (its resolution note, a custom message, follows it).
+ * Pi 1.6's `system` message entries record a tool loadout, not a turn, and are passed like
+ * non-message entries. A checkpoint already on the branch after that message means the leaf is
+ * past it: the branch is read as it is.
+ *
+ * The checkpoint carries no session id, and none is needed: `all` is this session file's entries,
+ * which are its own or copied into it when Pi forked it (`forkFrom` copies every entry,
+ * `createBranchedSession` the path to the fork point). A copied checkpoint is read as the copied
+ * checkpoints on the branch already are: the store proves a revision holds a runtime of this
+ * physical session (StateStore.loadPointer), so a parent's pointer is an invalid target in a fork.
+ * A stop's attribution is unchanged: its handoff is a custom message, so the walk never crosses one.
+ */
+export function markerEntries(branch: readonly SessionEntry[], all: readonly SessionEntry[]): readonly SessionEntry[] {
+  let newest = branch.length - 1;
+  while (newest >= 0 && !isTurn(branch[newest]!)) newest--;
+  const answer = branch[newest];
+  if (answer?.type !== "message" || answer.message.role !== "assistant") return branch;
+  if (branch.slice(newest + 1).some(isCheckpoint)) return branch;
+  // A child is appended after its parent, so one pass in file order follows every path down.
+  const reached = new Set([answer.id]);
+  for (const entry of all) {
+    if (entry.parentId === null || !reached.has(entry.parentId) || isTurn(entry)) continue;
+    if (isCheckpoint(entry)) return [...branch, entry];
+    reached.add(entry.id);
+  }
+  return branch;
+}
+
+/** A message or custom message: something the model or the user said (Pi 1.6's tool loadout records aside). */
+function isTurn(entry: SessionEntry): boolean {
+  if (entry.type === "custom_message") return true;
+  return entry.type === "message" && (entry.message as { role: string }).role !== "system";
+}
+
+function isCheckpoint(entry: SessionEntry): boolean {
+  return entry.type === "custom" && entry.customType === CHECKPOINT_ENTRY;
+}
+
+/**
+ * The selected branch's markers: its own, and the selected answer's record when that lies off the
+ * branch (markerEntries), marked `offBranch` so that the restore records it on the branch.
+ */
+export function selectedMarkers(
+  branch: readonly SessionEntry[],
+  all: readonly SessionEntry[],
+  sessionId: string,
+): BranchMarker[] {
+  const entries = markerEntries(branch, all);
+  const markers = branchMarkers(entries, sessionId);
+  const last = markers.at(-1);
+  if (entries.length > branch.length && last?.kind === "revision")
+    markers[markers.length - 1] = { ...last, offBranch: true };
   return markers;
 }
 

@@ -1,7 +1,8 @@
 // Agent-level configuration: `state-flow.json` in Pi's agent directory, read once at extension
-// load. Strict on purpose: an unknown key or a bad value fails loading with the key and value
-// named, instead of silently choosing another store. A missing file means defaults and is never
-// generated. Branch runtime config (enabled, policy of a resumed branch) lives in the store.
+// load. Strict on purpose: an unknown key or a bad value fails loading with the file, the key and
+// the value named and the fix said, instead of silently choosing another store (the extension then
+// registers nothing but that message; Pi itself still runs). A missing file means defaults and is
+// never generated. Branch runtime config (enabled, policy of a resumed branch) lives in the store.
 
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -72,19 +73,24 @@ export function loadConfig(agentDir: string, home = homedir()): StateFlowConfig 
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new StateFlowConfigError(
-      `${file}: invalid JSON (${(error as Error).message}); fix the file or remove it to use defaults`,
-    );
+    // (one line: JSON.parse quotes the offending text, line breaks included)
+    const reason = (error as Error).message.replace(/\r?\n/g, "\\n");
+    throw new StateFlowConfigError(`${file}: invalid JSON (${reason}); fix the file or remove it to use defaults`);
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new StateFlowConfigError(`${file}: must be a JSON object such as {"autoStart": false}`);
+    throw new StateFlowConfigError(
+      `${file}: must be a JSON object such as {"autoStart": false}; fix the file or remove it to use defaults`,
+    );
   }
   const result = v.safeParse(ConfigSchema, raw);
   if (!result.success) {
     const issue = result.issues[0]!;
     const key = String((issue.path?.[0] as { key?: unknown } | undefined)?.key ?? "");
     const value = (raw as Record<string, unknown>)[key];
-    throw new StateFlowConfigError(`${file}: "${key}" = ${JSON.stringify(value)} ${issue.message}`);
+    const fix = Object.hasOwn(ConfigSchema.entries, key)
+      ? "correct the value, or remove the key to use its default"
+      : "correct the key's spelling, or remove it";
+    throw new StateFlowConfigError(`${file}: "${key}" = ${JSON.stringify(value)} ${issue.message}; ${fix}`);
   }
   const config = result.output;
   return {

@@ -13,6 +13,7 @@ import type { AgentMessage } from "@earendil-works/pi-agent-core";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
 import { renderSpecification, type Specification } from "../../machines/specification.ts";
+import type { Freshness, SharedMove } from "../../machines/run.ts";
 import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
@@ -54,6 +55,15 @@ export function currentRunStart(messages: readonly AgentMessage[], sessionId: st
   const anchor = lastIndex(messages, (m) => isMarker(m, RUN_ANCHOR, sessionId));
   if (anchor < 0) return 0;
   return messages[anchor - 1]?.role === "user" ? anchor - 1 : anchor;
+}
+
+/** Where the first State Flow run at or after `from` begins (its prompt, else its anchor); the end when none. */
+function firstRunStart(messages: readonly AgentMessage[], from: number, sessionId: string): number {
+  for (let i = from; i < messages.length; i++) {
+    if (isMarker(messages[i]!, RUN_ANCHOR, sessionId))
+      return messages[i - 1]?.role === "user" && i - 1 >= from ? i - 1 : i;
+  }
+  return messages.length;
 }
 
 /** The current run without State Flow's own markers, discarded drafts and superseded resolution notes. */
@@ -116,18 +126,54 @@ export function volatileAfterRun(volatile: string, run: readonly AgentMessage[])
   return false;
 }
 
+/** State Flow's tools: where they are not offered, their earlier calls and results are not sent either. */
+const OWN_TOOLS = new Set(["patch_state", "read_state"]);
+
+type Block = { type: string; id?: string; name?: string };
+
+/**
+ * The messages without State Flow's tool calls and their results (a fork, or a branch where State
+ * Flow is off, copied them): a model is never sent calls of tools it is not offered. An assistant
+ * message left with nothing is dropped.
+ */
+function withoutOwnToolCalls(messages: readonly AgentMessage[]): AgentMessage[] {
+  const calls = new Set<string>();
+  const kept: AgentMessage[] = [];
+  for (const message of messages) {
+    if (message.role === "assistant") {
+      const content = message.content as Block[];
+      const own = content.filter((b) => b.type === "toolCall" && OWN_TOOLS.has(b.name ?? ""));
+      if (own.length === 0) kept.push(message);
+      else {
+        for (const call of own) calls.add(call.id ?? "");
+        const rest = content.filter((b) => !own.includes(b));
+        if (rest.length > 0) kept.push({ ...message, content: rest } as AgentMessage);
+      }
+      continue;
+    }
+    const result = message as { role: string; toolName?: string; toolCallId?: string };
+    if (result.role === "toolResult" && (OWN_TOOLS.has(result.toolName ?? "") || calls.has(result.toolCallId ?? "")))
+      continue;
+    kept.push(message);
+  }
+  return kept;
+}
+
 /**
  * Where State Flow is not active (off, a fork) the context is Pi's own, minus State Flow's private
- * messages (run anchors, stop handoffs, resolution notes) and the drafts a resolution discarded,
- * which another branch or an earlier stop left in the transcript. null when there are none: Pi's
- * context stays untouched.
+ * messages (run anchors, stop handoffs, resolution notes), the drafts a resolution discarded and
+ * State Flow's tool calls with their results, which another branch or an earlier stop left in the
+ * transcript. null when there are none: Pi's context stays untouched.
  */
 export function withoutOwnMessages(
   messages: readonly AgentMessage[],
   discarded: ReadonlySet<number> = new Set(),
 ): AgentMessage[] | null {
-  const kept = messages.filter((m) => !isOwnMessage(m) && !(m.role === "assistant" && discarded.has(m.timestamp)));
-  return kept.length === messages.length ? null : kept;
+  const kept = withoutOwnToolCalls(
+    messages.filter((m) => !isOwnMessage(m) && !(m.role === "assistant" && discarded.has(m.timestamp))),
+  );
+  const same = kept.length === messages.length && kept.every((m, i) => m === messages[i]);
+  return same ? null : kept;
 }
 
 /**
@@ -137,6 +183,19 @@ export function withoutOwnMessages(
 export function closedRunOnly(messages: readonly AgentMessage[], discarded: ReadonlySet<number>): AgentMessage[] {
   const start = lastIndex(messages, (m) => m.role === "user" || (isCustom(m) && !isOwnMessage(m)));
   return withoutOwnMessages(messages.slice(Math.max(start, 0)), discarded) ?? messages.slice(Math.max(start, 0));
+}
+
+/**
+ * Whether a bootstrap run has pre-Flow context to migrate: messages before the current run (from
+ * the stop handoff on, after a restart) other than State Flow's own. A new, empty session has none,
+ * so its first run is told nothing about a migration.
+ */
+export function hasPreFlowContext(messages: readonly AgentMessage[], sessionId: string): boolean {
+  const start = currentRunStart(messages, sessionId);
+  const stop = lastIndex(messages, (m) => isMarker(m, STOP_HANDOFF, sessionId));
+  const from = stop >= 0 && stop < start ? stop : 0;
+  const until = firstRunStart(messages.slice(0, start), from, sessionId);
+  return messages.slice(from, until).some((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
 }
 
 export function projectContext(input: ProjectionInput): AgentMessage[] {
@@ -159,7 +218,12 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
   const trailing = after ? [runtimeContextMessage(trailingVolatile(parts.volatile), timestamp)] : [];
   if (mode === "bootstrap") {
     const from = stop >= 0 && stop < start ? stop : 0;
-    const preFlow = before.slice(from).filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
+    // Earlier runs of this bootstrap ended without an accepted answer: their requests carry over in the
+    // specification, their partial text and tool calls do not (the pre-Flow context ends where they begin).
+    const until = firstRunStart(before, from, sessionId);
+    const preFlow = before
+      .slice(from, until)
+      .filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
     return [context, ...preFlow, ...run, ...trailing];
   }
   const foreign = before.filter((m) => isCustom(m) && !isOwnMessage(m));
@@ -174,8 +238,9 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 //             transition touched (at the run's start) and this run has not changed; each keeps
 //             its place in the state's own key order, so a path moves only when it changes or has
 //             been quiet through the whole retained window (seven transitions);
-//   run       what is fixed for the run: the last response, the specification, the transitions as
-//             at the run's start, the artifact invalidations, the bootstrap note;
+//   run       what is fixed for the run: the last response, the specification, what other sessions
+//             changed since this session's last run, the transitions as at the run's start, the
+//             artifact invalidations, the bootstrap note;
 //   volatile  the paths changed recently or in this run (current values: with the stable part they
 //             are state[0], nothing to apply), the step, this run's transitions, the resolution
 //             note; at the end of the runtime-context message, or after the run's trajectory when
@@ -186,6 +251,8 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
 export interface RuntimeContextInput {
   /** The user's request the run works toward (see machines/specification.ts). */
   specification: Specification;
+  /** What the run's shared-state check found: other sessions' changes adopted at its start (none: unchecked). */
+  freshness?: Freshness;
   /** The current effective state[0], as the model sees it. */
   state: ScopeState;
   /** Paths rendered in the volatile part (stability.ts); everything else is stable. */
@@ -246,6 +313,50 @@ export function transitionLines(transitions: readonly CompactTransition[]): stri
   return lines;
 }
 
+/** At most this many paths are named per kind of change; the rest are counted. */
+const MOVED_PATHS = 8;
+
+function pathList(verb: string, paths: readonly string[]): string[] {
+  if (paths.length === 0) return [];
+  const more = paths.length > MOVED_PATHS ? ` (+${paths.length - MOVED_PATHS} more)` : "";
+  return [`${verb} ${paths.slice(0, MOVED_PATHS).join(", ")}${more}`];
+}
+
+function moveLine(move: SharedMove): string {
+  const what = [...pathList("added", move.added), ...pathList("changed", move.changed)];
+  what.push(...pathList("removed", move.removed));
+  const by = move.transitions > 0 ? `${move.transitions} transition(s)` : "its history folded";
+  const newest = move.newest ? `, newest ${move.newest.id.slice(0, 10)} at its step ${move.newest.step}` : "";
+  return `- ${move.scope}: ${what.join("; ")} (${by}${newest})`;
+}
+
+/** What the run's shared-state check found, when there is something to say (never a clean answer it did not check). */
+export function freshnessLines(freshness: Freshness | undefined): string[] {
+  switch (freshness?.kind) {
+    case "adopted":
+      return [
+        "",
+        "## Changed by other sessions since this session's last run (already in state[0])",
+        ...freshness.moved.map(moveLine),
+      ];
+    case "selectedPast":
+      return [
+        "",
+        "## Restored branch",
+        "This branch is restored to an earlier point: state[0], global and cwd included, is as it was then. Other " +
+          "sessions' newer global and cwd values are adopted with this branch's next accepted patch.",
+      ];
+    case "unavailable":
+      return [
+        "",
+        "## Other sessions' changes",
+        `(unavailable: ${freshness.reason}) state[0] is as this session last read it.`,
+      ];
+    default:
+      return [];
+  }
+}
+
 export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeContextParts {
   const { split, stable } = stateParts(input.state, input.volatile);
   const stableText = [
@@ -260,6 +371,7 @@ export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeCo
   const run: string[] = [];
   if (input.state.response !== "") run.push(`state[0].response: ${JSON.stringify(input.state.response)}`, "");
   run.push("## Current specification (the user's request for this run)", ...renderSpecification(input.specification));
+  run.push(...freshnessLines(input.freshness));
   if (input.transitions.length > 0) {
     run.push("", "## Recent transitions (newest first, as at this run's start)", ...transitionLines(input.transitions));
   }

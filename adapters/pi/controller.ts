@@ -25,7 +25,14 @@ import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/
 import type { FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
-import { CHECKPOINT_ENTRY, DISCARDED_ENTRY, branchMarkers, branchShape, discardedDrafts } from "./branch.ts";
+import {
+  CHECKPOINT_ENTRY,
+  DISCARDED_ENTRY,
+  branchMarkers,
+  branchShape,
+  discardedDrafts,
+  selectedMarkers,
+} from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
 import {
   PROTOCOL,
@@ -33,11 +40,13 @@ import {
   RUN_ANCHOR,
   STOP_HANDOFF,
   closedRunOnly,
+  hasPreFlowContext,
   projectContext,
   renderRuntimeContextParts,
   withoutOwnMessages,
   type RuntimeContextParts,
 } from "./context.ts";
+import { REQUESTS_ENTRY, carriedOnBranch, sameCarried } from "./carried-requests.ts";
 import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
 import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
@@ -102,6 +111,12 @@ function resolutionNote(resolution: { eligible: boolean; steers: number } | null
         "Call patch_state with final:true before your final answer."
     : "This run is not yet terminal-eligible: call patch_state with final:true (alone if nothing changed) " +
         "before your final answer.";
+}
+
+/** The footer as 001 draws it: an accent `state-flow` and the dim detail (plain where the UI has no theme). */
+export function footerText(ui: ExtensionContext["ui"], detail: string): string {
+  const theme = (ui as { theme?: { fg(color: string, text: string): string } }).theme;
+  return theme ? `${theme.fg("accent", "state-flow")} ${theme.fg("dim", detail)}` : `state-flow ${detail}`;
 }
 
 /** The absolute path Pi's read tool resolved (`@` stripped, `~` expanded, relative to the cwd). */
@@ -193,7 +208,7 @@ export class StateFlowController {
   private host(): BranchHost {
     const manager = () => this.ctx!.sessionManager;
     return {
-      markers: () => branchMarkers(manager().getBranch(), this.sessionId),
+      markers: () => selectedMarkers(manager().getBranch(), manager().getEntries(), this.sessionId),
       recordedRevisions: () =>
         new Set(
           branchMarkers(manager().getEntries(), this.sessionId).flatMap((m) =>
@@ -204,6 +219,11 @@ export class StateFlowController {
       sendHandoff: (state) => this.hidden(STOP_HANDOFF, handoffText(state)),
       steer: (attempt) => this.hidden(RESOLUTION_NOTE, steerText(attempt), { deliverAs: "steer", triggerTurn: true }),
       recordDiscarded: (timestamp) => this.pi.appendEntry(DISCARDED_ENTRY, { timestamp, sessionId: this.sessionId }),
+      carriedRequests: () => carriedOnBranch(manager().getBranch(), this.sessionId),
+      recordCarried: (carried) => {
+        if (sameCarried(carried, carriedOnBranch(manager().getBranch(), this.sessionId))) return;
+        this.pi.appendEntry(REQUESTS_ENTRY, { ...carried, sessionId: this.sessionId });
+      },
       notify: (message: string, level: NoticeLevel) => this.notify(message, level),
       registerTools: () => this.options.registerTools(),
       sync: (view) => this.sync(view),
@@ -247,7 +267,7 @@ export class StateFlowController {
       const next = view.toolsActive ? [...others, ...TOOL_NAMES] : others;
       if (next.length !== current.length || next.some((n, i) => n !== current[i])) this.pi.setActiveTools(next);
     }
-    this.ui?.ui.setStatus("state-flow", view.footer);
+    this.ui?.ui.setStatus("state-flow", view.footer && footerText(this.ui.ui, view.footer.detail));
   }
 
   // ---- Pi lifecycle -------------------------------------------------------------------------
@@ -318,9 +338,9 @@ export class StateFlowController {
     return { action: "handled" };
   }
 
-  /** Before the first context of a run: the run's Knowledge discovery has completed. */
+  /** Before the first context of a run: the run is prepared (shared state adopted, Knowledge discovered). */
   prepareContext(): Promise<void> {
-    return this.runtime.knowledgeReady();
+    return this.runtime.prepared();
   }
 
   /** context: the projection the next inference receives (undefined = Pi's own context). */
@@ -341,6 +361,7 @@ export class StateFlowController {
     const baseStep = headBoundary(base.view.lineage).step;
     const parts = renderRuntimeContextParts({
       specification: projection.specification,
+      freshness: projection.freshness,
       state,
       volatile: this.volatilePaths(base, view, state),
       step: headBoundary(view.lineage).step,
@@ -348,7 +369,7 @@ export class StateFlowController {
       runTransitions: view === base.view ? [] : recentTransitions(view).filter((t) => t.step > baseStep),
       invalidations: projection.invalidations,
       resolutionNote: resolutionNote(projection.resolution),
-      bootstrap: projection.mode === "bootstrap",
+      bootstrap: projection.mode === "bootstrap" && hasPreFlowContext(messages, sessionId),
     });
     this.sent = parts;
     return projectContext({
@@ -458,5 +479,17 @@ export class StateFlowController {
 
   statusText(): string {
     return this.runtime.status();
+  }
+
+  /**
+   * /state-flow-status: the report where the person looks — the UI (TUI, and RPC's notify), else
+   * stderr: in print and JSON modes Pi keeps stdout for its own output (it routes an extension's
+   * stdout writes to stderr too: pi-coding-agent core/output-guard.js, takeOverStdout).
+   */
+  showStatus(ctx: ExtensionContext): void {
+    this.bind(ctx);
+    const text = this.runtime.status();
+    if (ctx.hasUI) ctx.ui.notify(text, "info");
+    else process.stderr.write(`${text}\n`);
   }
 }

@@ -1,12 +1,22 @@
 // State Flow as a Pi extension: registers patch_state / read_state, the three commands and the
 // lifecycle hooks, and forwards everything to the controller. This is the only module that
-// speaks Pi's extension API; it reads the agent-level configuration once, at load.
+// speaks Pi's extension API; it reads the agent-level configuration once, at load. An invalid
+// state-flow.json does not fail Pi's loading (Pi would exit for every project): State Flow then
+// registers no tool, hook or store access, only says what is wrong at each session start and
+// answers its three commands with that; /reload re-reads the file.
 
 import { join } from "node:path";
-import { VERSION, getAgentDir, type ExtensionAPI, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
+import {
+  VERSION,
+  getAgentDir,
+  type ExtensionAPI,
+  type ExtensionContext,
+  type ExtensionFactory,
+} from "@earendil-works/pi-coding-agent";
 import { loadInspection } from "../inspect/inspector.ts";
-import { loadConfig } from "./config.ts";
+import { StateFlowConfigError, loadConfig, type StateFlowConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
+import { renderPatchResult } from "./tool-render.ts";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
 import {
   PATCH_STATE_DESCRIPTION,
@@ -37,7 +47,14 @@ function text(value: string) {
 export function createStateFlowExtension(options: StateFlowExtensionOptions = {}): ExtensionFactory {
   return async (pi: ExtensionAPI) => {
     const agentDir = options.agentDir ?? getAgentDir();
-    const config = loadConfig(agentDir);
+    let config: StateFlowConfig;
+    try {
+      config = loadConfig(agentDir);
+    } catch (error) {
+      if (!(error instanceof StateFlowConfigError)) throw error;
+      registerConfigError(pi, error);
+      return;
+    }
     const inspection = await loadInspection(options.env ?? process.env);
     const controller = new StateFlowController(pi, {
       agentDir,
@@ -69,7 +86,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     });
     pi.registerCommand("state-flow-status", {
       description: "Inspect State Flow runtime, semantic, freshness and publication diagnostics",
-      handler: async (_args, ctx) => ctx.ui.notify(controller.statusText(), "info"),
+      handler: async (_args, ctx) => controller.showStatus(ctx),
     });
 
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
@@ -96,6 +113,40 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
   };
 }
 
+/** What State Flow says, at every session start and for each of its commands, while its configuration is invalid. */
+export function configErrorText(error: StateFlowConfigError): string {
+  return (
+    `State Flow is off: ${error.message}. Then run /reload (or restart Pi) to load it; until then it adds ` +
+    `no tools and reads or writes no state.`
+  );
+}
+
+/**
+ * The whole extension while state-flow.json is invalid: the named error at every session start
+ * and as the answer of /state-flow-start, -stop and -status, which do nothing else (so a typed
+ * command is not sent to the model as a prompt). No tools, no context or provider hooks, no store.
+ */
+function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): void {
+  const message = configErrorText(error);
+  // As the controller's notices: Pi's notify is a no-op without a UI (print and JSON modes), so stderr,
+  // where a command right after the session start would only repeat the same line.
+  let printed = false;
+  const report = (ctx: ExtensionContext, failedCommand: boolean) => {
+    if (ctx.hasUI) ctx.ui.notify(message, "error");
+    else if (!printed) {
+      process.stderr.write(`[state-flow] error: ${message}\n`);
+      printed = true;
+    }
+    // A start or stop that could not happen is a failed command in print mode; Pi's own run is not.
+    if (failedCommand && (ctx.mode === "print" || ctx.mode === "json")) process.exitCode = 1;
+  };
+  const description = "State Flow is off: state-flow.json is invalid (run to see why)";
+  pi.registerCommand("state-flow-start", { description, handler: async (_args, ctx) => report(ctx, true) });
+  pi.registerCommand("state-flow-stop", { description, handler: async (_args, ctx) => report(ctx, true) });
+  pi.registerCommand("state-flow-status", { description, handler: async (_args, ctx) => report(ctx, false) });
+  pi.on("session_start", (_event, ctx) => report(ctx, false));
+}
+
 /** patch_state and read_state; registered by the controller on first activation only. */
 function registerTools(pi: ExtensionAPI, controller: StateFlowController): void {
   pi.registerTool({
@@ -113,6 +164,8 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
       const result = await controller.patchState(parsePatchStateArgs(params));
       return { content: text(result.text), details: result.details };
     },
+    // The person's line for the result (the text above is the model's): tool-render.ts.
+    renderResult: renderPatchResult,
   } as never);
 
   pi.registerTool({

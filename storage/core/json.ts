@@ -105,8 +105,9 @@ const NULL_REFUSALS: Record<Exclude<Position, "merge-member">, string> = {
   materialized: "null is not allowed in materialized state",
   "patch-root": "a patch is an object; null only deletes a key as one of its members",
   replacement:
-    "null inside an array is stored as is (arrays replace whole, nothing merges there), and materialized state " +
-    "cannot hold null; remove it or use another value",
+    "null inside an array cannot be stored: an array replaces the stored value whole, objects in it included " +
+    "(nothing in it merges, so null deletes nothing there), and state never holds null. Send the complete " +
+    'array without it: leave that item or key out, or use another value such as "" or false',
 };
 
 function walk(

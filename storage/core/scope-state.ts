@@ -10,6 +10,7 @@ import {
   assertJson,
   isJsonObject,
   overlayJson,
+  sortKeysDeep,
   toJson,
   type JsonObject,
   type JsonValue,
@@ -187,7 +188,23 @@ export function parseScopePatch(value: unknown, path: string, options: ScopePatc
  */
 export function applyScopePatch(state: ScopeState, patch: ScopePatch, path: string): ScopeState {
   const next = applyJsonPatch(state as unknown as JsonObject, patch as unknown as JsonObject);
-  return checkScopeState(next, path, state);
+  return inStoredOrder(checkScopeState(next, path, state));
+}
+
+/**
+ * The state with each section's keys in the order the store writes them (sorted, codec.ts): a
+ * state read back after a resume — from a folded checkpoint, or a record of several keys — then
+ * has the same key order as the one the session held, so the model's view (and its prompt cache)
+ * does not reorder across a restart.
+ */
+export function inStoredOrder(state: ScopeState): ScopeState {
+  const section = (value: JsonObject) => sortKeysDeep(value) as JsonObject;
+  return {
+    artifacts: section(state.artifacts as JsonObject),
+    contract: section(state.contract),
+    working: section(state.working),
+    response: state.response,
+  } as ScopeState;
 }
 
 /**

@@ -13,6 +13,7 @@
 import { StateFlowError } from "./errors.ts";
 import { applyJsonPatch, cloneJson, diffFields, hashJson, type JsonObject } from "./json.ts";
 import {
+  inStoredOrder,
   SCOPES,
   applyScopePatch,
   emptyScopeState,
@@ -117,7 +118,8 @@ function materializeStream(stream: ScopeStream, step = Number.POSITIVE_INFINITY)
     if (record.step > step) break;
     state = applyJsonPatch(state, record.patch as unknown as JsonObject) as JsonObject;
   }
-  return state as unknown as ScopeState;
+  // (in the store's key order, as an accepted transition leaves it: a replay adds keys in record order)
+  return inStoredOrder(state as unknown as ScopeState);
 }
 
 export function headBoundary(lineage: Lineage): Boundary {

@@ -124,7 +124,7 @@ export class GitCommitter {
       const args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message];
       revision = (await this.repo.runner.execText(args)).trim();
     } catch (error) {
-      if (looksLikeIdentityError(error)) throw identityMissing(error);
+      if (looksLikeIdentityError(error)) throw identityMissing(error, this.repo.root);
       throw gitFailed("Creating the commit (git commit-tree)", error);
     }
     killPoint("commit.written");

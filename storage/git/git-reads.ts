@@ -19,6 +19,7 @@ import { explainLockHeld, finishInterruptedPublication } from "./git-recovery.ts
 import { assertGitPath, gitBlobId, isGitPointer, type GitRepo } from "./git-repo.ts";
 import { readRevisionFiles } from "./git-revision.ts";
 import { GitCommandError, gitFailed } from "./git-runner.ts";
+import { shellWord } from "./git-settings.ts";
 import { batchCheckAtCommit } from "./plumbing/git-lookup.ts";
 
 export class GitReader {
@@ -135,22 +136,7 @@ export class GitReader {
       const bytes = files.get(path) ?? null;
       const live = bytes === null ? null : gitBlobId(bytes, this.repo.info.objectFormat);
       verified.set(path, live);
-      if (committed !== live) {
-        throw new StoreError(
-          "worktree-diverged",
-          `The live file ${path} ${live === null ? "is missing but" : "differs from what"} ` +
-            `the committed revision ${revision} ` +
-            `${committed === null ? "does not contain it" : "records"}. ` +
-            `A publisher was interrupted or the file was edited by hand. ` +
-            `Inspect with git -C ${root} diff HEAD -- ${path}; ` +
-            (committed === null
-              ? `remove it with git -C ${root} rm -q --cached --ignore-unmatch -- ${path} && ` +
-                `rm -f ${join(root, path)} `
-              : `restore it (file and index entry) with git -C ${root} checkout HEAD -- ${path} `) +
-            `or commit the intended bytes, then retry. Nothing was read as current state.`,
-          { file: path },
-        );
-      }
+      if (committed !== live) throw worktreeDiverged(root, path, revision, committed, live);
     });
     this.repo.knownBlobs.remember(revision!, verified);
     return { pointer: { revision }, files, hashes };
@@ -205,4 +191,38 @@ export function changedMembers(
 /** The members' live bytes (read synchronously when called: start any process before). */
 export async function readMembers(root: string, members: readonly string[]): Promise<Map<string, Buffer | null>> {
   return readOwnedFilesSync(root, members);
+}
+
+/**
+ * A live store file that is not what HEAD commits: which of the three cases it is (changed, missing,
+ * or never committed), the command that shows it, and the command that puts it back, each as a sentence.
+ */
+function worktreeDiverged(
+  root: string,
+  path: string,
+  revision: string,
+  committed: string | null,
+  live: string | null,
+): StoreError {
+  const git = `git -C ${shellWord(root)}`;
+  const [found, inspect, undo] =
+    committed === null
+      ? [
+          `The live file ${path} exists, but the committed revision ${revision} does not contain it.`,
+          `${git} status --short -- ${path}`,
+          `remove it with ${git} rm -q --cached --ignore-unmatch -- ${path} && rm -f ${shellWord(join(root, path))}`,
+        ]
+      : [
+          live === null
+            ? `The live file ${path} is missing, but the committed revision ${revision} contains it.`
+            : `The live file ${path} differs from its version in the committed revision ${revision}.`,
+          `${git} diff HEAD -- ${path}`,
+          `restore the committed version (file and index entry) with ${git} checkout HEAD -- ${path}`,
+        ];
+  return new StoreError(
+    "worktree-diverged",
+    `${found} A publisher was interrupted or the file was changed by hand; nothing was read as current state. ` +
+      `Inspect it with ${inspect}, then either ${undo}, or commit the intended bytes; then retry.`,
+    { file: path },
+  );
 }

@@ -45,7 +45,7 @@ export async function readCommitSettings(runner: GitRunner, repo: SettingsRepo):
     try {
       return await runner.run(["-c", "user.useConfigOnly=true", "var", variable]);
     } catch (error) {
-      if (looksLikeIdentityError(error)) throw identityMissing(error);
+      if (looksLikeIdentityError(error)) throw identityMissing(error, repo.root);
       throw gitFailed(`Checking the Git identity (${variable})`, error);
     }
   };
@@ -105,15 +105,29 @@ export async function readCommitSettings(runner: GitRunner, repo: SettingsRepo):
   };
 }
 
-export function identityMissing(error: unknown): StoreError {
+/**
+ * The refusal for a missing identity: what is missing, and the exact commands that set it for every
+ * repository or for this store only. Git's own advice is left out (its "this repository" would be the
+ * store, not the project the user is in); its one-line reason is kept.
+ */
+export function identityMissing(error: unknown, root: string): StoreError {
+  const stderr = error instanceof GitCommandError ? error.stderr : String(error);
+  const fatal = /^fatal: (.+)$/m.exec(stderr)?.[1]?.trim();
+  const store = shellWord(root);
   return new StoreError(
     "git-identity-missing",
-    `Git has no commit identity configured for the State Flow store, and State Flow does not invent one. ` +
-      `Run: git config --global user.name "Your Name" && git config --global user.email "you@example.com" ` +
-      `(or set them in the store repository), then retry. ` +
-      `Git said: ${error instanceof Error ? error.message : String(error)}`,
+    `Git has no commit identity (user.name and user.email) for the State Flow store ${root}` +
+      `${fatal ? ` (git: ${fatal})` : ""}, and State Flow does not invent one. Set it for all your repositories: ` +
+      `git config --global user.name "Your Name" && git config --global user.email "you@example.com"; ` +
+      `or for this store only: git -C ${store} config user.name "Your Name" && ` +
+      `git -C ${store} config user.email "you@example.com".`,
     { cause: error },
   );
+}
+
+/** `path` as one POSIX shell word (quoted only when it has to be). */
+export function shellWord(path: string): string {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
 export function looksLikeIdentityError(error: unknown): boolean {

@@ -16,6 +16,7 @@ import {
   episodeStateName,
 } from "../../machines/episode-queries.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
+import { specificationCarrying } from "../../machines/specification.ts";
 import {
   assertFullCoverage,
   formatReport,
@@ -54,6 +55,7 @@ const episodeMachine = pureEpisodeMachine.provide({
   actions: {
     registerTools: () => void performed.push("register-tools"),
     freezeHandoff: () => void performed.push("freeze-handoff"),
+    recordCarried: () => void performed.push("record-carried"),
   },
 });
 
@@ -78,6 +80,7 @@ const simpleEvents: EpisodeMachineEvent[] = [
       !(e.type === "xstate.done.actor.run" && !e.output.accepted) &&
       !(e.type === "RUN_ANNOUNCED" && (e.toolsMissing || e.trigger.kind === "message")) &&
       e.type !== "AGENT_START" &&
+      !(e.type === "TREE" && e.carried) &&
       e.type !== "TOOLS_SYNCED" &&
       e.type !== "LOADED" &&
       e.type !== "PUBLICATION_OPENED",
@@ -389,6 +392,25 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (event.type === "xstate.done.actor.run" && run) v.push("I1.14 the run's end left it open");
   if (event.type === "xstate.done.actor.run" && next.context.specification !== event.output.specification)
     v.push("I1.14 the run's end did not keep the specification it left");
+  // I1.21: an explicit start that succeeds answers once, a durable stop too; nothing else says either
+  const said = (code: string) => step.emitted.filter((e) => e.type === "episode.notice" && e.code === code).length;
+  const explicit = ["starting.fromOff", "starting.fromPassive", "starting.fromUnanchored"].includes(before);
+  const startedNow = explicit && event.type === "xstate.done.actor.storage";
+  if (said("started") !== (startedNow ? 1 : 0)) v.push(`I1.21 ${before} → ${after} said started ${said("started")}×`);
+  const stoppedNow = before === "stopping" && after === "passive";
+  if (said("stopped") !== (stoppedNow ? 1 : 0)) v.push(`I1.21 ${before} → ${after} said stopped ${said("stopped")}×`);
+  // I1.20: the specification follows the selected branch point; every run's end records what is carried
+  if (
+    (event.type === "SESSION_START" || event.type === "TREE") &&
+    next.status === "active" &&
+    !isDeepStrictEqual(next.context.specification, specificationCarrying(event.carried))
+  )
+    v.push(`I1.20 ${event.type} left the specification ${JSON.stringify(next.context.specification)}`);
+  const ran = event.type === "xstate.done.actor.run";
+  if (stepWork.filter((w) => w === "record-carried").length !== (ran ? 1 : 0))
+    v.push(
+      `I1.20 ${event.type} recorded the carried requests ${stepWork.filter((w) => w === "record-carried").length}×`,
+    );
   // I1.18: the missing tools are said once each time they go missing
   if (event.type === "TOOLS_SYNCED" && next.status === "active") {
     const said = step.emitted.filter((e) => e.type === "episode.notice" && e.code === "tools-missing");
@@ -420,12 +442,13 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   return v;
 }
 
-function runSuite(machine: typeof episodeMachine) {
+/** `simple` false: shortest and edge paths only (a negative control whose defect every edge tour meets). */
+function runSuite(machine: typeof episodeMachine, simple = true) {
   return runPathSuite<EpisodeMachineEvent, Trace, { autoStart: boolean }>(machine, {
     inputs: [{ autoStart: true }, { autoStart: false }],
     spec: (input) => ({
       events: () => allEvents,
-      simpleEvents: () => simpleEvents,
+      simpleEvents: () => (simple ? simpleEvents : []),
       maxSimplePaths: 16_000,
       // (in a bootstrap, whether a run is open too: only a run can end it)
       serializeState: (s) =>
@@ -507,6 +530,23 @@ describe("episode negative controls", () => {
     expect(violations.some((v) => v.startsWith("I1.4"))).toBe(true);
   });
 
+  it("I1.20 check catches a /tree that keeps the specification, and a run's end that records nothing", () => {
+    const seedless = runSuite(episodeMachine.provide({ actions: { seedSpecification: () => {} } }), false).violations;
+    expect(seedless.some((v) => v.startsWith("I1.20"))).toBe(true);
+    const unrecorded = runSuite(episodeMachine.provide({ actions: { recordCarried: () => {} } }), false).violations;
+    expect(unrecorded.some((v) => v.startsWith("I1.20"))).toBe(true);
+  });
+
+  it("I1.21 check catches a start or a stop that answers nothing", () => {
+    for (const action of ["reportStarted", "reportStopped"]) {
+      const { violations } = runSuite(episodeMachine.provide({ actions: { [action]: () => {} } }), false);
+      expect(
+        violations.some((v) => v.startsWith("I1.21")),
+        action,
+      ).toBe(true);
+    }
+  });
+
   it("I1.3 check catches autoStart applied to resumed sessions", () => {
     const mutated = episodeMachine.provide({ guards: { autoStartNewSession: ({ context }) => context.autoStart } });
     const { violations } = runSuite(mutated);
@@ -527,6 +567,13 @@ describe("episode scenarios", () => {
     return { s, notices };
   };
   const rr = restored;
+
+  it("a fork of a State Flow branch starts off and says so; a fork of an ordinary one says nothing", () => {
+    const fork = run(true, [{ type: "SESSION_START", reason: "fork", branch: "marked" }]);
+    expect([episodeStateName(fork.s), fork.notices]).toEqual(["off", ["fork-off"]]);
+    const plain = run(true, [{ type: "SESSION_START", reason: "fork", branch: "unmarked" }]);
+    expect([episodeStateName(plain.s), plain.notices]).toEqual(["off", []]);
+  });
 
   it("I1.2 manual startup is read-only: a new session stays off without autoStart", () => {
     const { s } = run(false, [{ type: "SESSION_START", reason: "startup", branch: "empty" }]);
@@ -634,7 +681,10 @@ describe("episode scenarios", () => {
         a.send(STORAGE_READY);
         expect(episodeStateName(a.getSnapshot())).toBe("active.bootstrap.fromTranscript");
         a.send({ type: "START" });
-        expect(notices, "I1.13 without git nothing changes").toEqual(["already-active"]);
+        expect(notices, "I1.13 the start answers; without git a second one changes nothing").toEqual([
+          "started",
+          "already-active",
+        ]);
         a.send({ type: "START", adoptGit: true });
         expect(episodeStateName(a.getSnapshot())).toBe("starting.adopting");
         expect(isToolsActive(a.getSnapshot()), "I1.13 tools off while adopting").toBe(false);

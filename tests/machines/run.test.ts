@@ -1,6 +1,6 @@
 // The run machine (M5), checked after every step of generated paths (for each way a run begins,
 // equipped or not) and of arbitrary event sequences against the independent oracle of
-// tests/support/run-oracle.ts, whose header lists the invariants I5.1–I5.9. Its invoked actors are
+// tests/support/run-oracle.ts, whose header lists the invariants I5.1–I5.11. Its invoked actors are
 // stand-ins: the resolution (M2) with a commit actor that commits or refuses at once by the draft's
 // text (any other text never settles), a Knowledge discovery that never settles (paths deliver its
 // result). The graph traversal never runs invoked actors, so a path delivers an answer's done event
@@ -9,13 +9,7 @@ import { describe, expect, it } from "vitest";
 import { createActor, createMachine, fromCallback, fromPromise, type AnyMachineSnapshot } from "xstate";
 import type { AnyStateMachine } from "xstate";
 import fc from "fast-check";
-import {
-  runMachine,
-  runDiscarded,
-  isKnowledgeSettled,
-  type RunInput,
-  type RunMachineEvent,
-} from "../../machines/run.ts";
+import { runMachine, runDiscarded, isPrepared, type RunInput, type RunMachineEvent } from "../../machines/run.ts";
 import { resolutionMachine, type CommitResponseInput } from "../../machines/resolution.ts";
 import {
   assertFullCoverage,
@@ -38,7 +32,10 @@ import {
   RUN_EVENTS,
   RUN_INPUTS,
   EARLIER,
+  FRESH_ADOPTED,
+  FRESH_FAILED,
 } from "../support/run-alphabets.ts";
+import { NO_SPECIFICATION } from "../../machines/specification.ts";
 import { checkRunStep, initialTrace, performed, started, type RunTrace } from "../support/run-oracle.ts";
 
 /** The answer's resolution with a commit actor that settles at once for COMMITS and REFUSED, never otherwise. */
@@ -56,9 +53,13 @@ const withStubs = (machine: AnyStateMachine) =>
   machine.provide({
     actors: {
       resolution,
+      refreshShared: fromPromise<never>(() => (performed.push("refresh"), new Promise<never>(() => undefined))),
       discoverKnowledge: fromPromise<void>(() => (performed.push("discover"), new Promise<never>(() => undefined))),
     },
-    actions: { reportKnowledgeFailed: () => void performed.push("knowledge-failed") },
+    actions: {
+      reportKnowledgeFailed: () => void performed.push("knowledge-failed"),
+      reportFreshnessFailed: () => void performed.push("freshness-failed"),
+    },
   });
 
 // Guards read only the input (fixed per path) and the event: the state value is all that tells states apart.
@@ -73,7 +74,7 @@ function runSuite(machine: AnyStateMachine, inputs = RUN_INPUTS, maxSimplePaths 
     started: (trace) => started(trace),
     check: (step, trace, input) => {
       // the trace is made before the input is known: the first step starts it from the input
-      if (step.index === 0) Object.assign(trace, initialTrace(input), { discoveries: trace.discoveries });
+      if (step.index === 0) Object.assign(trace, initialTrace(input), { refreshes: trace.refreshes });
       return checkRunStep(step, trace, input);
     },
     maxViolations: 5_000,
@@ -110,7 +111,7 @@ describe("run machine (generated paths)", () => {
   );
   console.log(formatReport(report) + ` steps=${steps}\n  ${perInput.join("\n  ")}`);
 
-  it("I5.1–I5.9 hold after every step of every shortest, simple and edge path, for every opening", () => {
+  it("I5.1–I5.11 hold after every step of every shortest, simple and edge path, for every opening", () => {
     expect(report.paths.simple).toBeGreaterThan(5);
     expect(violations, violations.join("\n")).toEqual([]);
   });
@@ -178,14 +179,53 @@ describe("run negative controls (each check can fail)", () => {
     fails(runMachine.provide({ actions: { keepAnswer: () => {} } }), "I5.7");
     fails(runMachine.provide({ actions: { toResolution: () => {} } }), "I5.7");
   });
-  it("I5.8 catches an ordinary run that discovers, and a failed discovery not reported", () => {
-    fails(mutated(withRegion("knowledge", "opening", { always: [{ target: "discovering" }] })), "I5.8");
-    const discovering = (config.states.open!.states.knowledge as Config["states"][string]).states.discovering!;
-    const invoke = { ...(discovering.invoke as object), onError: { target: "ready" } };
-    fails(mutated(withRegion("knowledge", "discovering", { invoke })), "I5.8");
+  it("I5.8 catches an ordinary run prepared, discovery before the check, failures not reported", () => {
+    fails(mutated(withRegion("preparation", "opening", { always: [{ target: "refreshing" }] })), "I5.8");
+    fails(mutated(withRegion("preparation", "opening", { always: [{ target: "discovering" }] })), "I5.8");
+    const states = (config.states.open!.states.preparation as Config["states"][string]).states;
+    const discovering = { ...(states.discovering!.invoke as object), onError: { target: "ready" } };
+    fails(mutated(withRegion("preparation", "discovering", { invoke: discovering })), "I5.8");
+    const refreshing = { ...(states.refreshing!.invoke as object), onError: { target: "discovering" } };
+    fails(mutated(withRegion("preparation", "refreshing", { invoke: refreshing })), "I5.8");
+    const skipped = { ...(states.refreshing!.invoke as object), onDone: { target: "ready" } };
+    fails(mutated(withRegion("preparation", "refreshing", { invoke: skipped })), "I5.8");
   });
-  it("I5.9 catches an accepted answer the run's output forgets", () => {
+  it("I5.9 catches an accepted answer the run's output forgets, and a later answer's refusal ignored", () => {
     fails(runMachine.provide({ actions: { keepAnswer: () => {} } }), "I5.9");
+    fails(runMachine.provide({ actions: { askAgain: () => {} } }), "I5.9");
+  });
+  it("I5.11 catches a refusal not kept, and one kept after a later patch was accepted", () => {
+    fails(runMachine.provide({ actions: { keepRefusal: () => {} } }), "I5.11");
+    // (a refusal and a later accepted patch are two self-loops of one state: no generated path takes both)
+    const refusedThenAccepted = (machine: AnyStateMachine) => {
+      const input: RunInput = { opening: { kind: "prompt", text: "p" }, equipped: true, specification: EARLIER };
+      const actor = createActor(withStubs(machine), { input }).start();
+      const trace = initialTrace(input);
+      started(trace);
+      const events: RunMachineEvent[] = [
+        { type: "PATCH_REJECTED", reason: "the lock is held" },
+        { type: "PATCH_ACCEPTED", final: false },
+      ];
+      const violations = events.flatMap((event, index) => {
+        const prev = actor.getSnapshot();
+        actor.send(event);
+        return checkRunStep(
+          { index, prev, event, next: actor.getSnapshot(), taken: [], emitted: [] } as never,
+          trace,
+          input,
+        );
+      });
+      actor.stop();
+      return violations;
+    };
+    expect(refusedThenAccepted(runMachine)).toEqual([]);
+    expect(refusedThenAccepted(runMachine.provide({ actions: { clearRefusal: () => {} } })).join("\n")).toMatch(
+      /^I5\.11 /m,
+    );
+  });
+  it("I5.10 catches a finding not kept, and a failed check kept as a clean one", () => {
+    fails(runMachine.provide({ actions: { keepFreshness: () => {} } }), "I5.10");
+    fails(runMachine.provide({ actions: { freshnessUnavailable: () => {} } }), "I5.10");
   });
 });
 
@@ -207,7 +247,7 @@ describe("run property", () => {
   const run = fc
     .tuple(fc.array(event, { maxLength: 40 }), fc.boolean())
     .map(([events, settled]) => (settled ? [...events, { type: "SETTLED" } as const] : events));
-  it("I5.1–I5.9 for arbitrary sequences of a run's events, every opening", () => {
+  it("I5.1–I5.11 for arbitrary sequences of a run's events, every opening", () => {
     /** Answers that settled on their own (exhausted, committed, refused), not by a delivered done event. */
     let settledLive = 0;
     fc.assert(
@@ -259,13 +299,20 @@ describe("run scenarios", () => {
     actor.send({ type: "DRAFT", ending: "complete", text: COMMITS, id: 6 });
     actor.send({ type: "TURN_END" });
     expect(actor.getSnapshot().matches({ open: { answer: "resolved" } })).toBe(true);
-    expect(isKnowledgeSettled(actor.getSnapshot()), "I5.8 still discovering").toBe(false);
+    expect(isPrepared(actor.getSnapshot()), "I5.8 still checking").toBe(false);
+    actor.send(FRESH_ADOPTED);
+    expect(isPrepared(actor.getSnapshot()), "I5.8 still discovering").toBe(false);
     actor.send(KNOWLEDGE_READY);
-    expect(isKnowledgeSettled(actor.getSnapshot())).toBe(true);
+    expect(isPrepared(actor.getSnapshot())).toBe(true);
+    expect(actor.getSnapshot().context.freshness.kind, "I5.10").toBe("adopted");
+    expect(actor.getSnapshot().context.specification.interrupted, "I5.5 the earlier open request").toEqual([
+      { request: "an interrupted request", added: [] },
+      { request: "the earlier request", added: ["an earlier addition"] },
+    ]);
     actor.send({ type: "SETTLED" });
-    expect(actor.getSnapshot().output, "I5.9").toEqual({
+    expect(actor.getSnapshot().output, "I5.9 answered: nothing interrupted is left").toEqual({
       accepted: true,
-      specification: { request: "build it", added: ["and test it"], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "build it", added: ["and test it"] },
     });
     actor.stop();
   });
@@ -275,6 +322,11 @@ describe("run scenarios", () => {
     const actor = createActor(withStubs(runMachine), { input }).start();
     actor.send(OWN_ANCHOR);
     actor.send(OTHER_MESSAGE);
+    actor.send(FRESH_FAILED);
+    expect(actor.getSnapshot().context.freshness, "I5.10").toEqual({
+      kind: "unavailable",
+      reason: "cwd/meta.json could not be read",
+    });
     actor.send(KNOWLEDGE_FAILED);
     actor.send({ type: "FINAL_ONLY" });
     actor.send({ type: "DRAFT", ending: "complete", text: "never committed", id: 1 });
@@ -284,7 +336,7 @@ describe("run scenarios", () => {
     expect(answer.getSnapshot().status, "I5.9 the answer being resolved is stopped").toBe("stopped");
     expect(actor.getSnapshot().output).toEqual({
       accepted: false,
-      specification: { ...EARLIER, startedBy: { source: null } },
+      specification: { ...EARLIER, startedBy: { source: null }, unanswered: true },
     });
     actor.stop();
   });

@@ -103,7 +103,7 @@ for (const git of [true, false]) {
         await runtime.command("start");
         expect(runtime.episodeName()).toBe("active.bootstrap.fromTranscript");
         expect(host.registered).toBe(1);
-        expect(host.view).toMatchObject({ toolsActive: true, toolsRegistered: true, footer: "state-flow #0" });
+        expect(host.view).toMatchObject({ toolsActive: true, toolsRegistered: true, footer: { detail: "#0" } });
 
         expect(runtime.runAnnounced(prompt("remember the plan"))).toBe(true);
         const projection = runtime.projection();
@@ -149,7 +149,9 @@ for (const git of [true, false]) {
         runtime.draft({ id, ending: "complete", text: `draft ${id}`, stopReason: "stop" });
       expect(host.steers).toEqual([1, 2]);
       expect(host.notices.filter((n) => n.level === "error").map((n) => n.message)).toEqual([
-        expect.stringMatching(/not accepted after 3 attempts/),
+        expect.stringMatching(
+          /did not accept the answer: after 3 attempts the model still answered without calling patch_state/,
+        ),
       ]);
       const projection = runtime.projection();
       expect(projection.mode === "bootstrap" && [...projection.discarded]).toEqual([1, 2, 3]);
@@ -193,7 +195,11 @@ for (const git of [true, false]) {
       const runtime = open(host);
       await runtime.sessionStart("resume", identity, "marked");
       expect(runtime.episodeName()).toMatch(/^failedClosed\./);
-      expect(host.view).toMatchObject({ toolsActive: false, toolsRegistered: false, footer: "state-flow unavailable" });
+      expect(host.view).toMatchObject({
+        toolsActive: false,
+        toolsRegistered: false,
+        footer: { detail: "unavailable" },
+      });
       expect(runtime.status()).toMatch(/runtime: unavailable — /);
       expect(runtime.projection(), "no transcript, no state").toEqual({ mode: "closed" });
       expect(runtime.inputRefusal()).toMatch(

@@ -23,18 +23,31 @@ describe("episode notices", () => {
 });
 
 describe("episodeNotices", () => {
-  it("a failed step says its own cause first, then the text that points back to it", () => {
+  it("a failed step is one notice: what failed, its cause, then what that left and how to go on", () => {
     expect(episodeNotices("start-failed", "disk full")).toEqual([
-      { text: "State Flow start failed: disk full", level: "error" },
-      { text: NOTICES["start-failed"].text, level: "error" },
+      {
+        text:
+          "State Flow start failed: disk full. Nothing was enabled; run /state-flow-start again once that is " +
+          "fixed.",
+        level: "error",
+      },
     ]);
-    expect(episodeNotices("stop-failed", "lock held")[0]).toEqual({
-      text: "State Flow could not persist the stop: lock held",
-      level: "error",
-    });
-    expect(episodeNotices("adoption-failed", "no identity")[0]!.text).toBe(
-      "State Flow could not adopt the store into Git: no identity",
-    );
+    expect(episodeNotices("stop-failed", "The lock is held.")).toEqual([
+      {
+        text:
+          "State Flow could not persist the stop: The lock is held. The branch stays enabled; retry " +
+          "/state-flow-stop once the store is writable.",
+        level: "error",
+      },
+    ]);
+    expect(episodeNotices("adoption-failed", "no identity")).toEqual([
+      {
+        text:
+          "State Flow could not adopt this branch's store into Git: no identity. The branch stays enabled on its " +
+          "unchanged file-only store; run /state-flow-start again once that is fixed.",
+        level: "error",
+      },
+    ]);
   });
 
   it("an unproven restore carries its reason in its one line; a notice without detail is its text alone", () => {

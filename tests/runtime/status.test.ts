@@ -36,6 +36,9 @@ function runtime(global?: Record<string, unknown>): BranchState {
 
 const base: StatusInput = {
   episode: "active.steady",
+  mode: "active",
+  remote: { status: "local-only", lastPushed: null },
+  pending: null,
   toolsActive: true,
   missingTools: [],
   storeRoot: "/s",
@@ -109,9 +112,8 @@ describe("status", () => {
     expect(big.split("\n").filter((l) => l.includes("notice:"))).toHaveLength(1);
   });
 
-  it("compact status is state-flow #<step>", () => {
-    expect(compactStatus(7)).toBe("state-flow #7");
-    expect(compactStatus(null)).toBe("state-flow");
+  it("the footer's detail is #<step> (the adapter draws the accent state-flow before it)", () => {
+    expect(compactStatus(7)).toBe("#7");
   });
 
   it("separates runtime config/meta from semantic materialization", () => {
@@ -139,5 +141,60 @@ describe("status", () => {
     expect(renderStatus({ ...base, episode: "off", toolsActive: false })).toMatch(
       /runtime: none on this branch .*\/state-flow-start/,
     );
+  });
+});
+
+describe("status summary (plain words first)", () => {
+  const summary = (input: Partial<StatusInput>) => {
+    const text = renderStatus({ ...base, runtime: runtime(), ...input });
+    return text.slice(0, text.indexOf("\n\nDetails")).split("\n").slice(2);
+  };
+
+  it("says on, migrating, stopped, off or unavailable, with what each means and what to do", () => {
+    expect(summary({})[0]).toBe(
+      "State Flow: on (step 1) — the model works from the state below; runs leave the transcript",
+    );
+    expect(summary({ mode: "bootstrapTranscript" })[0]).toMatch(/^State Flow: on, migrating \(step 1\) — /);
+    expect(summary({ mode: "passive" })[0]).toMatch(/^State Flow: stopped — .* \/state-flow-start resumes$/);
+    expect(summary({ mode: "ordinary", runtime: null })[0]).toMatch(/^State Flow: off — .*\/state-flow-start/);
+    expect(summary({ mode: "failedClosed", unavailable: "cohort file:ab is no longer available" })[0]).toBe(
+      "State Flow: unavailable — this branch's state could not be proven, so prompts are refused " +
+        "(cohort file:ab is no longer available)",
+    );
+  });
+
+  it("names the store, the remote as it stands (none, pending with its cause, up to date) and the size", () => {
+    expect(summary({})).toEqual([
+      "State Flow: on (step 1) — the model works from the state below; runs leave the transcript",
+      "Store: /s — Git: every accepted change is a commit",
+      "Remote: none — commits stay in the store (git -C <store> remote add … to publish them)",
+      expect.stringMatching(/^State size: global \d+, cwd \d+, session \d+ tokens — \d+ go with every model request$/),
+      "Problems: none found",
+    ]);
+    const pending = { revision: "e".repeat(40), attempts: 2, lastError: "ssh: connect to host: timed out" };
+    const lines = summary({ remote: { status: "pending", lastPushed: null }, pending });
+    expect(lines[2]).toBe(
+      "Remote: pending — eeeeeeeeeeee is not pushed yet (2 failed: ssh: connect to host: timed out); pushed again " +
+        "after later runs",
+    );
+    expect(lines.slice(-2)).toEqual([
+      "Problems:",
+      "  - the remote refused or did not answer: ssh: connect to host: timed out",
+    ]);
+    const pushed = { status: "confirmed" as const, lastPushed: { revision: "f".repeat(40), remote: "origin" } };
+    expect(summary({ remote: pushed })[2]).toBe("Remote: origin: up to date (last push ffffffffffff)");
+    expect(summary({ storeKind: "file", remote: { status: "file-only", lastPushed: null } }).slice(1, 3)).toEqual([
+      "Store: /s — files only (no Git)",
+      expect.stringMatching(/^State size: /),
+    ]);
+  });
+
+  it("lists the problems it found: tools left out, stale sources", () => {
+    const lines = summary({ missingTools: ["patch_state"], invalidations: [{ path: "/k/a.md", reason: "changed" }] });
+    expect(lines.slice(-3)).toEqual([
+      "Problems:",
+      "  - State Flow's tools are not active (patch_state): runs are ordinary Pi",
+      "  - 1 Knowledge source(s) changed or new since their artifact was written",
+    ]);
   });
 });

@@ -6,6 +6,7 @@ import type { EpisodeMachineEvent } from "../../machines/episode.ts";
 import type { ResolutionMachineEvent } from "../../machines/resolution.ts";
 import { publicationMachine } from "../../machines/publication.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
+import { NO_SPECIFICATION } from "../../machines/specification.ts";
 
 export const SESSION_START_REASONS = ["startup", "reload", "new", "resume", "fork"] as const;
 export const BRANCH_SHAPES = ["empty", "unmarked", "marked"] as const;
@@ -56,12 +57,12 @@ export const restored = (result: RestoreResult): EpisodeMachineEvent => ({
 export const RUN_ACCEPTED: EpisodeMachineEvent = {
   type: "xstate.done.actor.run",
   actorId: "run",
-  output: { accepted: true, specification: { request: "the request", added: [], startedBy: null } },
+  output: { accepted: true, specification: { ...NO_SPECIFICATION, request: "the request" } },
 };
 export const RUN_NOT_ACCEPTED: EpisodeMachineEvent = {
   type: "xstate.done.actor.run",
   actorId: "run",
-  output: { accepted: false, specification: { request: "the request", added: [], startedBy: null } },
+  output: { accepted: false, specification: { ...NO_SPECIFICATION, request: "the request" } },
 };
 /** Pi announces a run for a prompt, State Flow's tools active or not. */
 export const RUN_ANNOUNCED: EpisodeMachineEvent = {
@@ -78,6 +79,7 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   { type: "START", adoptGit: true },
   { type: "STOP" },
   { type: "TREE" },
+  { type: "TREE", carried: { interrupted: [{ request: "an interrupted request", added: [] }], dropped: 1 } },
   RUN_ANNOUNCED,
   { type: "RUN_ANNOUNCED", trigger: { kind: "message", source: "other-extension" }, toolsMissing: false },
   { type: "RUN_ANNOUNCED", trigger: { kind: "prompt", text: "the request" }, toolsMissing: true },

@@ -12,6 +12,8 @@ export interface RecordedStep {
   value: unknown;
   context: unknown;
   status: string;
+  /** The actor's output, once it is done. */
+  output?: unknown;
 }
 
 export interface RecordedActor {
@@ -49,8 +51,8 @@ export class ActorRecorder {
     if (ev.type !== "@xstate.snapshot") return;
     const actor = this.byRef.get(ev.actorRef);
     if (!actor || ev.event.type === "xstate.init") return;
-    const s = ev.snapshot as { value?: unknown; context?: unknown; status?: string };
-    actor.steps.push({ event: ev.event, value: s.value, context: s.context, status: s.status ?? "" });
+    const s = ev.snapshot as { value?: unknown; context?: unknown; status?: string; output?: unknown };
+    actor.steps.push({ event: ev.event, value: s.value, context: s.context, status: s.status ?? "", output: s.output });
   };
 
   /** What the extension takes as its inspection (adapters/inspect's FlowInspection). */

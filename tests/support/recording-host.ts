@@ -3,6 +3,7 @@
 // them from session entries), and what reached the user.
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { BranchMarker } from "../../machines/restore.ts";
+import { NOTHING_CARRIED, type CarriedRequests } from "../../machines/specification.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 
 export class RecordingHost implements BranchHost {
@@ -10,6 +11,8 @@ export class RecordingHost implements BranchHost {
   readonly notices: { message: string; level: NoticeLevel }[] = [];
   readonly steers: number[] = [];
   readonly discardedDrafts: number[] = [];
+  /** The interrupted requests recorded after each run, in order (the newest is what the branch carries). */
+  readonly carried: CarriedRequests[] = [];
   registered = 0;
   view: HostView | null = null;
   /** What missingTools() reports while the last view asked for the tools (an allowlist that omits them). */
@@ -52,6 +55,13 @@ export class RecordingHost implements BranchHost {
   }
   sync(view: HostView): void {
     this.view = view;
+  }
+
+  carriedRequests(): CarriedRequests {
+    return this.carried.at(-1) ?? NOTHING_CARRIED;
+  }
+  recordCarried(carried: CarriedRequests): void {
+    this.carried.push(carried);
   }
 
   recordDiscarded(id: number): void {

@@ -46,6 +46,39 @@ export const ANSWER_NOT_ACCEPTED: RunMachineEvent = {
   actorId: "resolution",
   output: { accepted: false, discarded: [92] },
 };
+/** The shared-state check's findings: nothing moved, another session's change adopted, a past point kept. */
+export const FRESH_CURRENT: RunMachineEvent = {
+  type: "xstate.done.actor.freshness",
+  actorId: "freshness",
+  output: { kind: "current" },
+};
+export const FRESH_ADOPTED: RunMachineEvent = {
+  type: "xstate.done.actor.freshness",
+  actorId: "freshness",
+  output: {
+    kind: "adopted",
+    moved: [
+      {
+        scope: "cwd",
+        transitions: 1,
+        newest: { id: "t-other", step: 4 },
+        added: ["contract.db"],
+        changed: [],
+        removed: [],
+      },
+    ],
+  },
+};
+export const FRESH_PAST: RunMachineEvent = {
+  type: "xstate.done.actor.freshness",
+  actorId: "freshness",
+  output: { kind: "selectedPast" },
+};
+export const FRESH_FAILED: RunMachineEvent = {
+  type: "xstate.error.actor.freshness",
+  actorId: "freshness",
+  error: new Error("cwd/meta.json could not be read"),
+};
 export const KNOWLEDGE_READY: RunMachineEvent = {
   type: "xstate.done.actor.knowledge",
   actorId: "knowledge",
@@ -70,7 +103,7 @@ export const RUN_EVENTS: RunMachineEvent[] = [
   { type: "PATCH_ACCEPTED", final: true },
   { type: "PATCH_ACCEPTED", final: false },
   { type: "FINAL_ONLY" },
-  { type: "PATCH_REJECTED" },
+  { type: "PATCH_REJECTED", reason: "the store's publication lock is held" },
   { type: "DRAFT", ending: "complete", text: "a draft", id: 11, stopReason: "stop" },
   { type: "DRAFT", ending: "complete", text: COMMITS, id: 12, stopReason: "stop" },
   { type: "DRAFT", ending: "complete", text: REFUSED, id: 13, stopReason: "stop" },
@@ -78,6 +111,9 @@ export const RUN_EVENTS: RunMachineEvent[] = [
   { type: "TURN_END" },
   ANSWER_ACCEPTED,
   ANSWER_NOT_ACCEPTED,
+  // (the check's other findings, current and selectedPast, take the same transition as adopted)
+  FRESH_ADOPTED,
+  FRESH_FAILED,
   KNOWLEDGE_READY,
   KNOWLEDGE_FAILED,
 ];
@@ -87,6 +123,9 @@ export const EARLIER: Specification = {
   request: "the earlier request",
   added: ["an earlier addition"],
   startedBy: null,
+  unanswered: true,
+  interrupted: [{ request: "an interrupted request", added: [] }],
+  dropped: 0,
 };
 
 /** Every way a run begins (a prompt, a message Pi announced, agent_start alone), equipped or not. */

@@ -12,19 +12,28 @@
 //        Flow's own anchor); no other message names one;
 //   I5.5 the specification: a prompt replaces the one given, a message-started run keeps its request
 //        and additions and says it was message-started; an ordinary run leaves the one given untouched;
+//        a prompt keeps the given request as an interrupted one when its run left it unanswered (at most
+//        five kept, the oldest dropped and counted), and the interrupted ones carry over unchanged otherwise;
 //   I5.6 an equipped run resolves one answer at a time: its first invoked at once, a fresh one only
 //        after the previous settled and a user message came; events reach the answer being resolved;
 //        an ordinary run resolves none;
 //   I5.7 the discarded drafts (runDiscarded) are every settled answer's and the current one's, accumulated;
-//   I5.8 Knowledge discovery is invoked once, only by an equipped run; isKnowledgeSettled is true exactly
-//        when it is not discovering; a failed discovery is reported once;
-//   I5.9 agent_settled ends the run with output {accepted: some answer accepted, specification}, and
-//        stops the answer being resolved (unaccepted) and the discovery.
+//   I5.8 an equipped run is prepared once, in order: the shared-state check is invoked at its start, then
+//        Knowledge discovery once the check settled; an ordinary run invokes neither; isPrepared is true
+//        exactly when neither runs; a failed check and a failed discovery are each reported once;
+//   I5.9 agent_settled ends the run with output {accepted: some answer accepted, specification}, where
+//        an equipped run's request is answered (no interrupted ones left) exactly when its newest answer
+//        was accepted, and open otherwise; it stops the answer being resolved (unaccepted) and the
+//        preparation;
+//   I5.10 the check's finding is the run's freshness from then on (unavailable, with the reason, when
+//        the check failed; unchecked before and in an ordinary run);
+//   I5.11 the run keeps the newest patch_state refusal of the answer being resolved (its reason, or
+//        "(no reason given)"), until a patch or final:true is accepted: an exhausted answer says it.
 import { isDeepStrictEqual } from "node:util";
 import type { AnyActorRef, AnyMachineSnapshot } from "xstate";
 import type { StepInfo } from "../../machines/graph.ts";
 import type { ResolutionEvent } from "../../machines/resolution.ts";
-import { isKnowledgeSettled, runDiscarded, type RunInput, type RunMachineEvent } from "../../machines/run.ts";
+import { isPrepared, runDiscarded, type Freshness, type RunInput, type RunMachineEvent } from "../../machines/run.ts";
 import type { Specification } from "../../machines/specification.ts";
 import { COMMITS, REFUSED } from "./run-alphabets.ts";
 
@@ -54,9 +63,13 @@ export interface RunTrace {
   /** Discarded drafts of the answers already settled. */
   kept: number[];
   accepted: boolean;
-  discovering: boolean;
-  /** Discoveries the stand-in started when the actor started (see `started`). */
-  discoveries: number;
+  /** The newest answer settled accepted (cleared when a user message asks for another). */
+  answered: boolean;
+  preparing: "none" | "refreshing" | "discovering" | "ready";
+  freshness: Freshness;
+  refusal: string | null;
+  /** Checks the stand-in started when the actor started (see `started`). */
+  refreshes: number;
 }
 
 const freshAnswer = (): AnswerModel => ({
@@ -67,17 +80,31 @@ const freshAnswer = (): AnswerModel => ({
   discarded: [],
 });
 
+/** The spec's bound on interrupted requests carried. */
+const SPEC_INTERRUPTED = 5;
+
+/** What a prompt makes of the specification the previous run left (the interrupted requests written out). */
+function promptSpec(given: Specification, text: string): Specification {
+  const open = given.unanswered && (given.request.trim() !== "" || given.added.length > 0);
+  const all = open ? [...given.interrupted, { request: given.request, added: given.added }] : given.interrupted;
+  const over = Math.max(0, all.length - SPEC_INTERRUPTED);
+  return {
+    request: text,
+    added: [],
+    startedBy: null,
+    unanswered: false,
+    interrupted: all.slice(over),
+    dropped: given.dropped + over,
+  };
+}
+
 export function initialTrace(input: RunInput): RunTrace {
   const { opening, equipped, specification: given } = input;
   const spec: Specification = !equipped
     ? given
     : opening.kind === "prompt"
-      ? { request: opening.text, added: [], startedBy: null }
-      : {
-          request: given.request,
-          added: given.added,
-          startedBy: { source: "source" in opening ? opening.source : null },
-        };
+      ? promptSpec(given, opening.text)
+      : { ...given, startedBy: { source: "source" in opening ? opening.source : null } };
   return {
     open: true,
     promptPending: opening.kind === "prompt",
@@ -87,14 +114,19 @@ export function initialTrace(input: RunInput): RunTrace {
     child: null,
     kept: [],
     accepted: false,
-    discovering: equipped,
-    discoveries: 0,
+    answered: false,
+    preparing: equipped ? "refreshing" : "none",
+    freshness: { kind: "unchecked" },
+    refusal: null,
+    refreshes: 0,
   };
 }
 
-/** The runPathSuite `started` hook: the discoveries asked for when the run began. */
+/** The runPathSuite `started` hook: the checks asked for when the run began. */
 export function started(trace: RunTrace): void {
-  trace.discoveries = performed.splice(0).filter((p) => p === "discover").length;
+  const work = performed.splice(0);
+  trace.refreshes = work.filter((p) => p === "refresh").length;
+  if (work.includes("discover")) trace.refreshes = -1; // a discovery before the check: I5.8
 }
 
 /** The answer model's reaction to a forwarded event: its verdict when the answer settles. */
@@ -119,6 +151,7 @@ function resolve(a: AnswerModel, e: ResolutionEvent): { accepted: boolean } | nu
 function settleAnswer(trace: RunTrace, verdict: { accepted: boolean; discarded: readonly number[] }): void {
   trace.kept.push(...verdict.discarded);
   trace.accepted ||= verdict.accepted;
+  trace.answered = verdict.accepted;
   trace.answer = null;
 }
 
@@ -126,7 +159,7 @@ const FORWARDED = new Set(["PATCH_ACCEPTED", "FINAL_ONLY", "PATCH_REJECTED", "DR
 
 /** Advances the oracle by one event (what it should mean); returns what it expects the step to have done. */
 function advance(trace: RunTrace, event: RunMachineEvent, input: RunInput) {
-  const expect = { failures: 0, freshAnswer: false };
+  const expect = { failures: 0, checkFailures: 0, discoveries: 0, freshAnswer: false };
   if (!trace.open) return expect;
   switch (event.type) {
     case "USER_MESSAGE":
@@ -134,6 +167,7 @@ function advance(trace: RunTrace, event: RunMachineEvent, input: RunInput) {
       else if (input.equipped) trace.spec = { ...trace.spec, added: [...trace.spec.added, event.text] };
       if (input.equipped && trace.answer === null) {
         trace.answer = freshAnswer();
+        trace.answered = false;
         expect.freshAnswer = true;
       }
       break;
@@ -143,20 +177,33 @@ function advance(trace: RunTrace, event: RunMachineEvent, input: RunInput) {
       if (input.equipped && !event.ownAnchor) trace.spec = { ...trace.spec, startedBy: { source: event.customType } };
       break;
     case "SETTLED":
-      Object.assign(trace, { open: false, promptPending: false, sourcePending: false, discovering: false });
+      Object.assign(trace, { open: false, promptPending: false, sourcePending: false });
+      if (trace.preparing !== "none") trace.preparing = "ready";
       trace.answer = null; // an answer still being resolved ends unaccepted
       break;
     case "xstate.done.actor.resolution":
       if (trace.answer) settleAnswer(trace, event.output);
       break;
-    case "xstate.done.actor.knowledge":
-      trace.discovering = false;
+    case "xstate.done.actor.freshness":
+    case "xstate.error.actor.freshness":
+      if (trace.preparing !== "refreshing") break;
+      trace.preparing = "discovering";
+      expect.discoveries = 1;
+      if (event.type === "xstate.done.actor.freshness") trace.freshness = event.output;
+      else {
+        trace.freshness = { kind: "unavailable", reason: (event.error as Error).message };
+        expect.checkFailures = 1;
+      }
       break;
+    case "xstate.done.actor.knowledge":
     case "xstate.error.actor.knowledge":
-      if (trace.discovering) expect.failures = 1;
-      trace.discovering = false;
+      if (trace.preparing !== "discovering") break;
+      trace.preparing = "ready";
+      if (event.type === "xstate.error.actor.knowledge") expect.failures = 1;
       break;
     default:
+      if (trace.answer && event.type === "PATCH_REJECTED") trace.refusal = event.reason ?? "(no reason given)";
+      if (trace.answer && (event.type === "PATCH_ACCEPTED" || event.type === "FINAL_ONLY")) trace.refusal = null;
       if (trace.answer && FORWARDED.has(event.type)) {
         const verdict = resolve(trace.answer, event as ResolutionEvent);
         if (verdict) settleAnswer(trace, { ...verdict, discarded: trace.answer.discarded });
@@ -198,21 +245,41 @@ export function checkRunStep(step: StepInfo<RunMachineEvent>, trace: RunTrace, i
   if (!isDeepStrictEqual(spec.startedBy, trace.spec.startedBy))
     v.push(`I5.4 after ${JSON.stringify(event)} startedBy is ${JSON.stringify(spec.startedBy)}`);
   if (spec.request !== trace.spec.request) v.push(`I5.5 the request is ${JSON.stringify(spec.request)}`);
+  if (trace.open && !isDeepStrictEqual([spec.interrupted, spec.dropped], [trace.spec.interrupted, trace.spec.dropped]))
+    v.push(`I5.5 after ${event.type} the interrupted requests are ${JSON.stringify([spec.interrupted, spec.dropped])}`);
   if (trace.open) v.push(...checkAnswer(next, trace, input, expected.freshAnswer, event));
   // I5.8
-  if (isKnowledgeSettled(next as never) !== !trace.discovering)
+  const preparing = trace.preparing === "refreshing" || trace.preparing === "discovering";
+  if (isPrepared(next as never) !== !preparing)
+    v.push(`I5.8 isPrepared is ${preparing ? "true" : "false"} while ${trace.preparing}`);
+  if (trace.open && (next.children.freshness !== undefined) !== (trace.preparing === "refreshing"))
+    v.push(`I5.8 the check actor is ${next.children.freshness ? "running" : "missing"} while ${trace.preparing}`);
+  if (trace.open && (next.children.knowledge !== undefined) !== (trace.preparing === "discovering"))
+    v.push(`I5.8 the discovery actor is ${next.children.knowledge ? "running" : "missing"} while ${trace.preparing}`);
+  const count = (what: string) => work.filter((w) => w === what).length;
+  if (count("knowledge-failed") !== expected.failures)
     v.push(
-      `I5.8 isKnowledgeSettled is ${!trace.discovering ? "false" : "true"} while discovering=${trace.discovering}`,
+      `I5.8 ${event.type} reported a failed discovery ${count("knowledge-failed")}× (expected ${expected.failures})`,
     );
-  if (trace.open && (next.children.knowledge !== undefined) !== trace.discovering)
-    v.push(`I5.8 the discovery actor ${trace.discovering ? "is missing" : "outlived discovery"} after ${event.type}`);
-  const failures = work.filter((w) => w === "knowledge-failed").length;
-  if (failures !== expected.failures)
-    v.push(`I5.8 ${event.type} reported a failed discovery ${failures}× (expected ${expected.failures})`);
-  if (work.includes("discover")) v.push(`I5.8 ${event.type} started another discovery`);
+  if (count("freshness-failed") !== expected.checkFailures)
+    v.push(`I5.8 ${event.type} reported a failed check ${count("freshness-failed")}×`);
+  if (count("discover") !== expected.discoveries)
+    v.push(`I5.8 ${event.type} started ${count("discover")} discoveries (expected ${expected.discoveries})`);
+  if (count("refresh") > 0) v.push(`I5.8 ${event.type} started another shared-state check`);
+  // I5.10
+  if (!isDeepStrictEqual(next.context.freshness, trace.freshness))
+    v.push(`I5.10 after ${event.type} the freshness is ${JSON.stringify(next.context.freshness)}`);
+  // I5.11
+  if (next.context.refusal !== trace.refusal)
+    v.push(`I5.11 after ${JSON.stringify(event)} the refusal kept is ${JSON.stringify(next.context.refusal)}`);
   // I5.9
   if (wasOpen && !trace.open) {
-    if (!isDeepStrictEqual(next.output, { accepted: trace.accepted, specification: trace.spec }))
+    const left = !input.equipped
+      ? trace.spec
+      : trace.answered
+        ? { ...trace.spec, unanswered: false, interrupted: [], dropped: 0 }
+        : { ...trace.spec, unanswered: true };
+    if (!isDeepStrictEqual(next.output, { accepted: trace.accepted, specification: left }))
       v.push(`I5.9 the run ended with ${JSON.stringify(next.output)}, expected accepted=${trace.accepted}`);
     for (const [id, child] of Object.entries(prev.children as Record<string, AnyActorRef>))
       if (child.getSnapshot().status !== "stopped" && child.getSnapshot().status !== "done")
@@ -223,8 +290,10 @@ export function checkRunStep(step: StepInfo<RunMachineEvent>, trace: RunTrace, i
 
 function checkStart(initial: AnyMachineSnapshot, trace: RunTrace, input: RunInput): string[] {
   const v: string[] = [];
-  if (trace.discoveries !== (input.equipped ? 1 : 0))
-    v.push(`I5.8 the run started ${trace.discoveries} discoveries (equipped=${input.equipped})`);
+  if (trace.refreshes !== (input.equipped ? 1 : 0))
+    v.push(
+      `I5.8 the run started ${trace.refreshes} shared-state checks (equipped=${input.equipped}; -1: discovery first)`,
+    );
   const answer = region(initial, "answer");
   if (answer !== (input.equipped ? "resolving" : "ordinary"))
     v.push(`I5.6 an ${input.equipped ? "equipped" : "ordinary"} run began ${answer}`);

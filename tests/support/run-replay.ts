@@ -4,8 +4,9 @@
 // events in and translated into the run's Pi-level events, which the replay compares with what the
 // adapter's own run actor took. Pi's order (observed on 0.84.4 and 1.6.0, and what the adapter relies
 // on): the run's opening message first (the prompt; or the custom message that started it), then
-// State Flow's anchor (equipped runs), then Knowledge discovery's end, which the runtime awaits before
-// the run's first context; an answer's result needs inferences; agent_settled ends the run.
+// State Flow's anchor (equipped runs), then the run's preparation — the shared-state check's end, then
+// Knowledge discovery's — which the runtime awaits before the run's first context; an answer's result
+// needs inferences; agent_settled ends the run.
 import { createActor, fromCallback, fromPromise, type AnyEventObject, type AnyStateMachine } from "xstate";
 import { generatePaths } from "../../machines/graph.ts";
 import { resolutionMachine } from "../../machines/resolution.ts";
@@ -27,7 +28,13 @@ const committing = resolutionMachine.provide({
 });
 /** A run machine (the real one, or a broken one for a negative control) as the replay's pure model. */
 export const pureModel = (machine: AnyStateMachine = runMachine): AnyStateMachine =>
-  machine.provide({ actors: { resolution: committing, discoverKnowledge: fromPromise<void>(never) } });
+  machine.provide({
+    actors: {
+      resolution: committing,
+      refreshShared: fromPromise<never>(never),
+      discoverKnowledge: fromPromise<void>(never),
+    },
+  });
 /** The pure suite's stand-ins (nothing settles on its own): a path delivers the actors' results itself. */
 const pathModel = runWithPendingActors;
 
@@ -46,6 +53,10 @@ export function eventKey(e: AnyEventObject): string {
       return `PATCH_ACCEPTED(final=${x.final})`;
     case "xstate.done.actor.resolution":
       return `ANSWER_DONE(accepted=${output?.accepted})`;
+    case "xstate.done.actor.freshness":
+      return "FRESHNESS_DONE";
+    case "xstate.error.actor.freshness":
+      return "FRESHNESS_FAILED";
     case "xstate.done.actor.knowledge":
       return "KNOWLEDGE_DONE";
     case "xstate.error.actor.knowledge":
@@ -55,6 +66,12 @@ export function eventKey(e: AnyEventObject): string {
   }
 }
 export const KNOWLEDGE = "KNOWLEDGE_DONE";
+/** The shared-state check's end (its finding is the world's: one session alone finds nothing moved). */
+export const FRESHNESS = "FRESHNESS_DONE";
+/** The preparation's ends: they float (Pi's order puts them before the run's first context). */
+export const PREPARATION = new Set([FRESHNESS, KNOWLEDGE]);
+const isPreparation = (e: AnyEventObject) =>
+  e.type === "xstate.done.actor.freshness" || e.type === "xstate.done.actor.knowledge";
 export const show = (events: readonly AnyEventObject[]) => events.map(eventKey).join(" → ") || "(no events)";
 export const label = (input: RunInput) => `${input.opening.kind}, ${input.equipped ? "equipped" : "ordinary"}`;
 
@@ -88,7 +105,7 @@ const additionKey = (a: Addition) => (a.kind === "user" ? `USER(${a.text})` : `C
  */
 export function planRun(input: RunInput, text: string, answered: boolean, addition?: Addition): RunPlan {
   const opening = [input.opening.kind === "prompt" ? `USER(${text})` : `CUSTOM(${SOURCE})`];
-  if (input.equipped) opening.push(`CUSTOM(${ANCHOR})`, KNOWLEDGE);
+  if (input.equipped) opening.push(`CUSTOM(${ANCHOR})`, FRESHNESS, KNOWLEDGE);
   const turns: Turn[] = [];
   if (addition && !answered)
     turns.push({ kind: "carrier", deliver: { addition, as: "steer" }, events: ["TURN_END", additionKey(addition)] });
@@ -123,6 +140,8 @@ export function planEvents(plan: RunPlan): RunMachineEvent[] {
     if (key.startsWith("CUSTOM(")) return [{ type: "CUSTOM_MESSAGE", customType: inner, ownAnchor: inner === ANCHOR }];
     if (key.startsWith("DRAFT("))
       return [{ type: "DRAFT", ending: inner as never, text: `${inner} draft`, id: 0, stopReason: "stop" }];
+    if (key === FRESHNESS)
+      return [{ type: "xstate.done.actor.freshness", actorId: "freshness", output: { kind: "current" } }];
     if (key === KNOWLEDGE) return [{ type: "xstate.done.actor.knowledge", actorId: "knowledge", output: undefined }];
     if (key.startsWith("ANSWER_DONE")) return [];
     return [{ type: key } as RunMachineEvent];
@@ -140,14 +159,14 @@ function visited(model: AnyStateMachine, input: RunInput, events: readonly AnyEv
   return values.filter((v, i) => v !== values[i - 1]);
 }
 
-/** The path in Pi's order: discovery's end moved to just after the run's opening message (regions commute). */
+/** The path in Pi's order: the preparation's ends moved to just after the run's opening message (regions commute). */
 function inPiOrder(input: RunInput, path: readonly RunMachineEvent[]): RunMachineEvent[] {
-  const rest = path.filter((e) => e.type !== "xstate.done.actor.knowledge");
+  const rest = path.filter((e) => !isPreparation(e));
   if (rest.length === path.length) return [...path];
   const first = rest[0];
   const openedBy = input.opening.kind === "prompt" ? "USER_MESSAGE" : "CUSTOM_MESSAGE";
   const at = input.opening.kind !== "message" && first?.type === openedBy ? 1 : 0;
-  return [...rest.slice(0, at), path.find((e) => e.type === "xstate.done.actor.knowledge")!, ...rest.slice(at)];
+  return [...rest.slice(0, at), ...path.filter(isPreparation), ...rest.slice(at)];
 }
 
 /** Why Pi cannot reach a state the path visits (the first one its run does not visit), or null. */
@@ -158,13 +177,13 @@ function unreachedReason(input: RunInput, path: readonly RunMachineEvent[], plan
   for (const value of wanted) {
     at = reached.indexOf(value, at);
     if (at >= 0) continue;
-    const v = JSON.parse(value) as { open?: { framing: string; answer: string; knowledge: string } };
+    const v = JSON.parse(value) as { open?: { framing: string; answer: string; preparation: string } };
     if (v.open?.framing === "awaitingPrompt")
       return "Pi reports the prompt (message_end) before the run's first context: nothing of the run comes before it";
     if (v.open?.framing === "awaitingSource")
       return "Pi 0.84 delivers the custom message that started the run first, before the anchor and the first context";
-    if (v.open?.answer === "resolved" && v.open.knowledge === "discovering")
-      return "an answer cannot be resolved while discovery runs: the runtime awaits discovery before the first context";
+    if (v.open?.answer === "resolved" && ["refreshing", "discovering"].includes(v.open.preparation))
+      return "an answer cannot be resolved while the run is prepared: the runtime awaits it before the first context";
     return `the Pi run never reaches ${value}`;
   }
   return null;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -52,27 +52,39 @@ describe("loadConfig", () => {
     expect(resolveDirectory("~", "/x", "/home/u")).toBe("/home/u");
   });
 
-  it("fails on unknown keys, naming key and value", () => {
+  it("fails on unknown keys, naming file, key and value and the fix", () => {
     write({ autostart: true });
     expect(failure()).toBe(
       `${join(agentDir, "state-flow.json")}: "autostart" = true is not a known setting ` +
-        "(known: directory, autoStart, logging, remotePublication)",
+        "(known: directory, autoStart, logging, remotePublication); correct the key's spelling, or remove it",
     );
   });
 
-  it("fails on bad values, naming key and value", () => {
+  it("fails on bad values, naming key and value and the fix", () => {
+    const fix = "; correct the value, or remove the key to use its default";
     write({ remotePublication: "always" });
-    expect(failure()).toMatch(/"remotePublication" = "always" must be one of "off", "turn-end", "transition"$/);
+    expect(failure()).toMatch(/"remotePublication" = "always" must be one of "off", "turn-end", "transition"; /);
     write({ autoStart: "yes" });
-    expect(failure()).toMatch(/"autoStart" = "yes" must be true or false$/);
+    expect(failure()).toBe(`${join(agentDir, "state-flow.json")}: "autoStart" = "yes" must be true or false${fix}`);
     write({ directory: "" });
-    expect(failure()).toMatch(/"directory" = "" must not be empty$/);
+    expect(failure()).toMatch(/"directory" = "" must not be empty; correct the value/);
   });
 
-  it("fails on invalid JSON and non-object documents", () => {
-    write("{ not json");
-    expect(failure()).toMatch(/state-flow\.json: invalid JSON/);
+  it("fails on invalid JSON and non-object documents, in one line naming the file and the fix", () => {
+    const file = join(agentDir, "state-flow.json");
+    write('{ "autoStart": tru\n');
+    const invalid = failure();
+    expect(invalid.startsWith(`${file}: invalid JSON (`)).toBe(true);
+    expect(invalid.endsWith("); fix the file or remove it to use defaults")).toBe(true);
+    expect(invalid).not.toContain("\n");
     write("[]");
-    expect(failure()).toMatch(/must be a JSON object/);
+    expect(failure()).toBe(
+      `${file}: must be a JSON object such as {"autoStart": false}; fix the file or remove it to use defaults`,
+    );
+  });
+
+  it("fails on a file it cannot read, naming it and the fix", () => {
+    mkdirSync(join(agentDir, "state-flow.json"));
+    expect(failure()).toMatch(/state-flow\.json: cannot be read \(.*EISDIR.*\); fix its permissions or remove it$/);
   });
 });

@@ -16,10 +16,13 @@ import {
   withoutOwnMessages,
   transitionLines,
   closedRunOnly,
+  freshnessLines,
+  hasPreFlowContext,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
 import { emptyScopeState } from "../../../storage/core/scope-state.ts";
 import { trieOf } from "../../../adapters/pi/stability.ts";
+import { NO_SPECIFICATION } from "../../../machines/specification.ts";
 
 let clock = 0;
 const user = (text: string): AgentMessage =>
@@ -61,6 +64,12 @@ describe("projectContext", () => {
 
   it("bootstrap keeps the pre-Flow context for the migration run", () => {
     const messages = [...history, user("new request"), custom(RUN_ANCHOR, "[run]")];
+    expect(project(messages, "bootstrap")).toEqual(["CTX", "old request", "old answer", "keep me", "new request"]);
+  });
+
+  it("bootstrap after an interrupted migration run: the pre-Flow context, not the interrupted run's messages", () => {
+    const interrupted = [user("cut off request"), custom(RUN_ANCHOR, "[run]"), assistant("PARTIAL")];
+    const messages = [...history, ...interrupted, user("new request"), custom(RUN_ANCHOR, "[run]")];
     expect(project(messages, "bootstrap")).toEqual(["CTX", "old request", "old answer", "keep me", "new request"]);
   });
 
@@ -151,7 +160,7 @@ describe("the volatile part's place", () => {
 describe("renderRuntimeContext", () => {
   it("carries the specification, state[0], compact transitions, invalidations and the resolution note", () => {
     const text = renderRuntimeContext({
-      specification: { request: "Fix the parser", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "Fix the parser" },
       state: { ...emptyScopeState(), working: { next: "run tests" } },
       volatile: trieOf([["working", "next"]]),
       step: 3,
@@ -171,7 +180,7 @@ describe("renderRuntimeContext", () => {
 
   it("renders each state object once and never serves one state's text for another", () => {
     const input = {
-      specification: { request: "r", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "r" },
       volatile: trieOf([]),
       step: 1,
       transitions: [],
@@ -189,7 +198,7 @@ describe("renderRuntimeContext", () => {
 
   it("orders stable paths, then the run's parts, then the volatile paths, the step and the resolution", () => {
     const parts = renderRuntimeContextParts({
-      specification: { request: "Fix the parser", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "Fix the parser" },
       state: {
         ...emptyScopeState(),
         contract: { lang: "ts", api: "v2" },
@@ -230,7 +239,7 @@ describe("renderRuntimeContext", () => {
 
   it("leaves empty fields and sections out, but says an invalidation plan that could not be made", () => {
     const input = {
-      specification: { request: "Hello", added: [], startedBy: null },
+      specification: { ...NO_SPECIFICATION, request: "Hello" },
       state: emptyScopeState(),
       volatile: trieOf([]),
       step: 0,
@@ -321,5 +330,74 @@ describe("the compact transition context", () => {
       "- step 24: session: response",
       "- step 23: (records folded into checkpoints)",
     ]);
+  });
+});
+
+describe("what other sessions changed (freshnessLines)", () => {
+  it("one line per moved scope; a restored branch and a failed check are said, current and unchecked are not", () => {
+    const moved = {
+      scope: "cwd" as const,
+      transitions: 1,
+      newest: { id: "t-1a2b3c4d-rest", step: 7 },
+      added: ["contract.db"],
+      changed: ["working.next"],
+      removed: [],
+    };
+    expect(freshnessLines({ kind: "adopted", moved: [moved] })).toEqual([
+      "",
+      "## Changed by other sessions since this session's last run (already in state[0])",
+      "- cwd: added contract.db; changed working.next (1 transition(s), newest t-1a2b3c4d at its step 7)",
+    ]);
+    const many = { ...moved, transitions: 0, added: Array.from({ length: 10 }, (_, i) => `working.k${i}`) };
+    expect(freshnessLines({ kind: "adopted", moved: [many] })[2]).toMatch(
+      /^- cwd: added working\.k0, .*working\.k7 \(\+2 more\); changed working\.next \(its history folded, newest/,
+    );
+    expect(freshnessLines({ kind: "selectedPast" }).join("\n")).toContain("## Restored branch");
+    expect(freshnessLines({ kind: "unavailable", reason: "cwd/meta.json: EACCES" })).toEqual([
+      "",
+      "## Other sessions' changes",
+      "(unavailable: cwd/meta.json: EACCES) state[0] is as this session last read it.",
+    ]);
+    expect(freshnessLines({ kind: "current" })).toEqual([]);
+    expect(freshnessLines({ kind: "unchecked" })).toEqual([]);
+  });
+});
+
+describe("hasPreFlowContext", () => {
+  it("is true only when the bootstrap run has earlier messages (or a stop handoff) to migrate", () => {
+    const run = [user("first request"), custom(RUN_ANCHOR, "[run]")];
+    expect(hasPreFlowContext(run, "S"), "a new, empty session").toBe(false);
+    expect(hasPreFlowContext([user("old"), assistant("old answer"), ...run], "S")).toBe(true);
+    expect(hasPreFlowContext([custom(STOP_HANDOFF, "FROZEN"), ...run], "S"), "a restart after stop").toBe(true);
+    const interrupted = [user("cut off"), custom(RUN_ANCHOR, "[run]"), assistant("PARTIAL")];
+    expect(hasPreFlowContext([...interrupted, ...run], "S"), "only an interrupted State Flow run before").toBe(false);
+  });
+});
+
+describe("withoutOwnMessages: State Flow's tool calls where its tools are not offered", () => {
+  it("drops patch_state and read_state calls and their results, keeps other tools, drops an emptied message", () => {
+    const call = (id: string, name: string) => ({ type: "toolCall", id, name, arguments: {} });
+    const result = (id: string, toolName: string) =>
+      ({ role: "toolResult", toolCallId: id, toolName, content: [], isError: false, timestamp: ++clock }) as never;
+    const onlyOwn = { role: "assistant", content: [call("c1", "patch_state")], timestamp: ++clock } as never;
+    const mixed = {
+      role: "assistant",
+      content: [{ type: "text", text: "reading" }, call("c2", "read_state"), call("c3", "read")],
+      timestamp: ++clock,
+    } as never;
+    const kept = withoutOwnMessages([
+      user("q"),
+      onlyOwn,
+      result("c1", "patch_state"),
+      mixed,
+      result("c2", "read_state"),
+      result("c3", "read"),
+    ])!;
+    expect(kept.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    expect((kept[1] as { content: { type: string; name?: string }[] }).content.map((b) => b.name ?? b.type)).toEqual([
+      "text",
+      "read",
+    ]);
+    expect(withoutOwnMessages([user("q"), assistant("a")]), "nothing to drop: Pi's own context").toBeNull();
   });
 });

@@ -369,9 +369,13 @@ class PublicationWorld {
     if (s.status !== "active") return;
     const pending = pendingOf(s.context)?.revision;
     const label = this.input.backend === "git" ? this.input.policy : "file-only (nothing to publish)";
-    expect(this.h.accessor.status(), `the status names the pending target — ${where}`).toContain(
-      `publication: ${label}${pending ? ` (pending ${pending})` : ""}\n`,
+    const status = this.h.accessor.status();
+    expect(status, `the status names the pending target — ${where}`).toContain(
+      `publication: ${label}${pending ? ` (pending ${pending})` : ""} — `,
     );
+    // (and its summary says so in plain words)
+    if (pending)
+      expect(status, `the summary says pending — ${where}`).toContain(`Remote: pending — ${pending.slice(0, 12)}`);
     const record = this.announced;
     if (record === null) return;
     // Written in the order announced, asynchronously: the file catches up with the machine's record.

@@ -27,6 +27,8 @@ import { PiHarness, call, contextText, say, type HarnessOptions } from "../../su
 import { PI_VERSION } from "../../support/pi-version.ts";
 import {
   KNOWLEDGE,
+  FRESHNESS,
+  PREPARATION,
   SOURCE,
   USER_ADDITION,
   additionTours,
@@ -131,7 +133,7 @@ function specSection(context: Context): string | null {
   return null;
 }
 
-const withoutKnowledge = (keys: readonly string[]) => keys.filter((k) => k !== KNOWLEDGE);
+const withoutPreparation = (keys: readonly string[]) => keys.filter((k) => !PREPARATION.has(k));
 
 /** The turn's faux message, after it queued what Pi delivers inside the run while it streams. */
 function stepOf(w: World, turn: Turn, tag: string) {
@@ -217,7 +219,7 @@ async function replayRun(w: World, path: GeneratedRunPath, model: AnyStateMachin
 
   // The events: exactly those the Pi actions produce (discovery's end where Pi put it, before the first context).
   const keys = adapter.steps.map((s) => eventKey(s.event));
-  if (JSON.stringify(withoutKnowledge(keys)) !== JSON.stringify(withoutKnowledge(plan.expected)))
+  if (JSON.stringify(withoutPreparation(keys)) !== JSON.stringify(withoutPreparation(plan.expected)))
     bad.push(`the adapter's run actor took [${keys.join(" → ")}] — ${where}`);
   const knowledgeAt = keys.indexOf(KNOWLEDGE);
   const knowledgeCount = keys.filter((k) => k === KNOWLEDGE).length;
@@ -225,15 +227,19 @@ async function replayRun(w: World, path: GeneratedRunPath, model: AnyStateMachin
     bad.push(`discovery ended ${knowledgeCount}× in an ${input.equipped ? "equipped" : "ordinary"} run — ${where}`);
   if (knowledgeAt >= 0 && marks[0] !== undefined && knowledgeAt >= marks[0])
     bad.push(`discovery ended after the run's first context (step ${knowledgeAt}) — ${where}`);
+  const freshnessAt = keys.indexOf(FRESHNESS);
+  if (keys.filter((k) => k === FRESHNESS).length !== (input.equipped ? 1 : 0) || freshnessAt > knowledgeAt)
+    bad.push(`the shared-state check ended at step ${freshnessAt}, discovery at ${knowledgeAt} — ${where}`);
   // (a prompt run's first user message is its prompt; a tour's last one, the message delivered inside the run)
   const pathKeys = path.piOrder.map((e, i) =>
     e.type !== "USER_MESSAGE"
       ? eventKey(e)
       : `USER(${path.tour && i === path.piOrder.length - 1 ? addition!.text : text})`,
   );
+  // (the preparation's ends float: Pi may finish the check before it reports the prompt; checked above)
   let at = 0;
-  for (const key of pathKeys) at = at < 0 ? at : keys.indexOf(key, at) + 1 || -1;
-  if (at < 0) bad.push(`the run did not produce the path's events in order — ${where}`);
+  for (const key of withoutPreparation(pathKeys)) at = at < 0 ? at : keys.indexOf(key, at) + 1 || -1;
+  if (at < 0) bad.push(`the run did not produce the path's events in order (took [${keys.join(" → ")}]) — ${where}`);
 
   // The pure actor fed the same events (an answer's result comes from its own resolution, as in the adapter).
   const pure = new ActorRecorder(["run"]);
@@ -289,7 +295,7 @@ async function replayRun(w: World, path: GeneratedRunPath, model: AnyStateMachin
   });
   // The episode keeps the specification the adapter's run ended with: the next run's input.
   const end = adapter.steps.at(-1);
-  if (end?.status === "done") w.spec = (end.context as { specification: Specification }).specification;
+  if (end?.status === "done") w.spec = (end.output as { specification: Specification }).specification;
   if (
     end?.status !== "done" ||
     JSON.stringify(output) !== JSON.stringify({ accepted: ended(end), specification: w.spec })

@@ -4,12 +4,15 @@
 // cohorts only; every refusal is named (`shared-scope-advanced`), and following its advice
 // (re-read, patch again) makes the next attempt succeed. File-only and Git stores alike.
 //
-// The oracle's model of what a session sees: a shared scope as the session last read it. Every
-// completed run ends with an accepted cohort (its response) that adopts the live shared scopes,
-// and the branch records it; a refusal re-reads them. Selecting a checkpoint (reopen: the newest)
-// restores it: with Git, exactly that cohort (its session layer and the shared scopes it held); a
-// file-only checkpoint covers only the session's own files, so the newest one restores with the
-// live shared scopes, and an older one, whose session files were replaced since, fails closed.
+// The oracle's model of what a session sees: a shared scope as the session last read it. A run of a
+// session at the head of its branch (its live session files are the ones it holds) starts by
+// adopting the live shared scopes (fresh runs); every completed run ends with an accepted cohort
+// (its response) that adopts them too, and the branch records it; a refusal re-reads them.
+// Selecting a checkpoint (reopen: the newest) restores it: with Git, exactly that cohort (its
+// session layer and the shared scopes it held), a selected past its next run keeps — so only such
+// a session's patch of a shared scope can be refused; a file-only checkpoint covers only the
+// session's own files, so the newest one restores with the live shared scopes, and an older one,
+// whose session files were replaced since, fails closed.
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -69,6 +72,8 @@ interface SessionModel {
    */
   fileBranch: { entryId: string; view: View }[];
   failedClosed: boolean;
+  /** The branch holds the session's newest cohort (not a selected past): its next run adopts the live shared scopes. */
+  atHead: boolean;
 }
 
 const copyView = (v: View): View => ({
@@ -92,6 +97,8 @@ class World {
   versions: Versions = { global: 0, cwd: 0 };
   refusals = 0;
   restoredOlder = 0;
+  /** Runs that started by adopting another session's shared change. */
+  adopted = 0;
   private value = 0;
 
   readonly base: PiHarness;
@@ -113,7 +120,7 @@ class World {
       await h.command("/state-flow-start");
       world.sessions.push(h);
       const view = { shared: { global: {}, cwd: {} }, seen: { ...world.versions }, own: {}, response: "" };
-      world.model.push({ view, checkpoints: [], latest: null, fileBranch: [], failedClosed: false });
+      world.model.push({ view, checkpoints: [], latest: null, fileBranch: [], failedClosed: false, atHead: true });
       // Pi writes a session file with its first answer: one run makes every session reopenable.
       await world.patch(i, "session", "a");
     }
@@ -151,9 +158,11 @@ class World {
       if (index < model.checkpoints.length - 1) this.restoredOlder++;
       model.view = copyView(target.view);
       model.failedClosed = false;
+      model.atHead = target.entryId === model.latest;
     } else if (target.entryId === model.latest) {
       model.view = { ...copyView(target.view), shared: structuredClone(this.live), seen: { ...this.versions } };
       model.failedClosed = false;
+      model.atHead = true;
     } else {
       model.failedClosed = true;
     }
@@ -181,6 +190,11 @@ class World {
       expect(h.lastNotice()?.message).toMatch(/^State Flow did not run this prompt: it is failed closed/);
       return;
     }
+    // A run at the head of its branch starts from the newest shared state (adopted before its first context).
+    if (model.atHead) {
+      if (model.view.seen.global !== this.versions.global || model.view.seen.cwd !== this.versions.cwd) this.adopted++;
+      model.view = { ...model.view, shared: structuredClone(this.live), seen: { ...this.versions } };
+    }
     const results = h.toolResults().slice(before);
     const refused = scope !== "session" && model.view.seen[scope] !== this.versions[scope];
     if (refused) {
@@ -206,6 +220,7 @@ class World {
     // The run's response cohort adopts the live shared scopes; the branch records that cohort.
     model.view = { ...model.view, shared: structuredClone(this.live), seen: { ...this.versions }, response: answer };
     model.latest = newestCheckpoint(h);
+    model.atHead = true;
     model.checkpoints.push({ entryId: model.latest, view: copyView(model.view) });
     model.fileBranch = [...model.checkpoints];
   }
@@ -227,7 +242,7 @@ class World {
 for (const git of [true, false]) {
   describe(`${SESSIONS} sessions on one ${git ? "Git" : "file-only"} store, random steps`, () => {
     it(`${RUNS} runs × ${STEPS} steps: read_state equals the oracle; each refusal is named, recoverable`, async () => {
-      const totals = { refusals: 0, restoredOlder: 0 };
+      const totals = { refusals: 0, restoredOlder: 0, adopted: 0 };
       await fc.assert(
         fc.asyncProperty(fc.array(stepArb, { minLength: STEPS, maxLength: STEPS }), async (steps) => {
           const world = await World.open(git);
@@ -238,10 +253,13 @@ for (const git of [true, false]) {
           }
           totals.refusals += world.refusals;
           totals.restoredOlder += world.restoredOlder;
+          totals.adopted += world.adopted;
         }),
         { numRuns: RUNS, endOnFailure: true },
       );
-      expect(totals.refusals, "the steps exercised shared-scope refusals").toBeGreaterThan(0);
+      expect(totals.adopted, "the steps exercised runs that adopt another session's change").toBeGreaterThan(0);
+      // Only a Git branch restored to its past can be refused (file-only: such a restore fails closed).
+      if (!git) expect(totals.refusals, "a file-only session at its head is never refused").toBe(0);
     }, 300_000);
   });
 }

@@ -37,9 +37,10 @@ describe("toJson", () => {
     expect(error.code).toBe("invalid-json");
     expect(error.path).toBe("session.contract.deep[0].a");
     expect(error.message).toBe(
-      "session.contract.deep[0].a: null inside an array is stored as is " +
-        "(arrays replace whole, nothing merges there), " +
-        "and materialized state cannot hold null; remove it or use another value",
+      "session.contract.deep[0].a: null inside an array cannot be stored: an array replaces the stored value " +
+        "whole, objects in it included (nothing in it merges, so null deletes nothing there), and state never " +
+        'holds null. Send the complete array without it: leave that item or key out, or use another value such as "" ' +
+        "or false",
     );
   });
 
@@ -50,7 +51,7 @@ describe("toJson", () => {
   ])("refuses null at any depth below an array (%j)", (value, path) => {
     const error = rejection(() => toJson(value, "p", members));
     expect(error.path).toBe(path);
-    expect(error.message).toMatch(/null inside an array is stored as is/);
+    expect(error.message).toMatch(/null inside an array cannot be stored/);
   });
 
   it(`refuses objects and arrays nested more than ${MAX_JSON_DEPTH} levels, in patches and in state`, () => {

@@ -108,12 +108,31 @@ describe("parseScopePatch", () => {
     expect(error.code).toBe("invalid-json");
     expect(error.path).toBe("session.contract.deep[0].a");
     expect(error.message).toBe(
-      "session.contract.deep[0].a: null inside an array is stored as is " +
-        "(arrays replace whole, nothing merges there), " +
-        "and materialized state cannot hold null; remove it or use another value",
+      "session.contract.deep[0].a: null inside an array cannot be stored: an array replaces the stored value " +
+        "whole, objects in it included (nothing in it merges, so null deletes nothing there), and state never " +
+        'holds null. Send the complete array without it: leave that item or key out, or use another value such as "" ' +
+        "or false",
     );
     const tags = { artifacts: { "/a.md": { description: "d", tags: ["x", null] } } };
     expect(rejection(() => parseScopePatch(tags, "cwd", model)).path).toBe('cwd.artifacts["/a.md"].tags[1]');
+  });
+
+  it("the advised patch, the complete array without the null, is accepted and replaces the stored array", () => {
+    const model = { allowResponse: false };
+    const stored = applyScopePatch(
+      emptyScopeState(),
+      parseScopePatch({ contract: { deep: [{ a: 1, b: 2 }, { c: 3 }] } }, "session", model),
+      "session",
+    );
+    // Meant: drop key a of the first item. Refused as written; accepted with the key left out.
+    expect(() => parseScopePatch({ contract: { deep: [{ a: null }] } }, "session", model)).toThrow(
+      /leave that item or key out/,
+    );
+    const advised = parseScopePatch({ contract: { deep: [{ b: 2 }, { c: 3 }] } }, "session", model);
+    expect(applyScopePatch(stored, advised, "session").contract).toEqual({ deep: [{ b: 2 }, { c: 3 }] });
+    // Or the other value the message names.
+    const replaced = parseScopePatch({ contract: { deep: [{ a: "", b: 2 }] } }, "session", model);
+    expect(applyScopePatch(stored, replaced, "session").contract).toEqual({ deep: [{ a: "", b: 2 }] });
   });
 
   it("still lets null delete keys at any depth of merging objects", () => {
@@ -226,5 +245,13 @@ describe("the retired Skill store", () => {
         }),
       "stored records still replay",
     ).not.toThrow();
+  });
+});
+
+describe("key order", () => {
+  it("an applied patch leaves each section in the store's (sorted) key order, nested objects too", () => {
+    const after = applyScopePatch(emptyScopeState(), { contract: { zeta: 1, alpha: { y: 1, b: 2 } } }, "session");
+    expect(JSON.stringify(after.contract)).toBe('{"alpha":{"b":2,"y":1},"zeta":1}');
+    expect(Object.keys(after)).toEqual(["artifacts", "contract", "working", "response"]);
   });
 });

@@ -1,7 +1,8 @@
 // Reads of a Git store (git-reads.ts): the current view verified against HEAD, past revisions
 // without moving the worktree, and the reads that need no git process.
-import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openGitBackend } from "../../../storage/git/git-backend.ts";
 import { changedMembers } from "../../../storage/git/git-reads.ts";
@@ -162,5 +163,60 @@ describe("changedMembers", () => {
       ["d", null], // deleted
     ]);
     expect(changedMembers(["a", "b", "c", "d"], writes, current, hashes)).toEqual(["b", "d"]);
+  });
+});
+
+describe("worktree-diverged says which case it is and the command that undoes it", () => {
+  /** The refusal of the next read, and its advice run as printed (then the read works and nothing is left). */
+  async function followAdvice(setup: (root: string, env: NodeJS.ProcessEnv) => void, expected: RegExp) {
+    const { backend, root, env } = await repo();
+    await backend.publish({ basis: await backend.loadCurrent(paths), writes: new Map([[g.meta, Buffer.from("1")]]) });
+    const revision = git(root, env, "rev-parse", "HEAD").trim();
+    setup(root, env);
+    const error = (await backend.loadCurrent(paths).catch((e: unknown) => e)) as Error;
+    expect(error).toMatchObject({ code: "worktree-diverged" });
+    const message = error.message.replaceAll(revision, "<rev>").replaceAll(root, "<root>");
+    expect(message).toMatch(expected);
+    const advice = / then either (?:remove it|restore the committed version \(file and index entry\)) with (.+?), or /;
+    const command = advice.exec(error.message)![1]!;
+    expect(spawnSync("sh", ["-c", command], { env, encoding: "utf8" }).status, command).toBe(0);
+    expect((await backend.loadCurrent(paths)).pointer).toEqual({ revision });
+    expect(git(root, env, "status", "--porcelain")).toBe("");
+  }
+
+  const tail =
+    "A publisher was interrupted or the file was changed by hand; nothing was read as current state. Inspect it with ";
+
+  it("a changed file: restore the committed version", async () => {
+    await followAdvice(
+      (root) => writeFileSync(join(root, g.meta), "edited by hand"),
+      new RegExp(
+        `^The live file ${g.meta} differs from its version in the committed revision <rev>\\. ${tail}` +
+          `git -C <root> diff HEAD -- ${g.meta}, then either restore the committed version \\(file and index ` +
+          `entry\\) with git -C <root> checkout HEAD -- ${g.meta}, or commit the intended bytes; then retry\\.$`,
+      ),
+    );
+  });
+
+  it("a missing file: restore it", async () => {
+    await followAdvice(
+      (root) => rmSync(join(root, g.meta)),
+      new RegExp(`^The live file ${g.meta} is missing, but the committed revision <rev> contains it\\. ${tail}`),
+    );
+  });
+
+  it("a file the revision does not contain: remove it", async () => {
+    await followAdvice(
+      (root) => {
+        mkdirSync(dirname(join(root, c.checkpoint)), { recursive: true });
+        writeFileSync(join(root, c.checkpoint), "never committed");
+      },
+      new RegExp(
+        `^The live file ${c.checkpoint} exists, but the committed revision <rev> does not contain it\\. ${tail}` +
+          `git -C <root> status --short -- ${c.checkpoint}, then either remove it with git -C <root> rm -q ` +
+          `--cached --ignore-unmatch -- ${c.checkpoint} && rm -f <root>/${c.checkpoint}, or commit the intended ` +
+          `bytes; then retry\\.$`,
+      ),
+    );
   });
 });

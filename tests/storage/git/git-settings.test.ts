@@ -1,4 +1,6 @@
-import { writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitRunner, findGitExecutable } from "../../../storage/git/git-runner.ts";
@@ -111,5 +113,22 @@ describe("git settings", () => {
       code: "git-identity-missing",
       message: expect.stringContaining('git config --global user.email "you@example.com"'),
     });
+  });
+
+  it("the store-only advice is one shell command that works for a store path with spaces and quotes", async () => {
+    const root = join(temps.make("sf-settings-"), "Pi's agent", "state flow");
+    mkdirSync(root, { recursive: true });
+    const globalConfig = join(temps.make("sf-settings-cfg-"), "gitconfig");
+    writeFileSync(globalConfig, "");
+    const env = { ...gitTestEnv(globalConfig, false), EMAIL: "", HOME: temps.make("sf-settings-home-") };
+    git(root, env, "init", "-q");
+    const repo = { root, commonDir: join(root, ".git"), objectFormat: "sha1" as const };
+    const read = () => readCommitSettings(new GitRunner({ cwd: root, env, binary: GIT }), repo);
+    const error = (await read().catch((e: unknown) => e)) as Error;
+    expect(error).toMatchObject({ code: "git-identity-missing" });
+    expect(error.message).not.toMatch(/\n|Please tell me who you are|Omit --global/);
+    const storeOnly = /or for this store only: (.+)\.$/.exec(error.message)![1]!;
+    expect(spawnSync("sh", ["-c", storeOnly], { cwd: tmpdir(), env, encoding: "utf8" }).status).toBe(0);
+    expect((await read()).author).toBe("Your Name <you@example.com>");
   });
 });

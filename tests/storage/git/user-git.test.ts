@@ -242,7 +242,7 @@ describe("what the refusals say works", () => {
     git(root, env, "add", "--", s.config!);
     const error = await backend.loadCurrent(paths).catch((e: Error) => e);
     expect(error).toMatchObject({ code: "worktree-diverged", file: s.config });
-    const advice = /remove it with (git .*?) or commit/.exec((error as Error).message)![1]!;
+    const advice = /remove it with (git .*?), or commit/.exec((error as Error).message)![1]!;
     expect(spawnSync("sh", ["-c", advice], { env, encoding: "utf8" }).status).toBe(0);
     await expect(backend.loadCurrent(paths)).resolves.toBeTruthy();
     expect(git(root, env, "status", "--porcelain")).toBe("");
