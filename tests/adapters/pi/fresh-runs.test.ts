@@ -101,35 +101,37 @@ for (const git of [true, false]) {
   });
 }
 
-describe("fresh runs, three sessions on one Git store", () => {
-  it("a session adopts what two others changed in global and cwd, keeping its own session layer", async () => {
-    const [a, b, c] = await started(3, true);
-    a.script(call("patch_state", { session: { working: { mine: "A" } }, final: true }), say("A noted"));
-    await a.prompt("remember mine");
-    b.script(call("patch_state", { cwd: { working: { build: "make" } }, final: true }), say("B noted"));
-    await b.prompt("we build with make");
-    c.script(
-      call("patch_state", { global: { contract: { editor: "vim" } }, final: true }),
-      call("patch_state", { global: { contract: { shell: "zsh" } }, final: true }),
-      say("C noted"),
-    );
-    await c.prompt("my editor and shell");
+for (const git of [true, false]) {
+  describe(`fresh runs, three sessions on one ${git ? "Git" : "file-only"} store`, () => {
+    it("a session adopts what two others changed in global and cwd, keeping its own session layer", async () => {
+      const [a, b, c] = await started(3, git);
+      a.script(call("patch_state", { session: { working: { mine: "A" } }, final: true }), say("A noted"));
+      await a.prompt("remember mine");
+      b.script(call("patch_state", { cwd: { working: { build: "make" } }, final: true }), say("B noted"));
+      await b.prompt("we build with make");
+      c.script(
+        call("patch_state", { global: { contract: { editor: "vim" } }, final: true }),
+        call("patch_state", { global: { contract: { shell: "zsh" } }, final: true }),
+        say("C noted"),
+      );
+      await c.prompt("my editor and shell");
 
-    const before = a.contexts.length;
-    a.script(call("patch_state", { final: true }), say("ok"));
-    await a.prompt("what do we know?");
-    const lines = movedLines(firstContextOf(a, before));
-    expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^- global: added contract\.editor, contract\.shell \(2 transition\(s\), newest t-/);
-    expect(lines[1]).toMatch(/^- cwd: added working\.build \(1 transition\(s\), newest t-/);
-    expect(a.accessor.read(0).state).toMatchObject({
-      contract: { editor: "vim", shell: "zsh" },
-      working: { build: "make", mine: "A" },
-      response: "ok",
+      const before = a.contexts.length;
+      a.script(call("patch_state", { final: true }), say("ok"));
+      await a.prompt("what do we know?");
+      const lines = movedLines(firstContextOf(a, before));
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toMatch(/^- global: added contract\.editor, contract\.shell \(2 transition\(s\), newest t-/);
+      expect(lines[1]).toMatch(/^- cwd: added working\.build \(1 transition\(s\), newest t-/);
+      expect(a.accessor.read(0).state).toMatchObject({
+        contract: { editor: "vim", shell: "zsh" },
+        working: { build: "make", mine: "A" },
+        response: "ok",
+      });
+      for (const h of [a, b, c]) expect(h.extensionErrors()).toEqual([]);
     });
-    for (const h of [a, b, c]) expect(h.extensionErrors()).toEqual([]);
   });
-});
+}
 
 describe("a branch restored to a past point keeps its selected past", () => {
   it("is not refreshed at its run's start, is told so, and adopts newer shared state with its next patch", async () => {
