@@ -121,7 +121,7 @@ function expectRpcStartSaid(events: RpcEvent[]): void {
   // (whether the UI Pi's RPC mode hands an extension has a theme differs by version and moment: a styled
   // footer, where there is one, is the accent name and the dim step)
   for (const styled of footers.filter((text) => text.includes("\u001b[")))
-    expect(styled).toMatch(/\u001b\[[0-9;]*mstate-flow\u001b\[[0-9;]*m \u001b\[[0-9;]*m#0/);
+    expect(styled).toMatch(/(\u001b\[[0-9;]*m)+state-flow(\u001b\[[0-9;]*m)+ (\u001b\[[0-9;]*m)+#0/);
 }
 
 /** RPC `/state-flow-status`: the report, as one info notice. */
