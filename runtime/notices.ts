@@ -4,12 +4,15 @@
 import type { EpisodeNoticeCode } from "../machines/episode.ts";
 import type { NoticeLevel } from "./host.ts";
 
+/** What an explicit start changes, said after where the state is kept (startedNotice). */
+const STARTED_NEXT =
+  "From now on the model sees the state and the current run instead of the whole transcript (the next run still " +
+  "sees the conversation so far, to carry what matters into state). /state-flow-status shows it; /state-flow-stop " +
+  "turns it off.";
+
 export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text: string; level: NoticeLevel }> = {
   started: {
-    text:
-      "State Flow is on for this branch. From now on the model sees the state and the current run instead of " +
-      "the whole transcript (the next run still sees the conversation so far, to carry what matters into " +
-      "state). /state-flow-status shows it; /state-flow-stop turns it off.",
+    text: `State Flow is on for this branch. ${STARTED_NEXT}`,
     level: "info",
   },
   "fork-off": {
@@ -132,8 +135,7 @@ export function episodeNotices(
 
 /** What an explicit start says: that it is on, where the state is kept (`store`: where and what kind), what follows. */
 export function startedNotice(store: string): string {
-  const [first, ...rest] = NOTICES.started.text.split(". ");
-  return `${first}; its state is kept in ${store}. ${rest.join(". ")}`;
+  return `State Flow is on for this branch; its state is kept in ${store}. ${STARTED_NEXT}`;
 }
 
 /** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */

@@ -93,11 +93,11 @@ export class RunSession {
           if (event.type === "DRAFT") unresolved(event, attempt);
           this.host.steer(attempt);
           // The steer is hidden (001); the person is told the answer they saw was not the one recorded.
-          this.host.notify(discardedNotice(attempt, this.current()?.getSnapshot().context.refusal ?? null), "info");
+          this.host.notify(discardedNotice(attempt, this.refusal()), "info");
         }),
         reportExhausted: this.hostAction<ResolutionMachineEvent, { attempts: number }>((event, { attempts }) => {
           if (event.type === "DRAFT") unresolved(event, attempts);
-          this.host.notify(exhaustedNotice(attempts, this.current()?.getSnapshot().context.refusal ?? null), "error");
+          this.host.notify(exhaustedNotice(attempts, this.refusal()), "error");
         }),
         reportCommitFailed: this.hostAction<ResolutionMachineEvent>((event) => {
           const error = event.type === "xstate.error.actor.commit" ? errorMessage(event.error) : "";
@@ -242,6 +242,11 @@ export class RunSession {
     // (a publication meanwhile adopted them itself and is newer: the branch keeps that one)
     if (this.binding.state === state) this.binding.state = next;
     return moved.length > 0 ? { kind: "adopted", moved } : { kind: "current" };
+  }
+
+  /** The open run's newest patch_state refusal (null: none since a patch or final:true was accepted). */
+  private refusal(): string | null {
+    return this.current()?.getSnapshot().context.refusal ?? null;
   }
 
   /** What the open run's shared-state check found. */

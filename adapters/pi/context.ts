@@ -186,16 +186,23 @@ export function closedRunOnly(messages: readonly AgentMessage[], discarded: Read
 }
 
 /**
- * Whether a bootstrap run has pre-Flow context to migrate: messages before the current run (from
- * the stop handoff on, after a restart) other than State Flow's own. A new, empty session has none,
- * so its first run is told nothing about a migration.
+ * The pre-Flow context a bootstrap run migrates: the messages before the current run (from the stop
+ * handoff on, after a restart) other than State Flow's own. Earlier runs of this bootstrap ended
+ * without an accepted answer: their requests carry over in the specification, their partial text and
+ * tool calls do not, so it ends where the first of them began. A new, empty session has none.
  */
-export function hasPreFlowContext(messages: readonly AgentMessage[], sessionId: string): boolean {
+function preFlowContext(messages: readonly AgentMessage[], sessionId: string): AgentMessage[] {
   const start = currentRunStart(messages, sessionId);
   const stop = lastIndex(messages, (m) => isMarker(m, STOP_HANDOFF, sessionId));
-  const from = stop >= 0 && stop < start ? stop : 0;
+  const restarted = stop >= 0 && stop < start;
+  const from = restarted ? stop : 0;
   const until = firstRunStart(messages.slice(0, start), from, sessionId);
-  return messages.slice(from, until).some((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
+  return messages.slice(from, until).filter((m, i) => (i === 0 && restarted) || !isOwnMessage(m));
+}
+
+/** Whether a bootstrap run has pre-Flow context to migrate (its runtime context then says so). */
+export function hasPreFlowContext(messages: readonly AgentMessage[], sessionId: string): boolean {
+  return preFlowContext(messages, sessionId).length > 0;
 }
 
 export function projectContext(input: ProjectionInput): AgentMessage[] {
@@ -216,16 +223,7 @@ export function projectContext(input: ProjectionInput): AgentMessage[] {
     timestamp,
   );
   const trailing = after ? [runtimeContextMessage(trailingVolatile(parts.volatile), timestamp)] : [];
-  if (mode === "bootstrap") {
-    const from = stop >= 0 && stop < start ? stop : 0;
-    // Earlier runs of this bootstrap ended without an accepted answer: their requests carry over in the
-    // specification, their partial text and tool calls do not (the pre-Flow context ends where they begin).
-    const until = firstRunStart(before, from, sessionId);
-    const preFlow = before
-      .slice(from, until)
-      .filter((m, i) => (i === 0 && stop >= 0 && stop < start) || !isOwnMessage(m));
-    return [context, ...preFlow, ...run, ...trailing];
-  }
+  if (mode === "bootstrap") return [context, ...preFlowContext(messages, sessionId), ...run, ...trailing];
   const foreign = before.filter((m) => isCustom(m) && !isOwnMessage(m));
   return [context, ...foreign, ...run, ...trailing];
 }
