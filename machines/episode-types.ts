@@ -79,7 +79,8 @@ export const EPISODE_ACTORS = { storage: "storage", restore: "restore", stop: "s
 /** Every event the machine takes: the host's and the invoked actors' results. */
 export type EpisodeMachineEvent =
   | EpisodeEvent
-  | DoneActorEvent<void, "storage">
+  /** (a fork's start outputs where its copy came from, for its notice) */
+  | DoneActorEvent<string | void, "storage">
   | ErrorActorEvent<unknown, "storage">
   | DoneActorEvent<RestoreResult, "restore">
   | ErrorActorEvent<unknown, "restore">
@@ -106,7 +107,13 @@ export type EpisodeNoticeCode =
   | "tools-missing"
   | "started"
   | "stopped"
-  | "fork-off";
+  | "fork-off"
+  | "forked"
+  | "fork-unavailable";
+/** What a fork's start copies: the parent's session layer the restore read (the runtime's, opaque here). */
+export interface StartForkInput {
+  copy: object;
+}
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;

@@ -23,6 +23,7 @@ export {
   type EpisodeNoticeCode,
   type RetainedPointer,
   type SessionStartReason,
+  type StartForkInput,
   type StartStorageInput,
 } from "./episode-types.ts";
 import type {
@@ -31,6 +32,7 @@ import type {
   EpisodeInput,
   EpisodeMachineEvent,
   RetainedPointer,
+  StartForkInput,
   StartStorageInput,
 } from "./episode-types.ts";
 
@@ -86,17 +88,19 @@ export const episodeMachine = setup({
   },
   guards: {
     autoStartNewSession: ({ context, event }) => context.autoStart && isGenuinelyNewSession(event),
-    /** A fork of a branch State Flow marked: it starts off (001), and says so. */
-    forkOfFlowSession: ({ event }) =>
-      event.type === "SESSION_START" && event.reason === "fork" && event.branch === "marked",
-    isForkOrNewSession: ({ event }) =>
-      event.type === "SESSION_START" && (event.reason === "fork" || event.reason === "new"),
+    /** A session Pi created anew: whatever entries it was given, State Flow starts off there. */
+    isNewSession: ({ event }) => event.type === "SESSION_START" && event.reason === "new",
     branchUnmarked: ({ event }) => event.type === "SESSION_START" && event.branch !== "marked",
     /** START on an active branch whose store is file-only while a git executable is now available. */
     startAdoptsGit: ({ event }) => event.type === "START" && event.adoptGit === true,
     restoredRevision: restoreIs("revision"),
     restoredPassive: restoreIs("passive"),
     restoredDisabled: restoreIs("disabled"),
+    /** The branch's newest stop is another session's (a fork's parent): off here, and said. */
+    restoredInheritedStop: ({ event }) =>
+      event.type === "xstate.done.actor.restore" && event.output.kind === "disabled" && event.output.inherited === true,
+    restoredFork: restoreIs("fork"),
+    restoredForkUnavailable: restoreIs("forkUnavailable"),
     restoredNone: restoreIs("none"),
     restoredUnproven: restoreIs("unproven"),
     restoredLockBusy: restoreIs("lockBusy"),
@@ -115,6 +119,8 @@ export const episodeMachine = setup({
     // Supplied by the runtime (`provide`); these stand-ins only name what each one does.
     /** Opens (initializing when needed) the store and establishes the session origin or the frozen restart. */
     startStorage: fromPromise<void, StartStorageInput>(notProvided("startStorage")),
+    /** Establishes a fork's origin: its own copy of the parent's session layer at the fork point. */
+    startFork: fromPromise<string, StartForkInput>(notProvided("startFork")),
     /** Commits the active file-only branch's exact cohort into Git and rebinds the branch to it. */
     adoptGit: fromPromise<void>(notProvided("adoptGit")),
     /** Settles an interrupted publication, then selects the branch's restore from its checkpoint entries. */
@@ -175,6 +181,22 @@ export const episodeMachine = setup({
     reportStarted: emit({ type: "episode.notice", code: "started" } as const),
     reportStopped: emit({ type: "episode.notice", code: "stopped" } as const),
     reportForkOff: emit({ type: "episode.notice", code: "fork-off" } as const),
+    reportForked: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "forked" as const,
+      ...(event.type === "xstate.done.actor.storage" && typeof event.output === "string"
+        ? { detail: event.output }
+        : {}),
+    })),
+    reportForkUnavailable: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "fork-unavailable" as const,
+      ...(event.type === "xstate.done.actor.restore" && event.output.kind === "forkUnavailable"
+        ? { detail: event.output.detail }
+        : event.type === "xstate.error.actor.storage"
+          ? { detail: errorText(event.error) }
+          : {}),
+    })),
     reportAlreadyActive: emit({ type: "episode.notice", code: "already-active" } as const),
     reportStopRefused: emit({ type: "episode.notice", code: "stop-refused-unproven" } as const),
     reportStartRefused: emit({ type: "episode.notice", code: "start-refused-unproven" } as const),
@@ -250,8 +272,7 @@ export const episodeMachine = setup({
     "xstate.done.actor.run": { actions: ["runEnded", "recordCarried"] },
     SESSION_START: [
       { guard: "autoStartNewSession", target: ".starting.fresh", actions: ["bindSession"] },
-      { guard: "forkOfFlowSession", target: ".off", actions: ["bindSession", "reportForkOff"] },
-      { guard: "isForkOrNewSession", target: ".off", actions: ["bindSession"] },
+      { guard: "isNewSession", target: ".off", actions: ["bindSession"] },
       { guard: "branchUnmarked", target: ".off", actions: ["bindSession"] },
       { target: ".restoring.branch", actions: ["bindSession"] },
     ],
@@ -309,6 +330,21 @@ export const episodeMachine = setup({
             input: { fromFrozen: true },
             onDone: { target: "#episode.active.bootstrap.fromHandoff", actions: ["reportStarted"] },
             onError: { target: "#episode.passive", actions: ["reportStartFailed"] },
+          },
+        },
+        fromFork: {
+          description:
+            "A fork of an enabled State Flow session: its session layer starts as its own copy of the parent's at " +
+            "the fork point, over the shared state as it is now; the parent is untouched. A copy that cannot be " +
+            "written leaves the fork off, said.",
+          invoke: {
+            id: "storage",
+            src: "startFork",
+            input: ({ event }) => ({
+              copy: event.type === "xstate.done.actor.restore" && event.output.kind === "fork" ? event.output.copy : {},
+            }),
+            onDone: { target: "#episode.active.steady", actions: ["reportForked"] },
+            onError: { target: "#episode.off", actions: ["reportForkUnavailable"] },
           },
         },
         fromUnanchored: {
@@ -417,7 +453,18 @@ export const episodeMachine = setup({
       on: {
         "xstate.done.actor.restore": [
           { guard: "restoredPassive", target: "#episode.passive", actions: ["clearRetainedRevision"] },
+          {
+            guard: "restoredInheritedStop",
+            target: "#episode.off",
+            actions: ["clearRetainedRevision", "reportForkOff"],
+          },
           { guard: "restoredDisabled", target: "#episode.off", actions: ["clearRetainedRevision"] },
+          { guard: "restoredFork", target: "#episode.starting.fromFork", actions: ["clearRetainedRevision"] },
+          {
+            guard: "restoredForkUnavailable",
+            target: "#episode.off",
+            actions: ["clearRetainedRevision", "reportForkUnavailable"],
+          },
           { guard: "restoredNone", target: "#episode.off", actions: ["clearRetainedRevision"] },
           {
             guard: "restoredLockBusy",

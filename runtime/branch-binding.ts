@@ -5,14 +5,14 @@
 
 import type { ScopeSelector } from "../storage/core/scope-state.ts";
 import { StateFlowError } from "../storage/core/errors.ts";
-import { readTemporalState, type TemporalRead } from "../storage/core/temporal.ts";
+import { headBoundary, readTemporalState, type TemporalRead } from "../storage/core/temporal.ts";
 import { killPoint } from "../storage/fs/crash-points.ts";
 import { gitInstalled, openStore } from "../storage/open-store.ts";
 import { StateStore, type BranchState, type SessionIdentity } from "../storage/state-store.ts";
 import type { Actor } from "xstate";
 import { type episodeMachine } from "../machines/episode.ts";
 import { loadedBranch } from "../machines/episode-queries.ts";
-import type { BranchHost } from "./host.ts";
+import type { BranchHost, CheckpointData } from "./host.ts";
 import type { BranchPublication } from "./publication.ts";
 
 export interface BindingOptions {
@@ -46,6 +46,12 @@ export function episodeCell(episode: () => Actor<typeof episodeMachine>): Branch
 export function memoryCell(identity: SessionIdentity): BranchCell {
   let loaded: BranchState | null = null;
   return { identity: () => identity, state: () => loaded, load: (state) => void (loaded = state) };
+}
+
+/** The branch's record of a state: its revision and the boundary it holds (step and transition). */
+export function checkpointOf(state: BranchState): CheckpointData {
+  const { id, step } = headBoundary(state.view.lineage);
+  return { revision: state.pointer.revision, boundary: { id, step } };
 }
 
 export class BranchBinding {
@@ -95,7 +101,7 @@ export class BranchBinding {
     if (!changed) return;
     this.onRevision();
     killPoint("branch.appending");
-    this.host.appendCheckpoint({ revision: state.pointer.revision });
+    this.host.appendCheckpoint(checkpointOf(state));
     killPoint("branch.appended");
     await this.publication.accepted(state.pointer.revision, wait);
   }

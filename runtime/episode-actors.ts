@@ -4,7 +4,9 @@
 
 import { readTemporalState } from "../storage/core/temporal.ts";
 import type { RestoreResult } from "../machines/restore.ts";
-import type { BranchBinding } from "./branch-binding.ts";
+import { checkpointOf, type BranchBinding } from "./branch-binding.ts";
+import type { ForkCopy } from "../storage/state-store.ts";
+import { forkedDetail } from "./fork-copy.ts";
 import type { BranchHost } from "./host.ts";
 import type { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
 import { legacyMigratedNotice } from "./notices.ts";
@@ -44,6 +46,18 @@ export class EpisodeActors {
     await this.binding.accept(state, false);
     await this.publication.open(state, store.store.publication ?? null);
     await this.knowledge.migrateLegacySkills();
+  }
+
+  /**
+   * `startFork`: the fork's origin, its session layer its own copy of the parent's at the fork point
+   * (read by the restore), published and bound like a start. Outputs the notice's detail.
+   */
+  async startFork(copy: ForkCopy): Promise<string> {
+    const store = await this.binding.openStateStore(false);
+    const state = await store.startFork(copy, this.policy);
+    await this.binding.accept(state, false);
+    await this.publication.open(state, store.store.publication ?? null);
+    return forkedDetail(copy);
   }
 
   /**
@@ -124,7 +138,7 @@ export class EpisodeActors {
     this.host.sendHandoff(state ? readTemporalState(state.view).state : null);
     // The stopped revision follows the handoff on the branch, so any position that holds it also
     // holds the handoff, and a restart (or a restore after /tree) finds that exact boundary.
-    if (state) this.host.appendCheckpoint({ revision: state.pointer.revision });
+    if (state) this.host.appendCheckpoint(checkpointOf(state));
     this.host.appendCheckpoint({ disabled: true });
   }
 }

@@ -23,7 +23,7 @@ import {
   projectionMode,
   retainedPointer,
 } from "../machines/episode-queries.ts";
-import type { SessionIdentity } from "../storage/state-store.ts";
+import type { ForkCopy, SessionIdentity } from "../storage/state-store.ts";
 import { BranchBinding, episodeCell } from "./branch-binding.ts";
 import { Diagnostics, type DiagnosticRecord } from "./diagnostics.ts";
 import { EpisodeActors } from "./episode-actors.ts";
@@ -113,6 +113,7 @@ export class FlowRuntime {
       actors: {
         run: this.run.machine(),
         startStorage: fromPromise(({ input }) => effects.startStorage(input.fromFrozen)),
+        startFork: fromPromise(({ input }) => effects.startFork(input.copy as ForkCopy)),
         adoptGit: fromPromise(() => effects.adoptIntoGit()),
         selectRestore: fromPromise(() => effects.selectRestore()),
         persistStop: fromPromise(() => effects.persistStop()),

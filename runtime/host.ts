@@ -3,13 +3,15 @@
 // and tool switching. Nothing here names Pi; the runtime is tested through the real Pi adapter.
 
 import type { ScopeState } from "../storage/core/scope-state.ts";
+import type { SessionIdentity } from "../storage/state-store.ts";
 import type { BranchMarker } from "../machines/restore.ts";
 import type { CarriedRequests } from "../machines/specification.ts";
 
 export type NoticeLevel = "info" | "warning" | "error";
 
 /** A branch checkpoint: the durable cohort the branch is bound to, or the stop that disabled it. */
-export type CheckpointData = { revision: string } | { disabled: true };
+/** `boundary`: the step and transition the revision holds (a fork finds it by them in a file-only store). */
+export type CheckpointData = { revision: string; boundary?: { id: string; step: number } } | { disabled: true };
 
 /** What the host shows once a lifecycle step is done: tools on or off, and the footer text. */
 export interface HostView {
@@ -26,6 +28,8 @@ export interface HostView {
 export interface BranchHost {
   /** State Flow markers of the selected branch, oldest first. */
   markers(): BranchMarker[];
+  /** The session this one was forked from (null: not a fork, or its file is gone). */
+  parentSession(): SessionIdentity | null;
   /** Every revision any branch of this session recorded (a cohort outside all of them was never recorded). */
   recordedRevisions(): ReadonlySet<string>;
   appendCheckpoint(data: CheckpointData): void;

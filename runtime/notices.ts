@@ -17,10 +17,25 @@ export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text
   },
   "fork-off": {
     text:
-      "This session is a fork of a State Flow session, and State Flow is off here: the model gets the " +
-      "conversation as plain Pi, without State Flow's own messages and tool calls. /state-flow-start turns it on " +
-      "for this fork, with its own empty session state over the shared global and project state.",
+      "This session is a fork of a State Flow session that was stopped at the fork point, so State Flow is off " +
+      "here too: the model gets the conversation as plain Pi, without State Flow's own messages and tool calls. " +
+      "/state-flow-start turns it on for this fork, with its own empty session state over the shared global and " +
+      "project state.",
     level: "info",
+  },
+  forked: {
+    text:
+      "This session is a fork of a State Flow session: State Flow is on here, with its own copy of the session " +
+      "state at the fork point over the shared global and project state as they are now. The other session is " +
+      "unchanged; /state-flow-status shows where the copy came from.",
+    level: "info",
+  },
+  "fork-unavailable": {
+    text:
+      "This session is a fork of a State Flow session, but State Flow could not copy that session's state at " +
+      "the fork point, so it is off here: the model gets the conversation as plain Pi. /state-flow-start turns " +
+      "it on for this fork, with its own empty session state (the conversation so far migrates in its next run).",
+    level: "warning",
   },
   stopped: {
     text:
@@ -127,6 +142,8 @@ export function episodeNotices(
   const { text, level } = NOTICES[code];
   if (detail === undefined) return [{ text, level }];
   if (code === "restore-unproven") return [{ text: `${text} Reason: ${detail}`, level }];
+  if (code === "forked") return [{ text: text.replace("at the fork point", `at the fork point (${detail})`), level }];
+  if (code === "fork-unavailable") return [{ text: `${text} Why: ${detail}`, level }];
   const step = FAILED_STEP[code];
   if (!step) return [{ text, level }];
   const cause = /[.!?]$/.test(detail.trim()) ? detail.trim() : `${detail.trim()}.`;

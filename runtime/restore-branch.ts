@@ -20,8 +20,10 @@ import {
   type RestoreResult,
 } from "../machines/restore.ts";
 import type { CohortSnapshot } from "../storage/backend.ts";
-import type { BranchState, StateStore } from "../storage/state-store.ts";
+import type { BranchState, SessionIdentity, StateStore } from "../storage/state-store.ts";
 import { isStoreError } from "../storage/store-error.ts";
+import { checkpointOf } from "./branch-binding.ts";
+import { readForkPoint } from "./fork-copy.ts";
 import type { BranchHost } from "./host.ts";
 import type { OlderRestore } from "./legacy-restore.ts";
 import { olderEntryNotice, unanchoredDetail } from "./notices.ts";
@@ -53,10 +55,19 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
   const failures: string[] = [];
   const unavailable = new Map<string, string>();
   const older = new Map<string, OlderRestore>();
+  const inherited = new Map(markers.flatMap((m) => (m.kind === "revision" && m.inherited ? [[m.revision, m]] : [])));
   const found = { runtimes, failures, unavailable, older };
   const result = await selectRestore(
     markers,
-    (revision) => check(context, revision, found, settled.live),
+    async (revision) => {
+      const verdict = await check(context, revision, found, settled.live);
+      const marker = inherited.get(revision);
+      const parent = context.host.parentSession();
+      if (marker === undefined || parent === null || (verdict !== "invalid" && verdict !== "unavailable")) {
+        return verdict;
+      }
+      return (await parentCheck(context.store, parent, revision, marker.boundary)) ?? verdict;
+    },
     context.sessionId,
   );
   // What an older store form's restore wrote is said whatever the walk then decided (it stops there).
@@ -93,16 +104,16 @@ function recordCurrentForm(
   restored: OlderRestore | undefined,
 ): RestoreResult {
   if (restored?.replaces) {
-    host.appendCheckpoint({ revision: runtime.pointer.revision });
+    host.appendCheckpoint(checkpointOf(runtime));
     return { ...result, revision: runtime.pointer.revision };
   }
   if (result.legacy) {
-    host.appendCheckpoint({ revision: result.revision });
+    host.appendCheckpoint(checkpointOf(runtime));
     host.notify(olderEntryNotice(headBoundary(runtime.view.lineage).step, result.revision), "info");
   }
   // The selected answer's record lies off the branch: once the branch goes on past the answer (a
   // run that records nothing new), only a record on the branch keeps the restore on that answer.
-  if (result.offBranch) host.appendCheckpoint({ revision: result.revision });
+  if (result.offBranch) host.appendCheckpoint(checkpointOf(runtime));
   return result;
 }
 
@@ -166,7 +177,7 @@ async function recordUnrecordedSuccessor(
     );
     return true;
   }
-  context.host.appendCheckpoint({ revision: successor.pointer.revision });
+  context.host.appendCheckpoint(checkpointOf(successor));
   context.host.notify(
     `State Flow restored ${where}: the store had accepted it, but the session ended before this branch ` +
       "recorded it. The branch records it now.",
@@ -254,6 +265,23 @@ async function check(
     failures.push(`${revision.slice(0, 17)}: ${errorMessage(error)}`);
     return "invalid";
   }
+}
+
+/**
+ * A checkpoint Pi copied into a fork that holds no runtime of the fork itself: the parent's state
+ * there decides (null: the revision is not the parent's either).
+ */
+async function parentCheck(
+  store: StateStore,
+  parent: SessionIdentity,
+  revision: string,
+  boundary: { id: string; step: number } | undefined,
+): Promise<PointerCheck | null> {
+  const point = await readForkPoint(store, parent, revision, boundary);
+  if (point === null) return null;
+  if (point.kind === "copy") return { kind: "parent", copy: point.copy };
+  if (point.kind === "stopped") return { kind: "parentStopped" };
+  return { kind: "parentUnavailable", detail: point.detail };
 }
 
 /** Names what a restore skipped: newer checkpoints of the branch that could not be loaded. */

@@ -221,6 +221,13 @@ export function renderStatus(input: StatusInput): string {
       `  lineage: ${rt.view.lineage.id} from origin step ${rt.view.lineage.originStep} — this branch's line of ` +
         "history; steps before its origin cannot be read back",
     );
+    const fork = rt.meta.fork;
+    if (fork) {
+      lines.push(
+        `  forked from: session ${fork.sessionKey} at step ${fork.boundary.step} (${fork.boundary.id}, revision ` +
+          `${fork.revision.slice(0, 17)}) — this session's state began as its own copy of that session's there`,
+      );
+    }
     lines.push(`  counters: ${rt.meta.counters.transitions} transitions, ${rt.meta.counters.runs} accepted runs`);
   }
   lines.push(

@@ -167,10 +167,10 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
       "    this.host.sendHandoff(state ? readTemporalState(state.view).state : null);\n" +
       "    // The stopped revision follows the handoff on the branch, so any position that holds it also\n" +
       "    // holds the handoff, and a restart (or a restore after /tree) finds that exact boundary.\n" +
-      "    if (state) this.host.appendCheckpoint({ revision: state.pointer.revision });\n" +
+      "    if (state) this.host.appendCheckpoint(checkpointOf(state));\n" +
       "    this.host.appendCheckpoint({ disabled: true });\n",
     to:
-      "    if (state) this.host.appendCheckpoint({ revision: state.pointer.revision });\n" +
+      "    if (state) this.host.appendCheckpoint(checkpointOf(state));\n" +
       "    this.host.appendCheckpoint({ disabled: true });\n" +
       "    this.host.sendHandoff(state ? readTemporalState(state.view).state : null);\n",
     why: "the handoff follows the disabled marker, so the marker does not carry this session's stop (plain off)",
@@ -179,7 +179,7 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "actors-freeze-skips-revision",
     file: "runtime/episode-actors.ts",
-    from: "    if (state) this.host.appendCheckpoint({ revision: state.pointer.revision });\n",
+    from: "    if (state) this.host.appendCheckpoint(checkpointOf(state));\n",
     to: "",
     why: "the stopped revision is not recorded on the branch: a restart or /tree cannot find the stop boundary",
     suite: EPISODE_ACTORS,
@@ -263,7 +263,7 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "restore-successor-unrecorded",
     file: "runtime/restore-branch.ts",
-    from: "  context.host.appendCheckpoint({ revision: successor.pointer.revision });\n",
+    from: "  context.host.appendCheckpoint(checkpointOf(successor));\n",
     to: "",
     why: "a recovery step skipped: a cohort the store accepted is restored but never recorded on the branch",
     suite: RESTORE,
@@ -287,7 +287,7 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   {
     id: "restore-replacement-unrecorded",
     file: "runtime/restore-branch.ts",
-    from: "  if (restored?.replaces) {\n    host.appendCheckpoint({ revision: runtime.pointer.revision });\n",
+    from: "  if (restored?.replaces) {\n    host.appendCheckpoint(checkpointOf(runtime));\n",
     to: "  if (restored?.replaces) {\n",
     why: "an effect run again: the replacement of an older store form is not recorded, so every restore redoes it",
     suite: RESTORE,

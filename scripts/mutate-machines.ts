@@ -212,9 +212,9 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "episode-fork-like-resume",
     file: "machines/episode.ts",
-    from: '(event.reason === "fork" || event.reason === "new")',
-    to: 'event.reason === "new"',
-    why: "a fork consults its parent's markers and inherits its stop projection",
+    from: '{ guard: "restoredFork", target: "#episode.starting.fromFork"',
+    to: '{ guard: "restoredFork", target: "#episode.active.steady"',
+    why: "a fork is bound to its parent's pointer (the parent's state as its own) instead of writing its own copy",
   },
   {
     id: "episode-autostart-ignores-config",
@@ -412,8 +412,8 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "restore-foreign-stop-is-passive",
     file: "machines/restore.ts",
-    from: "marker.stoppedBy !== undefined && marker.stoppedBy === physicalSessionId",
-    to: "marker.stoppedBy !== undefined",
+    from: 'marker.stoppedBy === physicalSessionId ? { kind: "passive" } : { kind: "disabled", inherited: true }',
+    to: '{ kind: "passive" }',
     why: "a stop marker written by another physical session restores its passive handoff",
   },
   {

@@ -42,11 +42,33 @@ import {
   type SessionIdentity,
 } from "./branch-state.ts";
 
-import { emptyStream, originateView, type TemporalView } from "./core/temporal.ts";
+import { cloneJson, hashJson, type JsonObject } from "./core/json.ts";
+import { emptyStream, originateView, type Boundary, type ScopeStream, type TemporalView } from "./core/temporal.ts";
 
 export { decodeBranchState, type BranchState, type SessionIdentity };
 
 const utf8 = (text: string): Buffer => Buffer.from(text, "utf8");
+
+/** What a fork copies from its parent session: that session's layer at one boundary, and where it was read. */
+export interface ForkCopy {
+  /** The parent's session key. */
+  sessionKey: string;
+  /** The parent's revision the fork point recorded. */
+  revision: string;
+  /** The parent's boundary the copy was read at. */
+  boundary: Boundary;
+  state: ScopeState;
+}
+
+/** The fork's session stream: the copy as its checkpoint, anchored at the parent's boundary (before its origin). */
+function copiedStream(copy: ForkCopy): ScopeStream {
+  const state = cloneJson(copy.state as unknown as JsonObject);
+  return {
+    scope: "session",
+    checkpoint: { through: { ...copy.boundary }, state: state as never, hash: hashJson(state) },
+    tail: [],
+  };
+}
 
 export interface CommitOptions extends SharedMetaOptions {
   /** The cohort completes an accepted run (counted in meta). */
@@ -266,7 +288,16 @@ export class StateStore {
     return retryTransient(() => this.startOrigin(policy));
   }
 
-  private async startOrigin(policy: PublicationPolicy): Promise<BranchState> {
+  /**
+   * A fork's start: a new session origin whose session layer is its own copy of the parent's
+   * session layer at `copy.boundary` (its checkpoint names that boundary; meta records where it came
+   * from), over the live shared scopes. The parent's files are not touched.
+   */
+  async startFork(copy: ForkCopy, policy: PublicationPolicy): Promise<BranchState> {
+    return retryTransient(() => this.startOrigin(policy, copy));
+  }
+
+  private async startOrigin(policy: PublicationPolicy, copy?: ForkCopy): Promise<BranchState> {
     const live = await this.loadCurrentSnapshot();
     checkCwdOwner(live, this.identity, this.store.root);
     const streams = readStreams(live, this.identity, this.where);
@@ -278,7 +309,7 @@ export class StateStore {
     const view = originateView(newLineageId(), {
       global: streams.global,
       cwd: streams.cwd,
-      session: migrated ? streams.session : emptyStream("session"),
+      session: copy ? copiedStream(copy) : migrated ? streams.session : emptyStream("session"),
     });
     const id = this.identity;
     const unrecorded: RuntimeMeta = {
@@ -291,6 +322,7 @@ export class StateStore {
       publication: { intent: "unconfirmed" },
       artifacts: {},
       predecessor: null,
+      ...(copy ? { fork: { sessionKey: copy.sessionKey, revision: copy.revision, boundary: copy.boundary } } : {}),
     };
     const config: SessionConfig = { version: 1, enabled: true, remotePublication: policy };
     const { writes, meta } = this.sessionWrites(view, unrecorded, live);
@@ -299,7 +331,9 @@ export class StateStore {
     const receipt = await this.store.publish({
       basis: live,
       writes,
-      message: `state-flow: start session ${id.sessionKey}`,
+      message: copy
+        ? `state-flow: start session ${id.sessionKey} as a fork of ${copy.sessionKey} at step ${copy.boundary.step}`
+        : `state-flow: start session ${id.sessionKey}`,
     });
     return this.afterPublish(
       { identity: id, pointer: receipt.pointer, view, meta, config, basis: live },

@@ -22,7 +22,7 @@ export const CHECKPOINT_ENTRY = "state-flow";
 /** customType of the entry recording a discarded draft (`{timestamp}` of its assistant message). */
 export const DISCARDED_ENTRY = "state-flow-discarded";
 
-export type CheckpointData = { revision: string } | { disabled: true };
+export type CheckpointData = { revision: string; boundary?: { id: string; step: number } } | { disabled: true };
 
 /** An older entry form: what it anchors (if anything) and which copied members it carried. */
 type LegacyCheckpoint =
@@ -52,6 +52,15 @@ function parseCheckpoint(data: unknown): CheckpointData | LegacyCheckpoint | "ma
   if (keys.length === 1 && typeof data.revision === "string" && POINTER.test(data.revision)) {
     return { revision: data.revision };
   }
+  if (keys.length === 2 && typeof data.revision === "string" && POINTER.test(data.revision)) {
+    const boundary = data.boundary as { id?: unknown; step?: unknown } | undefined;
+    if (isRecord(boundary) && Object.keys(boundary).length === 2 && typeof boundary.id === "string") {
+      const step = boundary.step;
+      if (Number.isSafeInteger(step) && (step as number) >= 0) {
+        return { revision: data.revision, boundary: { id: boundary.id, step: step as number } };
+      }
+    }
+  }
   return parseLegacy(data, keys);
 }
 
@@ -77,7 +86,7 @@ function parseLegacy(data: Record<string, unknown>, keys: string[]): LegacyCheck
  * stop handoff just before it (then it restores the passive projection, otherwise plain off).
  * An older entry form becomes the marker of what it anchors (see the header).
  */
-export function branchMarkers(entries: readonly SessionEntry[], sessionId: string): BranchMarker[] {
+export function branchMarkers(entries: readonly SessionEntry[], sessionId: string, forkedAt?: string): BranchMarker[] {
   const markers: BranchMarker[] = [];
   let handoffBy: string | undefined;
   for (const entry of entries) {
@@ -92,8 +101,14 @@ export function branchMarkers(entries: readonly SessionEntry[], sessionId: strin
       markers.push({ kind: "revision", revision: data.revision, legacy: true });
     else if ("legacy" in data && data.legacy === "unanchored")
       markers.push({ kind: "unanchored", members: data.members });
-    else if ("revision" in data) markers.push({ kind: "revision", revision: data.revision });
-    else markers.push(handoffBy === sessionId ? { kind: "disabled", stoppedBy: sessionId } : { kind: "disabled" });
+    else if ("revision" in data) {
+      markers.push({
+        kind: "revision",
+        revision: data.revision,
+        ...(data.boundary ? { boundary: data.boundary } : {}),
+        ...(forkedAt !== undefined && entry.timestamp <= forkedAt ? { inherited: true as const } : {}),
+      });
+    } else markers.push(handoffBy === undefined ? { kind: "disabled" } : { kind: "disabled", stoppedBy: handoffBy });
   }
   return markers;
 }
@@ -157,9 +172,10 @@ export function selectedMarkers(
   branch: readonly SessionEntry[],
   all: readonly SessionEntry[],
   sessionId: string,
+  forkedAt?: string,
 ): BranchMarker[] {
   const entries = markerEntries(branch, all);
-  const markers = branchMarkers(entries, sessionId);
+  const markers = branchMarkers(entries, sessionId, forkedAt);
   const last = markers.at(-1);
   if (entries.length > branch.length && last?.kind === "revision")
     markers[markers.length - 1] = { ...last, offBranch: true };

@@ -34,6 +34,7 @@ import {
   selectedMarkers,
 } from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
+import { forkedAt, parentIdentity } from "./parent-session.ts";
 import {
   PROTOCOL,
   RESOLUTION_NOTE,
@@ -208,7 +209,9 @@ export class StateFlowController {
   private host(): BranchHost {
     const manager = () => this.ctx!.sessionManager;
     return {
-      markers: () => selectedMarkers(manager().getBranch(), manager().getEntries(), this.sessionId),
+      markers: () =>
+        selectedMarkers(manager().getBranch(), manager().getEntries(), this.sessionId, forkedAt(manager().getHeader())),
+      parentSession: () => parentIdentity(manager().getHeader()),
       recordedRevisions: () =>
         new Set(
           branchMarkers(manager().getEntries(), this.sessionId).flatMap((m) =>

@@ -266,6 +266,8 @@ const RuntimeMetaSchema = v.strictObject({
   // The branch pointer this cohort was built on (null at a fresh origin): a process killed after
   // the store accepted a cohort but before Pi's branch recorded it is recognised by it on reopen.
   predecessor: v.optional(v.nullable(Id)),
+  // A fork's origin: the session layer began as a copy of this parent session's layer at this boundary.
+  fork: v.optional(v.strictObject({ sessionKey: Id, revision: Id, boundary: BoundarySchema })),
   // Absent in files an earlier version wrote: those load unproven and gain it on the next write.
   stream: v.optional(StreamRecordSchema),
 });

@@ -6,6 +6,7 @@ import {
   isGenuinelyNewSession,
   type EpisodeMachineEvent,
   type EpisodeSnapshot,
+  type StartForkInput,
   type StartStorageInput,
 } from "../../machines/episode.ts";
 import {
@@ -27,6 +28,7 @@ import {
 import {
   EPISODE_EVENTS,
   STOP_FAILED,
+  FORK_COPIED,
   STOP_PERSISTED,
   STORAGE_FAILED,
   STORAGE_READY,
@@ -48,6 +50,7 @@ const episodeMachine = pureEpisodeMachine.provide({
       performed.push(input.fromFrozen ? "start-from-frozen" : "start-origin");
       return never();
     }),
+    startFork: fromPromise<string, StartForkInput>(() => (performed.push("start-fork-copy"), never())),
     adoptGit: fromPromise<void>(() => (performed.push("adopt-git"), never())),
     selectRestore: fromPromise<RestoreResult>(() => (performed.push("select-restore"), never())),
     persistStop: fromPromise<void>(() => (performed.push("persist-disabled"), never())),
@@ -62,7 +65,8 @@ const episodeMachine = pureEpisodeMachine.provide({
 const allEvents = EPISODE_EVENTS;
 // One representative per SESSION_START guard branch; SHUTDOWN, the adoption START (a detour
 // that returns to the active state it left, multiplying every simple path) and the unanchored
-// restore (a second way into a start from a failed-closed branch) and a restore that fails outright (a
+// restore (a second way into a start from a failed-closed branch), a fork's restores (another way into a start,
+// and into off) and an inherited stop (into off, as a plain disabled one), a restore that fails outright (a
 // second way into failedClosed.unproven) and a run that ends unaccepted (a self-loop) left to shortest
 // paths and edge tours.
 const simpleEvents: EpisodeMachineEvent[] = [
@@ -76,6 +80,8 @@ const simpleEvents: EpisodeMachineEvent[] = [
       e.type !== "SHUTDOWN" &&
       !(e.type === "START" && e.adoptGit) &&
       !(e.type === "xstate.done.actor.restore" && e.output.kind === "unanchored") &&
+      !(e.type === "xstate.done.actor.restore" && e.output.kind.startsWith("fork")) &&
+      !(e.type === "xstate.done.actor.restore" && e.output.kind === "disabled" && e.output.inherited) &&
       e.type !== "xstate.error.actor.restore" &&
       !(e.type === "xstate.done.actor.run" && !e.output.accepted) &&
       !(e.type === "RUN_ANNOUNCED" && (e.toolsMissing || e.trigger.kind === "message")) &&
@@ -128,7 +134,11 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   }
   // I1.2
   if (!before.startsWith("starting") && after.startsWith("starting")) {
-    const ok = event.type === "START" || (event.type === "SESSION_START" && autoStart && isGenuinelyNewSession(event));
+    // (a fork of an enabled session starts as its parent was started: it writes its copy into the existing store)
+    const ok =
+      event.type === "START" ||
+      (event.type === "SESSION_START" && autoStart && isGenuinelyNewSession(event)) ||
+      (event.type === "xstate.done.actor.restore" && event.output.kind === "fork" && after === "starting.fromFork");
     if (!ok)
       v.push(`I1.2 storage initialization entered from ${before} on ${JSON.stringify(event)} (autoStart=${autoStart})`);
   }
@@ -140,13 +150,20 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (event.type === "TREE" && !before.startsWith("starting") && after.startsWith("starting"))
     v.push("I1.3 autoStart enabled a /tree navigation");
   // I1.4 (machine half; the marker half — a foreign stop marker restores as disabled — is in restore.test.ts)
+  if (event.type === "SESSION_START" && event.reason === "new" && after !== "off" && after !== "starting.fresh")
+    v.push(`I1.4 a new physical session consulted inherited markers and reached ${after}`);
+  // A fork reads its inherited markers only to copy: it is never bound to them (active) nor passive at once.
+  if (event.type === "SESSION_START" && event.reason === "fork" && (after === "passive" || after.startsWith("active")))
+    v.push(`I1.4 a forked physical session reached ${after} without its own copy`);
+  if (event.type === "xstate.done.actor.restore" && event.output.kind === "fork" && after !== "starting.fromFork")
+    v.push(`I1.4 a fork's restore reached ${after}, not its own copy (starting.fromFork)`);
   if (
-    event.type === "SESSION_START" &&
-    (event.reason === "new" || event.reason === "fork") &&
-    after !== "off" &&
-    after !== "starting.fresh"
+    event.type === "xstate.done.actor.restore" &&
+    event.output.kind === "disabled" &&
+    event.output.inherited &&
+    after !== "off"
   )
-    v.push(`I1.4 a ${event.reason} physical session consulted inherited markers and reached ${after}`);
+    v.push(`I1.4 a stop inherited from another session reached ${after}, not off`);
   if (
     trace.freshPhysicalSession &&
     before.startsWith("off") === false &&
@@ -173,12 +190,19 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
           ? "failedClosed.unanchored"
           : "off";
     if (after !== expected) v.push(`I1.5 a failed start from ${before} went to ${after}, not back to ${expected}`);
-    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === "start-failed"))
+    const said = before === "starting.fromFork" ? "fork-unavailable" : "start-failed";
+    if (!step.emitted.some((e) => e.type === "episode.notice" && (e as { code?: string }).code === said))
       v.push(`I1.5 a failed start from ${before} was silent`);
   }
-  // I1.6: a restart after stop starts from the frozen stop boundary; every other start from a new origin
+  // I1.6: a restart after stop starts from the frozen stop boundary, a fork from its copy, every other start from
+  // a new origin
   if (!before.startsWith("starting") && after.startsWith("starting.") && after !== "starting.adopting") {
-    const expected = after === "starting.fromPassive" ? "start-from-frozen" : "start-origin";
+    const expected =
+      after === "starting.fromPassive"
+        ? "start-from-frozen"
+        : after === "starting.fromFork"
+          ? "start-fork-copy"
+          : "start-origin";
     if (!emittedEffect(step, expected)) v.push(`I1.6 ${after} was entered without ${expected} (did: ${stepWork})`);
   }
   // I1.6 / I1.7
@@ -523,9 +547,21 @@ describe("episode negative controls", () => {
     expect(() => assertFullCoverage(report)).toThrow(UncoveredTransitionsError);
   });
 
-  it("I1.4 check catches a fork that inherits its parent's stop projection", () => {
-    // The field failure: fork treated like resume, restoring the parent's passive handoff.
-    const mutated = episodeMachine.provide({ guards: { isForkOrNewSession: () => false } });
+  it("I1.4 check catches a new session that consults inherited markers", () => {
+    const mutated = episodeMachine.provide({ guards: { isNewSession: () => false } });
+    const { violations } = runSuite(mutated);
+    expect(violations.some((v) => v.startsWith("I1.4"))).toBe(true);
+  });
+
+  it("I1.4 check catches a fork bound to its parent's pointer instead of its own copy", () => {
+    // The field failure: the parent's revision restored as if it were the fork's own.
+    const mutated = episodeMachine.provide({
+      guards: {
+        restoredFork: () => false,
+        restoredRevision: ({ event }) =>
+          event.type === "xstate.done.actor.restore" && ["revision", "fork"].includes(event.output.kind),
+      },
+    });
     const { violations } = runSuite(mutated);
     expect(violations.some((v) => v.startsWith("I1.4"))).toBe(true);
   });
@@ -568,9 +604,16 @@ describe("episode scenarios", () => {
   };
   const rr = restored;
 
-  it("a fork of a State Flow branch starts off and says so; a fork of an ordinary one says nothing", () => {
-    const fork = run(true, [{ type: "SESSION_START", reason: "fork", branch: "marked" }]);
-    expect([episodeStateName(fork.s), fork.notices]).toEqual(["off", ["fork-off"]]);
+  it("a fork of an enabled branch starts as its own copy; of a stopped one, or one it can't copy, off, said", () => {
+    const forkStart = { type: "SESSION_START", reason: "fork", branch: "marked" } as const;
+    const copied = run(true, [forkStart, rr({ kind: "fork", revision: "p", copy: {} }), FORK_COPIED]);
+    expect([episodeStateName(copied.s), copied.notices]).toEqual(["active.steady", ["forked"]]);
+    const stopped = run(true, [forkStart, rr({ kind: "disabled", inherited: true })]);
+    expect([episodeStateName(stopped.s), stopped.notices]).toEqual(["off", ["fork-off"]]);
+    const gone = run(true, [forkStart, rr({ kind: "forkUnavailable", revision: "p", detail: "gone" })]);
+    expect([episodeStateName(gone.s), gone.notices]).toEqual(["off", ["fork-unavailable"]]);
+    const failed = run(true, [forkStart, rr({ kind: "fork", revision: "p", copy: {} }), STORAGE_FAILED]);
+    expect([episodeStateName(failed.s), failed.notices]).toEqual(["off", ["fork-unavailable"]]);
     const plain = run(true, [{ type: "SESSION_START", reason: "fork", branch: "unmarked" }]);
     expect([episodeStateName(plain.s), plain.notices]).toEqual(["off", []]);
   });

@@ -78,7 +78,10 @@ describe("selectRestore (I1.11)", () => {
     "I1.4 a stop marker written by another physical session " + "(fork, copy) restores as disabled, never passive",
     async () => {
       const markers: BranchMarker[] = [rev("a"), { kind: "disabled", stoppedBy: "PARENT" }];
-      expect(await selectRestore(markers, checks({ a: "valid" }), "FORK")).toEqual({ kind: "disabled" });
+      expect(await selectRestore(markers, checks({ a: "valid" }), "FORK")).toEqual({
+        kind: "disabled",
+        inherited: true,
+      });
       expect(await selectRestore(markers, checks({ a: "valid" }), "PARENT")).toEqual({ kind: "passive" });
       expect(await selectRestore([{ kind: "disabled" }], checks({}), "PARENT")).toEqual({ kind: "disabled" });
     },
@@ -160,7 +163,7 @@ describe("selectRestore (I1.11)", () => {
             unavailable: "unproven",
             lockBusy: "lockBusy",
             invalid: "?",
-          }[table[decisive.revision as "a"]];
+          }[table[decisive.revision as "a"] as "valid"];
           expect(result.kind, "I1.11 decisive revision").toBe(expected);
         },
       ),

@@ -96,7 +96,7 @@ for (const git of [false, true]) {
       actors.freezeHandoff();
       expect(host.entries.slice(before)).toEqual([
         { handoff: expect.objectContaining({ working: {} }), by: host.sessionId },
-        { checkpoint: { revision: binding.state!.pointer.revision } },
+        { checkpoint: { revision: binding.state!.pointer.revision, boundary: expect.any(Object) } },
         { checkpoint: { disabled: true } },
       ]);
     });

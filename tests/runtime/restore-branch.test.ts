@@ -94,7 +94,7 @@ describe("restoreBranch", () => {
     const { store, first, second, sessionId } = await storeWithTwoCohorts();
     const { h, appended, notices } = host(sessionId, [first.pointer.revision]);
     const outcome = await restoreBranch(context(store, h, sessionId));
-    expect(appended()).toEqual([{ revision: second.pointer.revision }]);
+    expect(appended()).toEqual([{ revision: second.pointer.revision, boundary: expect.any(Object) }]);
     expect(outcome.result).toMatchObject({ kind: "revision", revision: second.pointer.revision });
     expect(notices[0]?.message).toMatch(
       /the store had accepted it, but the session ended before this branch recorded it/,
@@ -166,7 +166,7 @@ describe("restoreBranch", () => {
       skippedInvalid: 0,
       legacy: true,
     });
-    expect(appended()).toEqual([{ revision: second.pointer.revision }]);
+    expect(appended()).toEqual([{ revision: second.pointer.revision, boundary: expect.any(Object) }]);
     expect(notices).toEqual([
       { level: "info", message: expect.stringContaining("from an older State Flow checkpoint entry") },
     ]);
@@ -198,7 +198,7 @@ describe("restoreBranch", () => {
     const outcome = await restoreBranch(context(f.store, h, f.sessionId));
     const head = git(f.dir, f.env, "rev-parse", "HEAD").trim();
     expect(outcome.result).toEqual({ kind: "revision", revision: head, skippedInvalid: 0 });
-    expect(appended()).toEqual([{ revision: head }]);
+    expect(appended()).toEqual([{ revision: head, boundary: expect.any(Object) }]);
     expect(notices.map((n) => n.message)).toEqual([
       expect.stringContaining("migrated the legacy state.json"),
       expect.stringContaining("older version's state.json snapshot"),

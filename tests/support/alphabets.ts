@@ -15,6 +15,9 @@ export const RESTORE_RESULTS: RestoreResult[] = [
   { kind: "revision", revision: "r-sel", skippedInvalid: 0 },
   { kind: "passive" },
   { kind: "disabled" },
+  { kind: "disabled", inherited: true },
+  { kind: "fork", revision: "r-parent", copy: {} },
+  { kind: "forkUnavailable", revision: "r-parent", detail: "the parent's state there is no longer kept" },
   { kind: "none" },
   { kind: "unproven", revision: "r-sel", reason: "unavailable" },
   { kind: "lockBusy", revision: "r-sel" },
@@ -26,6 +29,12 @@ export const STORAGE_READY: EpisodeMachineEvent = {
   type: "xstate.done.actor.storage",
   actorId: "storage",
   output: undefined,
+};
+/** A fork's start succeeded: its output names what it copied (for the notice). */
+export const FORK_COPIED: EpisodeMachineEvent = {
+  type: "xstate.done.actor.storage",
+  actorId: "storage",
+  output: "step 3, transition abcdef12 of session parent",
 };
 export const STORAGE_FAILED: EpisodeMachineEvent = {
   type: "xstate.error.actor.storage",

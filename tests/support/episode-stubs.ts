@@ -1,7 +1,7 @@
 // The episode, run and resolution machines with stand-ins for the actors the runtime supplies: they
 // start and never settle, so a test (or a generated path) delivers their done and error events itself.
 import { fromPromise } from "xstate";
-import { episodeMachine, type StartStorageInput } from "../../machines/episode.ts";
+import { episodeMachine, type StartForkInput, type StartStorageInput } from "../../machines/episode.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 import { resolutionMachine, type CommitResponseInput } from "../../machines/resolution.ts";
 import { runMachine } from "../../machines/run.ts";
@@ -22,6 +22,7 @@ export const episodeWithPendingActors = episodeMachine.provide({
   actors: {
     run: runWithPendingActors,
     startStorage: fromPromise<void, StartStorageInput>(never),
+    startFork: fromPromise<string, StartForkInput>(never),
     adoptGit: fromPromise<void>(never),
     selectRestore: fromPromise<RestoreResult>(never),
     persistStop: fromPromise<void>(never),

@@ -22,16 +22,18 @@ export class RecordingHost implements BranchHost {
     this.sessionId = sessionId;
   }
 
+  /** Not a fork (runtime tests of forks run through the Pi adapter). */
+  parentSession(): null {
+    return null;
+  }
+
   markers(): BranchMarker[] {
     const markers: BranchMarker[] = [];
     let handoffBy: string | undefined;
     for (const entry of this.entries) {
       if ("handoff" in entry) handoffBy = entry.by;
       else if ("revision" in entry.checkpoint) markers.push({ kind: "revision", revision: entry.checkpoint.revision });
-      else
-        markers.push(
-          handoffBy === this.sessionId ? { kind: "disabled", stoppedBy: this.sessionId } : { kind: "disabled" },
-        );
+      else markers.push(handoffBy === undefined ? { kind: "disabled" } : { kind: "disabled", stoppedBy: handoffBy });
     }
     return markers;
   }

@@ -124,15 +124,30 @@ describe("branchMarkers", () => {
     expect(markers).toEqual(Array.from({ length: 8 }, () => ({ kind: "malformed" })));
   });
 
-  it(
-    "a disabled marker after this session's stop handoff " + "restores passive; another session's is plain disabled",
-    () => {
-      expect(branchMarkers([handoff("S"), checkpoint({ disabled: true })], "S")).toEqual([
-        { kind: "disabled", stoppedBy: "S" },
-      ]);
-      expect(branchMarkers([handoff("PARENT"), checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled" }]);
-    },
-  );
+  it("a disabled marker names the session whose stop handoff precedes it (this one's restores passive)", () => {
+    expect(branchMarkers([handoff("S"), checkpoint({ disabled: true })], "S")).toEqual([
+      { kind: "disabled", stoppedBy: "S" },
+    ]);
+    expect(branchMarkers([handoff("PARENT"), checkpoint({ disabled: true })], "S")).toEqual([
+      { kind: "disabled", stoppedBy: "PARENT" },
+    ]);
+    expect(branchMarkers([checkpoint({ disabled: true })], "S")).toEqual([{ kind: "disabled" }]);
+  });
+
+  it("a checkpoint keeps the boundary it recorded; one copied before a fork is marked inherited", () => {
+    const boundary = { id: "t-1", step: 3 };
+    const copied = { ...checkpoint({ revision: sha, boundary }), timestamp: "2026-01-01T00:00:00.000Z" };
+    const own = { ...checkpoint({ revision: sha, boundary }), timestamp: "2026-01-02T00:00:00.001Z" };
+    expect(branchMarkers([copied, own], "S", "2026-01-02T00:00:00.000Z")).toEqual([
+      { kind: "revision", revision: sha, boundary, inherited: true },
+      { kind: "revision", revision: sha, boundary },
+    ]);
+    expect(branchMarkers([copied], "S")).toEqual([{ kind: "revision", revision: sha, boundary }]);
+    // A boundary of another shape is no current entry, nor an older form: malformed.
+    expect(branchMarkers([checkpoint({ revision: sha, boundary: { id: "t-1" } })], "S")).toEqual([
+      { kind: "malformed" },
+    ]);
+  });
 });
 
 describe("branchShape", () => {

@@ -219,7 +219,9 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "tools-missing": /its tools are not active/,
   started: /^State Flow is on for this branch; its state is kept in /,
   stopped: /^State Flow is off for this branch: ordinary Pi from now on/,
-  "fork-off": /^This session is a fork of a State Flow session, and State Flow is off here/,
+  "fork-off": /^This session is a fork of a State Flow session that was stopped at the fork point/,
+  forked: /^This session is a fork of a State Flow session: State Flow is on here, with its own copy/,
+  "fork-unavailable": /^This session is a fork of a State Flow session, but State Flow could not copy/,
 };
 
 /** A prompt's run as the episode sees it: announced, its agent_start (a continuation), its end. */
@@ -308,6 +310,11 @@ class EpisodeWorld {
       // is restored; the selected revision is retained for retry (removed before a later restore).
       this.lockPath = join(s.storeRoot, ".state-flow-publication.lock");
       holdForeignLock(this.lockPath);
+    }
+    if (restore === "fork") {
+      // Real fork: Pi copies the planted session into a new one (`pi --fork`), whose header names it as parent.
+      const { SessionManager } = await import("@earendil-works/pi-coding-agent");
+      return SessionManager.forkFrom(s.session.sessionFile!, s.cwd, s.sessionDir).getSessionFile()!;
     }
     if (restore === "unproven") {
       // Real fault: the planted session's own store files are deleted, so the file-only cohort its
