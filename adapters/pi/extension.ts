@@ -88,6 +88,19 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       description: "Inspect State Flow runtime, semantic, freshness and publication diagnostics",
       handler: async (_args, ctx) => controller.showStatus(ctx),
     });
+    // Queries like status: they read the cached runtime (and, for older boundaries, Git) and change nothing.
+    pi.registerCommand("state-flow-show", {
+      description: "Show the state at a boundary: /state-flow-show [scope] [offset|transition id] [path]",
+      handler: async (args, ctx) => controller.showInspection("show", args, ctx),
+    });
+    pi.registerCommand("state-flow-history", {
+      description: "List the boundaries and what changed, newest first: /state-flow-history [scope] [--all] [--page N]",
+      handler: async (args, ctx) => controller.showInspection("history", args, ctx),
+    });
+    pi.registerCommand("state-flow-diff", {
+      description: "What changed between two boundaries: /state-flow-diff <a> <b> [scope] (offsets or transition ids)",
+      handler: async (args, ctx) => controller.showInspection("diff", args, ctx),
+    });
 
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
     pi.on("session_tree", (_event, ctx) => controller.tree(ctx));
