@@ -79,9 +79,14 @@ export async function coldBoundaries(
   enough: (records: readonly BoundaryRecord[]) => boolean,
 ): Promise<ColdRead> {
   const records: BoundaryRecord[] = [];
+  // A revision recorded again (a restore that re-recorded it) is dated by its first record.
+  const first = new Map<string, string | null>();
+  for (const { revision, at } of recorded) if (!first.get(revision)) first.set(revision, at);
+  // (records are oldest first, so the first one seen of a revision is its earliest)
   const seen = new Set<string>();
   for (let i = recorded.length - 1; i >= 0; i--) {
-    const { revision, at } = recorded[i]!;
+    const { revision } = recorded[i]!;
+    const at = first.get(revision) ?? null;
     if (seen.has(revision)) continue;
     seen.add(revision);
     if (enough(records)) return { records, ended: null, complete: false };
@@ -97,7 +102,8 @@ export async function coldBoundaries(
     const head = headBoundary(view.lineage);
     const known = records.find((r) => r.id === head.id);
     if (known) {
-      known.at = at ?? known.at;
+      // (the earliest record dates it: ISO times compare as text)
+      if (at !== null && (known.at === null || at < known.at)) known.at = at;
       continue;
     }
     records.push({ ...head, offset: null, at, states: { ...view.current } });

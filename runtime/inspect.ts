@@ -125,7 +125,8 @@ class Boundaries {
   }
 
   async resolve(token: string): Promise<BoundaryRecord> {
-    if (OFFSET.test(token)) {
+    // (six digits or more are an id's prefix that happens to hold no letter: offsets end at 7)
+    if (OFFSET.test(token) && token.length < MIN_ID_DIGITS) {
       const offset = Number(token);
       if (offset >= HOT_OFFSETS) {
         refuse(
@@ -233,7 +234,8 @@ export function show(source: InspectSource, args: string): Promise<InspectAnswer
       );
     }
     const whole = wholeValue(found.value);
-    return [...lines, `${path} — ${count(whole.length)} chars:`, whole].join("\n");
+    const size = `${count(whole.length)} char${whole.length === 1 ? "" : "s"}`;
+    return [...lines, `${path} — ${size}:`, whole].join("\n");
   });
 }
 

@@ -156,7 +156,7 @@ for (const git of [true, false]) {
       const stopped = await run(h, "/state-flow-show session 0 working.k9");
       expect(stopped.level).toBe("info");
       expect(stopped.text).toContain("State Flow is stopped on this branch: this is the state kept at the stop");
-      expect(stopped.text).toMatch(/working\.k9 — 1 chars:\n9$/);
+      expect(stopped.text).toMatch(/working\.k9 — 1 char:\n9$/);
       const history = await run(h, "/state-flow-history");
       expect(history.text).toContain("State Flow is stopped on this branch");
     });
