@@ -59,7 +59,7 @@ function line(record: BoundaryRecord, older: BoundaryRecord | null, input: Histo
   const time = when(record.at);
   const head = `${offset}  ${shortId(record.id).padEnd(10)}  step ${record.step}${time ? `  ${time}` : ""}`;
   if (record.id === record.lineage) {
-    return `${head}  origin: State Flow started here (a new line of history; nothing before it is read through it)`;
+    return `${head}  origin: State Flow started this line of history here`;
   }
   if (!older) return `${head}  ${input.oldestNote}`;
   const gap = record.step - older.step > 1 ? ` (since step ${older.step}: steps between were not recorded here)` : "";

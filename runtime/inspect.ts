@@ -220,17 +220,19 @@ export function show(source: InspectSource, args: string): Promise<InspectAnswer
     const hint = hintFor(scope, record);
     if (!path) return [...lines, ...stateTree(value, hint)].join("\n");
     const found = lookupPath(value, path);
+    if (!found.found && found.at.length === 0) {
+      const top = JSON.stringify(path.split(/[ .]/)[0]);
+      return refuse(
+        `${top} is not a scope, an offset 0–7, a transition id or a field of the state. Scopes: ` +
+          `${SCOPE_NAMES.join(", ")}; fields: ${found.available.join(", ")}. Usage: ${usage("show")}`,
+      );
+    }
     if (!found.found) {
       const at = found.at.join(".");
-      const top = path.split(/[ .]/)[0]!;
-      const first =
-        found.at.length === 0
-          ? ` (${JSON.stringify(top)} is not a scope, an offset 0–7 or a transition id either: ${usage("show")})`
-          : "";
       return refuse(
-        `No value at ${JSON.stringify(path)} in the ${scope} state at ${where(record)}: ` +
-          `${at || "the state"} holds ${found.available.slice(0, 12).join(", ") || "nothing"}` +
-          `${found.available.length > 12 ? ", …" : ""}. ${hint(at)} shows what is there${first}.`,
+        `No value at ${JSON.stringify(path)} in the ${scope} state at ${where(record)}: ${at} holds ` +
+          `${found.available.slice(0, 12).join(", ") || "nothing"}${found.available.length > 12 ? ", …" : ""}. ` +
+          `${hint(at)} shows what is there.`,
       );
     }
     const whole = wholeValue(found.value);

@@ -1,9 +1,9 @@
-// State Flow as a Pi extension: registers patch_state / read_state, the three commands and the
+// State Flow as a Pi extension: registers patch_state / read_state, the six commands and the
 // lifecycle hooks, and forwards everything to the controller. This is the only module that
 // speaks Pi's extension API; it reads the agent-level configuration once, at load. An invalid
 // state-flow.json does not fail Pi's loading (Pi would exit for every project): State Flow then
 // registers no tool, hook or store access, only says what is wrong at each session start and
-// answers its three commands with that; /reload re-reads the file.
+// answers its commands with that; /reload re-reads the file.
 
 import { join } from "node:path";
 import {
@@ -136,7 +136,7 @@ export function configErrorText(error: StateFlowConfigError): string {
 
 /**
  * The whole extension while state-flow.json is invalid: the named error at every session start
- * and as the answer of /state-flow-start, -stop and -status, which do nothing else (so a typed
+ * and as the answer of /state-flow-start, -stop, -status, -show, -history and -diff, which do nothing else (so a typed
  * command is not sent to the model as a prompt). No tools, no context or provider hooks, no store.
  */
 function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): void {
@@ -156,7 +156,9 @@ function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): voi
   const description = "State Flow is off: state-flow.json is invalid (run to see why)";
   pi.registerCommand("state-flow-start", { description, handler: async (_args, ctx) => report(ctx, true) });
   pi.registerCommand("state-flow-stop", { description, handler: async (_args, ctx) => report(ctx, true) });
-  pi.registerCommand("state-flow-status", { description, handler: async (_args, ctx) => report(ctx, false) });
+  for (const name of ["state-flow-status", "state-flow-show", "state-flow-history", "state-flow-diff"]) {
+    pi.registerCommand(name, { description, handler: async (_args, ctx) => report(ctx, false) });
+  }
   pi.on("session_start", (_event, ctx) => report(ctx, false));
 }
 

@@ -70,7 +70,7 @@ describe("boundaries", () => {
     expect(joined[9]!.states.session.working).toEqual({ k1: 1 });
   });
 
-  it("a config-only revision dates the boundary it repeats from its first record; an unreadable one ends the walk", async () => {
+  it("a config-only revision dates its boundary from its first record; an unreadable one ends the walk", async () => {
     const { store, state, recorded } = await gitStore(2);
     const stopped = await store.publishConfig(state, { ...state.config, enabled: false }, "state-flow: stop");
     expect(stopped.pointer.revision).not.toBe(state.pointer.revision);

@@ -45,7 +45,7 @@ describe("history", () => {
       "offset  transition  step  when (UTC)  changes against the next older boundary (+ added, ~ changed, - removed)",
       " 0  t-bbbbbbbb  step 2  session: +working.b",
       " 1  t-aaaaaaaa  step 1  2026-12-03 21:07:25  session: +working.a",
-      " 2  l-00000000  step 0  origin: State Flow started here (a new line of history; nothing before it is read through it)",
+      " 2  l-00000000  step 0  origin: State Flow started this line of history here",
       "History starts at step 0.",
     ]);
     const cut = renderHistory({

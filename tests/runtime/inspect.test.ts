@@ -25,7 +25,9 @@ describe("inspect commands", () => {
     const off = await show(source({ mode: "ordinary", state: null }), "");
     expect(off).toEqual({
       refused: true,
-      text: "State Flow is off on this branch (never started here): there is no state to show. /state-flow-start turns it on.",
+      text:
+        "State Flow is off on this branch (never started here): there is no state to show. " +
+        "/state-flow-start turns it on.",
     });
     const closed = await history(
       source({ mode: "failedClosed", state: null, unavailable: "revision x is missing" }),
@@ -44,7 +46,7 @@ describe("inspect commands", () => {
     const byId = await show(source(), "session t-2abcde working.k2");
     expect(byId.text).toBe("State Flow state — scope session, offset 1 — step 2 (t-2abcdef0)\nworking.k2 — 1 char:\n2");
     const missing = await show(source(), "session 1 k2");
-    expect(missing.text).toContain('"k2" is not a scope, an offset 0–7 or a transition id either');
+    expect(missing.text).toContain('"k2" is not a scope, an offset 0–7, a transition id or a field of the state');
   });
 
   it("refuses bad arguments by name", async () => {
@@ -71,7 +73,7 @@ describe("inspect commands", () => {
       " 0  t-3abcdef0  step 3  session: +working.k3",
       " 1  t-2abcdef0  step 2  session: +working.k2",
       " 2  t-1abcdef0  step 1  session: +working.k1",
-      " 3  l-01234567  step 0  origin: State Flow started here (a new line of history; nothing before it is read through it)",
+      " 3  l-01234567  step 0  origin: State Flow started this line of history here",
       "History starts at step 0: State Flow started this line of history there.",
     ]);
     const d = await diff(source(), "3 t-3abcde session");

@@ -92,7 +92,7 @@ for (const git of [true, false]) {
         );
         expect(all.text).toContain("… older: /state-flow-history effective --all --page 2");
         const page2 = await run(h, "/state-flow-history effective --all --page 2");
-        expect(page2.text).toMatch(/^ {4}l-[0-9a-f]{8} {2}step 0 .*origin: State Flow started here/m);
+        expect(page2.text).toMatch(/^ {4}l-[0-9a-f]{8} {2}step 0 .*origin: State Flow started this line/m);
         expect(page2.text).toContain("History starts at step 0");
         // A cold boundary by its id: show and diff read it from Git.
         const cold = ids(all.text)[15]!;
@@ -123,8 +123,8 @@ for (const git of [true, false]) {
         ["/state-flow-show session 9", "Offset 9 is outside the hot window (offsets 0–7)", "/state-flow-history --all"],
         [
           "/state-flow-show sesion 0",
-          '"sesion" is not a scope, an offset 0–7 or a transition id',
-          "/state-flow-show effective 0",
+          '"sesion" is not a scope, an offset 0–7, a transition id or a field of the state',
+          "/state-flow-show session 0 working",
         ],
         ["/state-flow-show session 0 working.nope", 'No value at "working.nope"', "/state-flow-show session 0 working"],
         ["/state-flow-history --page x", "--page needs a page number", "/state-flow-history --all --page 1"],
