@@ -34,6 +34,8 @@ import { episodeNotices, inputRefusedNotice, startedNotice } from "./notices.ts"
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
+import { INSPECT_COMMANDS, type InspectAnswer, type InspectCommand } from "./inspect.ts";
+import type { RecordedRevision } from "./boundaries.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
 import { carriedRequests, type RunTrigger, type Specification } from "../machines/specification.ts";
 import { errorMessage } from "../storage/core/errors.ts";
@@ -310,9 +312,25 @@ export class FlowRuntime {
     return episodeStateName(this.episode.getSnapshot());
   }
 
+  /** Why the branch's state could not be proven, when the episode retained a pointer it could not load. */
+  private unavailable(): string | null {
+    const retained = retainedPointer(this.episode.getSnapshot());
+    if (!retained) return null;
+    return retained.detail ?? `branch revision ${retained.revision ?? "(none valid)"} is ${retained.kind}`;
+  }
+
+  /**
+   * /state-flow-show, -history and -diff: queries of the cached runtime like status (no event, no
+   * publication); an older boundary is read back from Git, given the revisions the branch recorded.
+   */
+  inspect(command: InspectCommand, args: string, recorded: readonly RecordedRevision[]): Promise<InspectAnswer> {
+    const { store, state } = this.binding;
+    const mode = projectionMode(this.episode.getSnapshot());
+    return INSPECT_COMMANDS[command]({ mode, state, store, recorded, unavailable: this.unavailable() }, args);
+  }
+
   status(): string {
     const snapshot = this.episode.getSnapshot();
-    const retained = retainedPointer(snapshot);
     const { store, state } = this.binding;
     return renderStatus({
       episode: episodeStateName(snapshot),
@@ -324,9 +342,7 @@ export class FlowRuntime {
       storeRoot: this.options.storeRoot,
       storeKind: store?.store.kind ?? "unopened",
       runtime: state,
-      unavailable: retained
-        ? (retained.detail ?? `branch revision ${retained.revision ?? "(none valid)"} is ${retained.kind}`)
-        : null,
+      unavailable: this.unavailable(),
       publication: this.publication.label(store?.store.kind),
       pendingTarget: this.publication.pendingTarget,
       invalidations: state

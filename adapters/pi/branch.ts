@@ -182,6 +182,22 @@ export function selectedMarkers(
   return markers;
 }
 
+/**
+ * The revisions the selected branch recorded (the entries its markers are read from), oldest
+ * first, with the time Pi recorded each: the older boundaries /state-flow-history reads back.
+ */
+export function recordedRevisions(
+  branch: readonly SessionEntry[],
+  all: readonly SessionEntry[],
+): { revision: string; at: string | null }[] {
+  return markerEntries(branch, all).flatMap((entry) => {
+    if (!isCheckpoint(entry)) return [];
+    const data = parseCheckpoint((entry as { data?: unknown }).data);
+    const revision = data === "malformed" ? null : "revision" in data ? data.revision : null;
+    return revision ? [{ revision, at: typeof entry.timestamp === "string" ? entry.timestamp : null }] : [];
+  });
+}
+
 export function branchShape(entries: readonly SessionEntry[]): BranchShape {
   if (entries.some((e) => e.type === "custom" && e.customType === CHECKPOINT_ENTRY)) return "marked";
   return entries.some((e) => e.type === "message") ? "unmarked" : "empty";

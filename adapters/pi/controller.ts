@@ -22,6 +22,7 @@ import {
 import type { SessionStartReason } from "../../machines/episode.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
 import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/flow-runtime.ts";
+import type { InspectCommand } from "../../runtime/inspect.ts";
 import type { FlowInspection } from "../../runtime/flow-actor.ts";
 import type { BranchHost, CheckpointData, HostView, NoticeLevel } from "../../runtime/host.ts";
 import { sessionIdentity } from "../../runtime/session-identity.ts";
@@ -31,6 +32,7 @@ import {
   branchMarkers,
   branchShape,
   discardedDrafts,
+  recordedRevisions,
   selectedMarkers,
 } from "./branch.ts";
 import type { StateFlowConfig } from "./config.ts";
@@ -493,6 +495,19 @@ export class StateFlowController {
     this.bind(ctx);
     const text = this.runtime.status();
     if (ctx.hasUI) ctx.ui.notify(text, "info");
+    else process.stderr.write(`${text}\n`);
+  }
+
+  /**
+   * /state-flow-show, -history and -diff, shown where status is; a refusal as a warning. The
+   * selected branch's recorded revisions (with Pi's timestamps) are where older boundaries are read.
+   */
+  async showInspection(command: InspectCommand, args: string, ctx: ExtensionContext): Promise<void> {
+    this.bind(ctx);
+    const manager = ctx.sessionManager;
+    const recorded = recordedRevisions(manager.getBranch(), manager.getEntries());
+    const { text, refused } = await this.runtime.inspect(command, args, recorded);
+    if (ctx.hasUI) ctx.ui.notify(text, refused ? "warning" : "info");
     else process.stderr.write(`${text}\n`);
   }
 }

@@ -1,9 +1,9 @@
-// State Flow as a Pi extension: registers patch_state / read_state, the three commands and the
+// State Flow as a Pi extension: registers patch_state / read_state, the six commands and the
 // lifecycle hooks, and forwards everything to the controller. This is the only module that
 // speaks Pi's extension API; it reads the agent-level configuration once, at load. An invalid
 // state-flow.json does not fail Pi's loading (Pi would exit for every project): State Flow then
 // registers no tool, hook or store access, only says what is wrong at each session start and
-// answers its three commands with that; /reload re-reads the file.
+// answers its commands with that; /reload re-reads the file.
 
 import { join } from "node:path";
 import {
@@ -88,6 +88,19 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       description: "Inspect State Flow runtime, semantic, freshness and publication diagnostics",
       handler: async (_args, ctx) => controller.showStatus(ctx),
     });
+    // Queries like status: they read the cached runtime (and, for older boundaries, Git) and change nothing.
+    pi.registerCommand("state-flow-show", {
+      description: "Show the state at a boundary: /state-flow-show [scope] [offset|transition id] [path]",
+      handler: async (args, ctx) => controller.showInspection("show", args, ctx),
+    });
+    pi.registerCommand("state-flow-history", {
+      description: "List the boundaries and what changed, newest first: /state-flow-history [scope] [--all] [--page N]",
+      handler: async (args, ctx) => controller.showInspection("history", args, ctx),
+    });
+    pi.registerCommand("state-flow-diff", {
+      description: "What changed between two boundaries: /state-flow-diff <a> <b> [scope] (offsets or transition ids)",
+      handler: async (args, ctx) => controller.showInspection("diff", args, ctx),
+    });
 
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
     pi.on("session_tree", (_event, ctx) => controller.tree(ctx));
@@ -123,7 +136,7 @@ export function configErrorText(error: StateFlowConfigError): string {
 
 /**
  * The whole extension while state-flow.json is invalid: the named error at every session start
- * and as the answer of /state-flow-start, -stop and -status, which do nothing else (so a typed
+ * and as the answer of /state-flow-start, -stop, -status, -show, -history and -diff, which do nothing else (so a typed
  * command is not sent to the model as a prompt). No tools, no context or provider hooks, no store.
  */
 function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): void {
@@ -143,7 +156,9 @@ function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): voi
   const description = "State Flow is off: state-flow.json is invalid (run to see why)";
   pi.registerCommand("state-flow-start", { description, handler: async (_args, ctx) => report(ctx, true) });
   pi.registerCommand("state-flow-stop", { description, handler: async (_args, ctx) => report(ctx, true) });
-  pi.registerCommand("state-flow-status", { description, handler: async (_args, ctx) => report(ctx, false) });
+  for (const name of ["state-flow-status", "state-flow-show", "state-flow-history", "state-flow-diff"]) {
+    pi.registerCommand(name, { description, handler: async (_args, ctx) => report(ctx, false) });
+  }
   pi.on("session_start", (_event, ctx) => report(ctx, false));
 }
 

@@ -50,7 +50,8 @@ describe("an invalid state-flow.json", () => {
       "or remove the key to use its default. Then run /reload (or restart Pi) to load it; " +
       "until then it adds no tools and reads or writes no state.";
     expect(errors(h)).toEqual([expected]);
-    for (const command of ["/state-flow-start", "/state-flow-status", "/state-flow-stop"]) {
+    const queries = ["/state-flow-show", "/state-flow-history --all", "/state-flow-diff 1 0"];
+    for (const command of ["/state-flow-start", "/state-flow-status", "/state-flow-stop", ...queries]) {
       await h.command(command);
       expect(h.lastNotice(), command).toEqual({ message: expected, level: "error" });
     }
