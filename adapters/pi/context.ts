@@ -17,6 +17,13 @@ import type { Freshness, SharedMove } from "../../machines/run.ts";
 import { splitState, trieKey, type PathTrie, type SplitState } from "./stability.ts";
 
 export const RUN_ANCHOR = "state-flow-run";
+/**
+ * The run anchor's text. The model never receives it (the projection drops State Flow's own
+ * messages), but Pi's /tree lists every custom message whatever its `display`, as
+ * `[state-flow-run]: <text>`, and selecting it puts this text in an empty editor: a plain phrase
+ * that says what the node is, short enough to clear.
+ */
+export const RUN_ANCHOR_TEXT = "State Flow run started";
 export const STOP_HANDOFF = "state-flow-stop";
 export const RESOLUTION_NOTE = "state-flow-resolution";
 const OWN_TYPES = new Set([RUN_ANCHOR, STOP_HANDOFF, RESOLUTION_NOTE]);

@@ -41,6 +41,7 @@ import {
   PROTOCOL,
   RESOLUTION_NOTE,
   RUN_ANCHOR,
+  RUN_ANCHOR_TEXT,
   STOP_HANDOFF,
   closedRunOnly,
   hasPreFlowContext,
@@ -329,7 +330,7 @@ export class StateFlowController {
   private runAnchor(): RunMessage {
     return {
       customType: RUN_ANCHOR,
-      content: "[State Flow run]",
+      content: RUN_ANCHOR_TEXT,
       display: false,
       details: { sessionId: this.sessionId },
     };

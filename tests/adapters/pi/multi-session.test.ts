@@ -2,6 +2,7 @@
 // sessions' shared changes, and a fork of a stopped session shows none of its parent's private messages.
 import { describe, expect, it } from "vitest";
 import { call, contextText, harnessFactory, say, waitUntil } from "../../support/pi-harness.ts";
+import { RUN_ANCHOR_TEXT } from "../../../adapters/pi/context.ts";
 
 const harness = harnessFactory();
 
@@ -56,7 +57,7 @@ describe("a fork of a stopped State Flow session", () => {
     expect(seen).toContain("parent request");
     expect(seen).not.toContain("frozen exit handoff");
     expect(seen).not.toContain("[State Flow resolution");
-    expect(seen).not.toContain("[State Flow run]");
+    expect(seen).not.toContain(RUN_ANCHOR_TEXT);
     expect(seen, "the draft the parent's resolution discarded is not an answer the fork inherits").not.toContain(
       "PARENT DRAFT without final",
     );

@@ -2,8 +2,10 @@
 // 28). Pi puts the leaf on the selected assistant message itself, while State Flow records the
 // answer's state in a checkpoint entry written after it (adapters/pi/branch.ts markerEntries).
 // Real Pi sessions on a Git store and on a file-only one, which keeps only the current cohort.
-import type { SessionEntry } from "@earendil-works/pi-coding-agent";
+// Pi's /tree also lists each run's anchor: what it shows, and what selecting it restores.
+import { TreeSelectorComponent, initTheme, type SessionEntry } from "@earendil-works/pi-coding-agent";
 import { describe, expect, it } from "vitest";
+import { RUN_ANCHOR, RUN_ANCHOR_TEXT } from "../../../adapters/pi/context.ts";
 import { call, contextText, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
@@ -125,6 +127,55 @@ describe("/tree onto an older answer (file-only store)", () => {
     h.script(call("patch_state", { session: { working: { v: 3 } }, final: true }), say("again."));
     await h.prompt("third");
     expect(h.accessor.read(0).state).toMatchObject({ response: "again.", working: { v: 3 } });
+    expect(h.extensionErrors()).toEqual([]);
+  });
+});
+
+/**
+ * The lines Pi's /tree shows in its default filter, drawn by Pi's own tree component (without
+ * colours). Its filter (0.84.4 dist/modes/interactive/components/tree-selector.js:257-281, 1.6.0
+ * :244 and :261-286) hides only label, custom, model_change, thinking_level_change and session_info
+ * entries (and 1.6's context_edit and usage): a custom message is listed whatever its `display`.
+ */
+function treeLines(h: PiHarness): string[] {
+  initTheme("dark", false);
+  const manager = h.session.sessionManager;
+  const tree = new TreeSelectorComponent(
+    manager.getTree(),
+    manager.getLeafId(),
+    60,
+    () => {},
+    () => {},
+  );
+  return tree
+    .getTreeList()
+    .render(200)
+    .map((line) => line.replace(/\x1b\[[0-9;]*m/g, "").trim());
+}
+
+describe("/tree lists each run's anchor", () => {
+  it("in words a person reads; selecting it returns to the request unanswered, with the state before it", async () => {
+    const h = await twoRuns(true);
+    const anchors = h.session.sessionManager
+      .getEntries()
+      .filter((e) => e.type === "custom_message" && e.customType === RUN_ANCHOR);
+    expect(anchors).toHaveLength(2);
+    // Pi has no way to keep a context message out of /tree (a custom entry, which it hides, never
+    // reaches the context the projection reads the run's start from): the node says what it is.
+    const lines = treeLines(h);
+    expect(lines.filter((line) => line.includes(`[${RUN_ANCHOR}]: ${RUN_ANCHOR_TEXT}`))).toHaveLength(2);
+    expect(lines.join("\n")).not.toContain("[State Flow run]");
+
+    // Pi puts the leaf on a selected custom message's parent (the request) and offers its text to the editor.
+    const second = anchors[1]!;
+    const result = await h.session.navigateTree(second.id);
+    expect(result.editorText).toBe(RUN_ANCHOR_TEXT);
+    const leaf = h.session.sessionManager.getLeafEntry()!;
+    expect(leaf.type === "message" && leaf.message.role === "user" && leaf.message.content).toEqual([
+      { type: "text", text: "second" },
+    ]);
+    expect(h.accessor.episode()).toBe("active.steady");
+    expect(h.accessor.read(0).state).toMatchObject({ response: "fixed.", working: { v: 1 } });
     expect(h.extensionErrors()).toEqual([]);
   });
 });
