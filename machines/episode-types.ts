@@ -93,6 +93,7 @@ export type EpisodeMachineEvent =
 export type EpisodeEmitted = { type: "episode.notice"; code: EpisodeNoticeCode; detail?: string };
 export type EpisodeNoticeCode =
   | "not-enabled"
+  | "already-stopped"
   | "already-active"
   | "stop-refused-unproven"
   | "start-refused-unproven"

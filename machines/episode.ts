@@ -177,6 +177,7 @@ export const episodeMachine = setup({
       detail: event.type === "TOOLS_SYNCED" ? event.missing.join(", ") : "",
     })),
     reportNotEnabled: emit({ type: "episode.notice", code: "not-enabled" } as const),
+    reportAlreadyStopped: emit({ type: "episode.notice", code: "already-stopped" } as const),
     // An explicit start or stop answers (an automatic start of a new session is shown by the footer alone).
     reportStarted: emit({ type: "episode.notice", code: "started" } as const),
     reportStopped: emit({ type: "episode.notice", code: "stopped" } as const),
@@ -435,7 +436,7 @@ export const episodeMachine = setup({
         "Survives reload, resume and /tree; a new or forked session never inherits it.",
       on: {
         START: { target: "starting.fromPassive" },
-        STOP: { actions: ["reportNotEnabled"] },
+        STOP: { actions: ["reportAlreadyStopped"] },
         TREE: { actions: ["seedSpecification", "freezeHandoff"] },
       },
     },

@@ -44,6 +44,10 @@ export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text
     level: "info",
   },
   "not-enabled": { text: "State Flow is not enabled on this branch; nothing to stop.", level: "info" },
+  "already-stopped": {
+    text: "State Flow is already stopped on this branch; nothing to stop. /state-flow-start turns it back on.",
+    level: "info",
+  },
   "already-active": { text: "State Flow is already active on this branch.", level: "info" },
   "stop-refused-unproven": {
     text:

@@ -658,6 +658,21 @@ describe("episode scenarios", () => {
     expect(notices, "I1.8 stop must fail visibly").toContain("stop-refused-unproven");
   });
 
+  it("a STOP with nothing to stop says why: never started (off) or already stopped (passive)", () => {
+    const off = run(false, [{ type: "SESSION_START", reason: "startup", branch: "empty" }, { type: "STOP" }]);
+    expect([episodeStateName(off.s), off.notices]).toEqual(["off", ["not-enabled"]]);
+    const stopped = run(false, [
+      { type: "SESSION_START", reason: "startup", branch: "empty" },
+      { type: "START" },
+      STORAGE_READY,
+      { type: "STOP" },
+      STOP_PERSISTED,
+      { type: "STOP" },
+    ]);
+    expect(episodeStateName(stopped.s)).toBe("passive");
+    expect(stopped.notices).toEqual(["started", "stopped", "already-stopped"]);
+  });
+
   it("I1.17 an unanchored older entry fails closed; STOP is refused, START starts a fresh origin", () => {
     const unanchored = rr({ kind: "unanchored", members: ["config", "state"], detail: "why" });
     const { s, notices } = run(false, [

@@ -153,6 +153,28 @@ describe("episode in a real session", () => {
     expect(reloaded).toContain("after stop");
   });
 
+  it("a stop with nothing to stop says which: never started, or already stopped and how to start again", async () => {
+    const h = await harness({ sessionKind: "file" });
+    await h.command("/state-flow-stop");
+    expect(h.lastNotice()).toEqual({
+      message: "State Flow is not enabled on this branch; nothing to stop.",
+      level: "info",
+    });
+    await h.command("/state-flow-start");
+    await h.command("/state-flow-stop");
+    expect(h.accessor.episode()).toBe("passive");
+    await h.command("/state-flow-stop");
+    expect(h.accessor.episode()).toBe("passive");
+    expect(h.lastNotice()).toEqual({
+      message: "State Flow is already stopped on this branch; nothing to stop. /state-flow-start turns it back on.",
+      level: "info",
+    });
+    await h.session.reload();
+    await h.command("/state-flow-stop");
+    expect(h.lastNotice()!.message, "a reloaded stopped branch says so too").toMatch(/^State Flow is already stopped/);
+    expect(h.extensionErrors()).toEqual([]);
+  });
+
   it(
     "/state-flow-stop typed while a run is streaming waits for the run, " +
       "so its accepted patch and answer are part of the stopped state",

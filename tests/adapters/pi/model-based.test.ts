@@ -205,6 +205,7 @@ function episodeSkipReason(_path: EpisodePath): string | null {
 
 const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "not-enabled": /not enabled on this branch; nothing to stop/,
+  "already-stopped": /^State Flow is already stopped on this branch; nothing to stop\. \/state-flow-start turns it/,
   "already-active": /already active on this branch/,
   "stop-refused-unproven": /cannot stop: this branch's provenance is unproven/,
   "start-refused-unproven": /cannot start: this branch's provenance is unproven/,
