@@ -34,7 +34,7 @@ import { episodeNotices, inputRefusedNotice, startedNotice } from "./notices.ts"
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
-import { INSPECT_COMMANDS, type InspectAnswer, type InspectCommand } from "./inspect.ts";
+import { INSPECT_COMMANDS, forkTarget, type ForkTarget, type InspectAnswer, type InspectCommand } from "./inspect.ts";
 import type { RecordedRevision } from "./boundaries.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
 import { carriedRequests, type RunTrigger, type Specification } from "../machines/specification.ts";
@@ -327,6 +327,13 @@ export class FlowRuntime {
     const { store, state } = this.binding;
     const mode = projectionMode(this.episode.getSnapshot());
     return INSPECT_COMMANDS[command]({ mode, state, store, recorded, unavailable: this.unavailable() }, args);
+  }
+
+  /** /state-flow-fork's boundary (a query, like inspect): the fork itself is Pi's, its start the new session's. */
+  forkTarget(args: string, recorded: readonly RecordedRevision[]): Promise<ForkTarget> {
+    const { store, state } = this.binding;
+    const mode = projectionMode(this.episode.getSnapshot());
+    return forkTarget({ mode, state, store, recorded, unavailable: this.unavailable() }, args);
   }
 
   status(): string {

@@ -345,6 +345,36 @@ export function diff(source: InspectSource, args: string): Promise<InspectAnswer
   });
 }
 
+/** Where /state-flow-fork forks from: the boundary an offset or transition id names (or why it cannot). */
+export type ForkTarget = { boundary: { id: string; step: number } } | { refusal: string };
+
+/**
+ * /state-flow-fork's argument: one boundary of an enabled branch. A stopped branch is refused (its fork
+ * would stay off: Pi's /fork does that), as is one State Flow is not on.
+ */
+export async function forkTarget(source: InspectSource, args: string): Promise<ForkTarget> {
+  const tokens = args.trim().split(/\s+/).filter(Boolean);
+  const answered = await answer(async () => {
+    if (tokens.length !== 1) {
+      const got = tokens.length === 0 ? "none" : tokens.map((t) => JSON.stringify(t)).join(" ");
+      refuse(
+        `/state-flow-fork needs one boundary, got ${got}: /state-flow-fork <offset 0–7 or transition id>, e.g. ` +
+          "/state-flow-fork 2 (/state-flow-history lists them).",
+      );
+    }
+    if (source.mode === "passive") {
+      refuse(
+        "State Flow is stopped on this branch, and a fork of a stopped branch stays off: Pi's /fork makes one. " +
+          "/state-flow-start first to fork with State Flow on.",
+      );
+    }
+    const { state } = branchState(source);
+    const record = await new Boundaries(source, state).resolve(tokens[0]!);
+    return JSON.stringify({ id: record.id, step: record.step });
+  });
+  return answered.refused ? { refusal: answered.text } : { boundary: JSON.parse(answered.text) };
+}
+
 /** The three commands by name, for the runtime's one query method. */
 export const INSPECT_COMMANDS = { show, history, diff } as const;
 export type InspectCommand = keyof typeof INSPECT_COMMANDS;

@@ -198,6 +198,22 @@ export function recordedRevisions(
   });
 }
 
+/**
+ * The selected branch's newest checkpoint entry that recorded `boundaryId` (a fork at it holds that
+ * boundary's state); undefined when none did (checkpoints older versions wrote name no boundary).
+ */
+export function checkpointEntryOf(
+  branch: readonly SessionEntry[],
+  all: readonly SessionEntry[],
+  boundaryId: string,
+): SessionEntry | undefined {
+  return [...markerEntries(branch, all)].reverse().find((entry) => {
+    if (!isCheckpoint(entry)) return false;
+    const data = parseCheckpoint((entry as { data?: unknown }).data);
+    return data !== "malformed" && "boundary" in data && data.boundary?.id === boundaryId;
+  });
+}
+
 export function branchShape(entries: readonly SessionEntry[]): BranchShape {
   if (entries.some((e) => e.type === "custom" && e.customType === CHECKPOINT_ENTRY)) return "marked";
   return entries.some((e) => e.type === "message") ? "unmarked" : "empty";

@@ -6,7 +6,12 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
-import type { ExtensionAPI, ExtensionContext, SessionEntry } from "@earendil-works/pi-coding-agent";
+import type {
+  ExtensionAPI,
+  ExtensionCommandContext,
+  ExtensionContext,
+  SessionEntry,
+} from "@earendil-works/pi-coding-agent";
 import type { PatchSet } from "../../storage/core/cohort.ts";
 import { projectArtifacts } from "../../storage/core/artifacts.ts";
 import type { JsonObject } from "../../storage/core/json.ts";
@@ -31,6 +36,7 @@ import {
   DISCARDED_ENTRY,
   branchMarkers,
   branchShape,
+  checkpointEntryOf,
   discardedDrafts,
   recordedRevisions,
   selectedMarkers,
@@ -497,6 +503,31 @@ export class StateFlowController {
     const text = this.runtime.status();
     if (ctx.hasUI) ctx.ui.notify(text, "info");
     else process.stderr.write(`${text}\n`);
+  }
+
+  /**
+   * /state-flow-fork <offset|id>: Pi's own fork at the checkpoint that recorded that boundary (a new
+   * session file holding the branch up to it); the new session's start then copies the session state
+   * there (the restore's fork result). What is wrong with the argument is said where status is.
+   */
+  async fork(args: string, ctx: ExtensionCommandContext): Promise<void> {
+    this.bind(ctx);
+    const manager = ctx.sessionManager;
+    const target = await this.runtime.forkTarget(args, recordedRevisions(manager.getBranch(), manager.getEntries()));
+    const refuse = (text: string) => (ctx.hasUI ? ctx.ui.notify(text, "warning") : process.stderr.write(`${text}\n`));
+    if ("refusal" in target) return void refuse(target.refusal);
+    const { id, step } = target.boundary;
+    const entry = checkpointEntryOf(manager.getBranch(), manager.getEntries(), id);
+    if (!entry) {
+      return void refuse(
+        `Step ${step} (${id.slice(0, 10)}) was recorded on this branch by an older State Flow version, which did ` +
+          "not note its step: /state-flow-fork cannot find where it is. Pi's /fork at the message after it makes " +
+          "the same fork.",
+      );
+    }
+    const forked = await ctx.fork(entry.id, { position: "at" });
+    if (forked.cancelled)
+      refuse("The fork was cancelled (by another extension's session_before_fork): nothing changed.");
   }
 
   /**

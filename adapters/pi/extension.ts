@@ -102,6 +102,15 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       handler: async (args, ctx) => controller.showInspection("diff", args, ctx),
     });
 
+    pi.registerCommand("state-flow-fork", {
+      description:
+        "A new session from a boundary, with its own copy of this session's state there: /state-flow-fork <offset|id>",
+      handler: async (args, ctx) => {
+        await ctx.waitForIdle();
+        await controller.fork(args, ctx);
+      },
+    });
+
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
     pi.on("session_tree", (_event, ctx) => controller.tree(ctx));
     pi.on("session_shutdown", () => controller.shutdown());
@@ -136,8 +145,8 @@ export function configErrorText(error: StateFlowConfigError): string {
 
 /**
  * The whole extension while state-flow.json is invalid: the named error at every session start
- * and as the answer of /state-flow-start, -stop, -status, -show, -history and -diff, which do nothing else (so a typed
- * command is not sent to the model as a prompt). No tools, no context or provider hooks, no store.
+ * and as the answer of every State Flow command, which does nothing else (so a typed command is not sent to
+ * the model as a prompt). No tools, no context or provider hooks, no store.
  */
 function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): void {
   const message = configErrorText(error);
@@ -156,7 +165,13 @@ function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): voi
   const description = "State Flow is off: state-flow.json is invalid (run to see why)";
   pi.registerCommand("state-flow-start", { description, handler: async (_args, ctx) => report(ctx, true) });
   pi.registerCommand("state-flow-stop", { description, handler: async (_args, ctx) => report(ctx, true) });
-  for (const name of ["state-flow-status", "state-flow-show", "state-flow-history", "state-flow-diff"]) {
+  for (const name of [
+    "state-flow-status",
+    "state-flow-show",
+    "state-flow-history",
+    "state-flow-diff",
+    "state-flow-fork",
+  ]) {
     pi.registerCommand(name, { description, handler: async (_args, ctx) => report(ctx, false) });
   }
   pi.on("session_start", (_event, ctx) => report(ctx, false));

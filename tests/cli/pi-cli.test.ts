@@ -505,6 +505,37 @@ describe(`the pi ${PI_VERSION} binary with State Flow (-e <checkout>) against a 
       expect(storeOf(dirs).subjects[0]).toBe("CLI Person|state-flow: stop");
     });
 
+    it("/state-flow-history, then /state-flow-fork 2: a new session from that boundary, its own copy", async () => {
+      const { dirs, server } = await setup();
+      const pi = new RpcPi(dirs);
+      await pi.prompt("/state-flow-start", { run: false });
+      await pi.prompt("Remember the first thing", { run: true });
+      await pi.prompt("Remember the second thing", { run: true });
+      const history = rpcNotices(await pi.prompt("/state-flow-history session", { run: false }));
+      expect(history).toHaveLength(1);
+      expect(history[0]).toMatch(/^info: State Flow history — the hot window/);
+      // Offsets: 0 the second answer, 1 its patch, 2 the first answer (steps 4, 3, 2 after the start's 0).
+      const forked = await pi.prompt("/state-flow-fork 2", { run: false });
+      expect(rpcNotices(forked)).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            "^info: This session is a fork of a State Flow session: State Flow is on here, with its own copy of " +
+              "the session state at the fork point \\(step 2, ",
+          ),
+        ),
+      ]);
+      const third = "Remember the third thing";
+      await pi.prompt(third, { run: true });
+      const firstOfFork = server.requests[4]!;
+      expect(requestText(firstOfFork)).toContain('"note": "Remember the first thing"');
+      expect(requestText(firstOfFork)).not.toContain("Remember the second thing");
+      expect(toolNames(firstOfFork)).toEqual(expect.arrayContaining(STATE_TOOLS));
+      expect(await pi.end()).toEqual({ code: 0, stderr: "" });
+      // Two Pi sessions, two store sessions; the fork's start commit names its parent and step.
+      const log = spawnSync("git", ["-C", dirs.storeRoot, "log", "--format=%s"], { env: dirs.env, encoding: "utf8" });
+      expect(log.stdout).toMatch(/state-flow: start session \S+ as a fork of \S+ at step 2\n/);
+    });
+
     it("a store that refuses writes: the model gets the refusal, the person an error notice", async () => {
       const { dirs, server } = await setup(JSON.stringify({ autoStart: true }));
       const pi = new RpcPi(dirs);

@@ -2,7 +2,7 @@
 // hot window can be read, as in a file-only store): each refusal names what was wrong and what to
 // type, and each mode without a state says why and how to start.
 import { describe, expect, it } from "vitest";
-import { diff, history, show, type InspectSource } from "../../runtime/inspect.ts";
+import { diff, forkTarget, history, show, type InspectSource } from "../../runtime/inspect.ts";
 import { applyTransition, originateView, type TemporalView } from "../../storage/core/temporal.ts";
 import type { BranchState } from "../../storage/state-store.ts";
 
@@ -83,5 +83,18 @@ describe("inspect commands", () => {
       "  + working.k2: 2",
       "  + working.k3: 3",
     ]);
+  });
+
+  it("/state-flow-fork's boundary: an offset or id of an enabled branch, else a refusal saying why", async () => {
+    expect(await forkTarget(source(), "1")).toEqual({ boundary: { id: "t-2abcdef02", step: 2 } });
+    expect(await forkTarget(source(), "t-1abcde")).toEqual({ boundary: { id: "t-1abcdef01", step: 1 } });
+    const none = await forkTarget(source(), "");
+    expect(none).toEqual({ refusal: expect.stringContaining("/state-flow-fork needs one boundary, got none") });
+    const beyond = await forkTarget(source(), "5");
+    expect(beyond).toEqual({ refusal: expect.stringContaining("Offset 5 does not exist yet on this branch") });
+    const stopped = await forkTarget(source({ mode: "passive" }), "0");
+    expect(stopped).toEqual({ refusal: expect.stringContaining("a fork of a stopped branch stays off") });
+    const off = await forkTarget(source({ mode: "ordinary", state: null }), "0");
+    expect(off).toEqual({ refusal: expect.stringContaining("/state-flow-start turns it on") });
   });
 });

@@ -5,6 +5,7 @@ import {
   DISCARDED_ENTRY,
   branchMarkers,
   branchShape,
+  checkpointEntryOf,
   discardedDrafts,
   markerEntries,
 } from "../../../adapters/pi/branch.ts";
@@ -147,6 +148,17 @@ describe("branchMarkers", () => {
     expect(branchMarkers([checkpoint({ revision: sha, boundary: { id: "t-1" } })], "S")).toEqual([
       { kind: "malformed" },
     ]);
+  });
+});
+
+describe("checkpointEntryOf", () => {
+  it("finds the newest checkpoint that recorded a boundary; an older entry that names none is not guessed", () => {
+    const older = checkpoint({ revision: sha });
+    const first = checkpoint({ revision: sha, boundary: { id: "t-1", step: 1 } });
+    const again = checkpoint({ revision: sha, boundary: { id: "t-1", step: 1 } });
+    const branch = [older, first, message(), again];
+    expect(checkpointEntryOf(branch, branch, "t-1")).toBe(again);
+    expect(checkpointEntryOf(branch, branch, "t-2")).toBeUndefined();
   });
 });
 
