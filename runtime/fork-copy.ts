@@ -76,5 +76,5 @@ function copyOf(parent: SessionIdentity, revision: string, state: BranchState, o
 
 /** The fork notice's detail: whose state at which step was copied. */
 export function forkedDetail(copy: ForkCopy): string {
-  return `step ${copy.boundary.step}, transition ${copy.boundary.id.slice(0, 8)} of session ${copy.sessionKey}`;
+  return `step ${copy.boundary.step}, transition ${copy.boundary.id.slice(0, 10)} of session ${copy.sessionKey}`;
 }

@@ -26,6 +26,8 @@ export interface HistoryInput {
   end: string;
   /** The oldest line's note when its older boundary was not read (never an empty change list). */
   oldestNote: string;
+  /** What the origin line says (default: State Flow started this line of history there; a fork names its parent). */
+  originNote?: string;
 }
 
 /** `2026-12-03 21:07:25` (UTC) from Pi's ISO timestamp; "" when unknown. */
@@ -59,7 +61,7 @@ function line(record: BoundaryRecord, older: BoundaryRecord | null, input: Histo
   const time = when(record.at);
   const head = `${offset}  ${shortId(record.id).padEnd(10)}  step ${record.step}${time ? `  ${time}` : ""}`;
   if (record.id === record.lineage) {
-    return `${head}  origin: State Flow started this line of history here`;
+    return `${head}  origin: ${input.originNote ?? "State Flow started this line of history here"}`;
   }
   if (!older) return `${head}  ${input.oldestNote}`;
   const gap = record.step - older.step > 1 ? ` (since step ${older.step}: steps between were not recorded here)` : "";

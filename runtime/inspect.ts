@@ -266,6 +266,14 @@ function historyArgs(args: string): { scope: ScopeSelector; page: number | null 
   return { scope, page: all || page !== null ? (page ?? 1) : null };
 }
 
+/** A fork's origin line: which session's state it began as a copy of, and at which step. */
+function forkOrigin(state: BranchState): string | null {
+  const fork = state.meta?.fork;
+  return fork
+    ? `forked from session ${fork.sessionKey} at its step ${fork.boundary.step} (its own copy of that state)`
+    : null;
+}
+
 export function history(source: InspectSource, args: string): Promise<InspectAnswer> {
   return answer(async () => {
     const { scope, page } = historyArgs(args);
@@ -294,12 +302,13 @@ export function history(source: InspectSource, args: string): Promise<InspectAns
       older,
       end: more
         ? `… older: /state-flow-history ${scope} --all --page ${page + 1}`
-        : endOfHistory(boundaries, cold, listed[listed.length - 1]!, page !== null),
+        : endOfHistory(boundaries, cold, listed[listed.length - 1]!, page !== null, state.meta?.fork),
       oldestNote: boundaries.git
         ? cold.ended
           ? "changes not shown: the boundary before it could not be read (below)"
           : "changes not shown: the boundary before it is older than the hot window (--all reads it from Git)"
         : "changes not shown: the boundary before it is no longer kept (file-only store)",
+      ...(forkOrigin(state) ? { originNote: forkOrigin(state)! } : {}),
     });
     if (!note) return text;
     const [title, ...rest] = text.split("\n");
@@ -308,7 +317,19 @@ export function history(source: InspectSource, args: string): Promise<InspectAns
 }
 
 /** Where the history shown ends, and why: never silence where something older exists but was not read. */
-function endOfHistory(boundaries: Boundaries, cold: ColdRead, oldest: BoundaryRecord, all: boolean): string {
+function endOfHistory(
+  boundaries: Boundaries,
+  cold: ColdRead,
+  oldest: BoundaryRecord,
+  all: boolean,
+  fork: BranchState["meta"]["fork"],
+): string {
+  if (oldest.id === oldest.lineage && fork) {
+    return (
+      `History starts at step ${oldest.step}: this session was forked there from session ${fork.sessionKey}, ` +
+      "whose history before it is that session's (/state-flow-history in it shows it)."
+    );
+  }
   if (oldest.id === oldest.lineage) {
     return `History starts at step ${oldest.step}: State Flow started this line of history there.`;
   }

@@ -60,12 +60,16 @@ for (const git of [true, false]) {
       expect(fork.lastNotice()?.message).toMatch(
         new RegExp(
           "^This session is a fork of a State Flow session: State Flow is on here, with its own copy of the session " +
-            "state at the fork point \\(step 1, transition [\\w-]{8} of session ",
+            "state at the fork point \\(step 1, transition t-[0-9a-f]{8} of session ",
         ),
       );
       // Where the copy came from is recorded in the fork's own meta; the parent's files are unchanged.
       expect(sessionMeta(fork, forkFile).fork).toMatchObject({ sessionKey: sessionKeyFromFile(parentFile) });
       expect(fork.accessor.status()).toContain(`forked from: session ${sessionKeyFromFile(parentFile)} at step 1 (`);
+      await fork.command("/state-flow-history session");
+      const history = fork.lastNotice()!.message;
+      expect(history).toContain(`origin: forked from session ${sessionKeyFromFile(parentFile)} at its step 1`);
+      expect(history).toContain("History starts at step 1: this session was forked there from session");
       expect(
         readFileSync(join(parent.storeRoot, cwdKey(parent.cwd), sessionKeyFromFile(parentFile), "meta.json")),
       ).toEqual(parentMeta);
