@@ -309,6 +309,18 @@ class RpcPi {
     return events;
   }
 
+  /** Sends one RPC command (e.g. `fork`); resolves with its response's data and the events up to it. */
+  async command(type: string, fields: Record<string, unknown> = {}): Promise<{ data: unknown; events: RpcEvent[] }> {
+    const id = `c${++this.ids}`;
+    const from = this.events.length;
+    this.child.stdin.write(`${JSON.stringify({ id, type, ...fields })}\n`);
+    await this.until(from, (e) => e.type === "response" && e.id === id);
+    const events = this.events.slice(from);
+    const response = events.find((e) => e.type === "response" && e.id === id)!;
+    expect(response).toMatchObject({ success: true });
+    return { data: response.data, events };
+  }
+
   /** Closes stdin, as a client does when it is done: Pi shuts down. */
   end(): Promise<RpcEnd> {
     this.child.stdin.end();
@@ -534,6 +546,29 @@ describe(`the pi ${PI_VERSION} binary with State Flow (-e <checkout>) against a 
       // Two Pi sessions, two store sessions; the fork's start commit names its parent and step.
       const log = spawnSync("git", ["-C", dirs.storeRoot, "log", "--format=%s"], { env: dirs.env, encoding: "utf8" });
       expect(log.stdout).toMatch(/state-flow: start session \S+ as a fork of \S+ at step 2\n/);
+    });
+
+    it("Pi's own fork at the second prompt: the new session starts from the state the first run left", async () => {
+      const { dirs, server } = await setup();
+      const pi = new RpcPi(dirs);
+      await pi.prompt("/state-flow-start", { run: false });
+      await pi.prompt("Remember the first thing", { run: true });
+      await pi.prompt("Remember the second thing", { run: true });
+      const { data } = await pi.command("get_fork_messages");
+      const second = (data as { messages: { entryId: string; text: string }[] }).messages.find(
+        (m) => m.text === "Remember the second thing",
+      )!;
+      const forked = await pi.command("fork", { entryId: second.entryId });
+      expect(forked.data).toMatchObject({ cancelled: false });
+      // (the notice may arrive with the response or just after it)
+      await pi.prompt("Remember a different second thing", { run: true });
+      expect(rpcNotices(pi.events.slice(pi.events.indexOf(forked.events[0]!)))).toContainEqual(
+        expect.stringMatching(/^info: This session is a fork of a State Flow session: State Flow is on here/),
+      );
+      const firstOfFork = server.requests[4]!;
+      expect(requestText(firstOfFork)).toContain('"note": "Remember the first thing"');
+      expect(requestText(firstOfFork)).not.toContain('"note": "Remember the second thing"');
+      expect(await pi.end()).toEqual({ code: 0, stderr: "" });
     });
 
     it("a store that refuses writes: the model gets the refusal, the person an error notice", async () => {
