@@ -62,10 +62,10 @@ export async function restoreBranch(context: RestoreContext): Promise<RestoreOut
     async (revision) => {
       const verdict = await check(context, revision, found, settled.live);
       const marker = inherited.get(revision);
+      if (marker === undefined || (verdict !== "invalid" && verdict !== "unavailable")) return verdict;
       const parent = context.host.parentSession();
-      if (marker === undefined || parent === null || (verdict !== "invalid" && verdict !== "unavailable")) {
-        return verdict;
-      }
+      // (an unsaved session's fork: Pi names no parent file, so nothing says whose state it was)
+      if (parent === null) return { kind: "parentUnavailable", detail: NO_PARENT };
       return (await parentCheck(context.store, parent, revision, marker.boundary)) ?? verdict;
     },
     context.sessionId,
@@ -266,6 +266,10 @@ async function check(
     return "invalid";
   }
 }
+
+const NO_PARENT =
+  "Pi recorded no file for the session this fork came from (it was not saved, e.g. pi --no-session), so " +
+  "State Flow cannot tell whose state that was";
 
 /**
  * A checkpoint Pi copied into a fork that holds no runtime of the fork itself: the parent's state

@@ -180,6 +180,8 @@ export class StateFlowController {
   /** The finalized (mutable) tool_call input per call: what a read really executed. */
   private readonly callInput = new Map<string, unknown>();
   private versionWarned = false;
+  /** When Pi forked this session (its entries before then were copied from the parent); undefined: no fork. */
+  private forkedAt: string | undefined;
   private readonly modelStates = new WeakMap<TemporalView, ScopeState>();
   /** The open run's start, as its runtime context keeps it (null: taken at the run's first context). */
   private runBase: RunBase | null = null;
@@ -218,8 +220,7 @@ export class StateFlowController {
   private host(): BranchHost {
     const manager = () => this.ctx!.sessionManager;
     return {
-      markers: () =>
-        selectedMarkers(manager().getBranch(), manager().getEntries(), this.sessionId, forkedAt(manager().getHeader())),
+      markers: () => selectedMarkers(manager().getBranch(), manager().getEntries(), this.sessionId, this.forkedAt),
       parentSession: () => parentIdentity(manager().getHeader()),
       recordedRevisions: () =>
         new Set(
@@ -291,6 +292,9 @@ export class StateFlowController {
     this.versionWarned = true;
     const identity = sessionIdentity(ctx.cwd, ctx.sessionManager);
     this.sessionId = identity.sessionId;
+    // An unsaved session's fork names no parent file: only the reason says its entries were copied.
+    const header = ctx.sessionManager.getHeader();
+    this.forkedAt = forkedAt(header) ?? (reason === "fork" && header ? header.timestamp : undefined);
     await this.runtime.sessionStart(reason, identity, branchShape(ctx.sessionManager.getBranch()));
   }
 

@@ -272,8 +272,8 @@ class RpcPi {
   private readonly listeners = new Set<() => void>();
   private ids = 0;
 
-  constructor(dirs: Dirs) {
-    this.child = spawnPi(dirs, ["--mode", "rpc"], "pipe");
+  constructor(dirs: Dirs, args: string[] = []) {
+    this.child = spawnPi(dirs, ["--mode", "rpc", ...args], "pipe");
     let pending = "";
     let stderr = "";
     // RPC frames are split on "\n" only (rpc.md: readline would also split on U+2028 inside strings).
@@ -568,6 +568,28 @@ describe(`the pi ${PI_VERSION} binary with State Flow (-e <checkout>) against a 
       const firstOfFork = server.requests[4]!;
       expect(requestText(firstOfFork)).toContain('"note": "Remember the first thing"');
       expect(requestText(firstOfFork)).not.toContain('"note": "Remember the second thing"');
+      expect(await pi.end()).toEqual({ code: 0, stderr: "" });
+    });
+
+    it("a fork of an unsaved session (--no-session) starts off, says why, and /state-flow-start turns it on", async () => {
+      const { dirs, server } = await setup();
+      const pi = new RpcPi(dirs, ["--no-session"]);
+      await pi.prompt("/state-flow-start", { run: false });
+      await pi.prompt("Remember the first thing", { run: true });
+      await pi.prompt("Remember the second thing", { run: true });
+      const { data } = await pi.command("get_fork_messages");
+      const second = (data as { messages: { entryId: string; text: string }[] }).messages.at(-1)!;
+      const from = pi.events.length;
+      await pi.command("fork", { entryId: second.entryId });
+      await pi.prompt("A question in the fork", { run: true });
+      expect(rpcNotices(pi.events.slice(from))).toContainEqual(
+        expect.stringMatching(/^warning: .*could not copy .*Why: Pi recorded no file for the session this fork/),
+      );
+      // Off, not failed closed: the prompt ran as plain Pi, without State Flow's tools.
+      expect(server.requests).toHaveLength(5);
+      expect(toolNames(server.requests[4]!)).not.toContain("patch_state");
+      const started = await pi.prompt("/state-flow-start", { run: false });
+      expectRpcStartSaid(started);
       expect(await pi.end()).toEqual({ code: 0, stderr: "" });
     });
 
