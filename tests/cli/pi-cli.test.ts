@@ -571,7 +571,7 @@ describe(`the pi ${PI_VERSION} binary with State Flow (-e <checkout>) against a 
       expect(await pi.end()).toEqual({ code: 0, stderr: "" });
     });
 
-    it("a fork of an unsaved session (--no-session) starts off, says why, and /state-flow-start turns it on", async () => {
+    it("a fork of an unsaved session (--no-session) starts off, says why; /state-flow-start turns it on", async () => {
       const { dirs, server } = await setup();
       const pi = new RpcPi(dirs, ["--no-session"]);
       await pi.prompt("/state-flow-start", { run: false });
