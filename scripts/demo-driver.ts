@@ -76,7 +76,11 @@ export function describeRuntimeContext(text: string): string[] {
   const section = (title: string): string[] => {
     const start = lines.findIndex((l) => l.startsWith(`## ${title}`));
     if (start < 0) return [];
-    const end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
+    // A section ends at the next heading, or where the volatile part begins (its marker, or its step line
+    // when it has no paths of its own): the run part's last section is followed by it directly.
+    const end = lines.findIndex(
+      (l, i) => i > start && (l.startsWith("## ") || l === CONTINUED_MARKER || l.startsWith("(state[0] is the state")),
+    );
     return lines.slice(start, end < 0 ? undefined : end).filter((l) => l.trim() !== "");
   };
   const out: string[] = [];
@@ -105,7 +109,8 @@ export function describeRuntimeContext(text: string): string[] {
   const transitions = section("Recent transitions").slice(1);
   const shownTransitions = transitions.slice(0, 3).map((l) => l.replace(/^- /, ""));
   const older = transitions.length - shownTransitions.length;
-  out.push(`transitions:  ${shownTransitions.join(" | ")}${older > 0 ? ` | (+${older} older)` : ""}`);
+  const shownOrNone = shownTransitions.length > 0 ? shownTransitions.join(" | ") : "(none yet on this branch)";
+  out.push(`transitions:  ${shownOrNone}${older > 0 ? ` | (+${older} older)` : ""}`);
   const bootstrap = section("Bootstrap");
   if (bootstrap.length > 0) out.push("bootstrap:    yes — this migration run also sees the earlier context once");
   const invalidations = section("Artifact invalidations").slice(1);

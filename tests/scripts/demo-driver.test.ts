@@ -4,7 +4,12 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "@earendil-works/pi-ai";
 import { compact, describeMessages, describeRuntimeContext, trimState } from "../../scripts/demo-driver.ts";
-import { CONTINUED_MARKER, renderRuntimeContext } from "../../adapters/pi/context.ts";
+import {
+  CONTINUED_MARKER,
+  renderRuntimeContext,
+  renderRuntimeContextParts,
+  trailingVolatile,
+} from "../../adapters/pi/context.ts";
 import { trieOf } from "../../adapters/pi/stability.ts";
 import { emptyScopeState } from "../../storage/core/scope-state.ts";
 import { NO_SPECIFICATION } from "../../machines/specification.ts";
@@ -41,6 +46,24 @@ describe("describeRuntimeContext", () => {
     expect(lines).toContain("invalidated:  /k/a.md: changed");
     expect(lines).toContain("resolution:   Attempt 2 of 3");
     expect(lines.some((l) => l.startsWith("bootstrap:    yes"))).toBe(true);
+  });
+
+  it("ends the run part's last section where the volatile part, sent as its own message, begins", () => {
+    const parts = renderRuntimeContextParts({
+      specification: { ...NO_SPECIFICATION, request: "Anything to revisit?" },
+      state: { ...emptyScopeState(), working: { next: "re-read" } },
+      volatile: trieOf([]),
+      step: 12,
+      transitions: [],
+      invalidations: [{ path: "/k/a.md", reason: "changed" }],
+      resolutionNote: null,
+      bootstrap: false,
+    });
+    // As the driver joins them: the runtime-context message, then the trailing volatile message.
+    const lines = describeRuntimeContext(`${parts.stable}\n\n${parts.run}\n${trailingVolatile(parts.volatile)}`);
+    expect(lines).toContain("invalidated:  /k/a.md: changed");
+    expect(lines).toContain("transitions:  (none yet on this branch)");
+    expect(lines).toContain('state[0]:     step 12 {"working":{"next":"re-read"}}');
   });
 });
 
