@@ -214,7 +214,8 @@ export class DemoDriver {
   private readonly ui: DemoUi;
   private inference = 0;
   private previousShown: string[] = [];
-  private runNumber = 0;
+  /** Runs so far; a second session's driver continues the first's count, so the runs read as one story. */
+  runNumber = 0;
 
   constructor(out: (line: string) => void, created: OfflineSession, sf: RuntimeAccessor, ui: DemoUi) {
     this.out = out;
@@ -338,24 +339,31 @@ export class DemoDriver {
     out(`  after:  episode ${sf.episode()}, step ${this.stepOf()}, footer "${this.footer()}"`);
   }
 
-  /** One slash command. */
-  async command(text: string): Promise<void> {
+  /** One slash command; `after: false` for a read-only one (its notice is the whole answer). */
+  async command(text: string, { after = true } = {}): Promise<void> {
     const { out, session: s, sf } = this;
     out("");
     out(`── ${text} ${"─".repeat(Math.max(4, 76 - text.length))}`);
     await s.prompt(text);
     await s.waitForIdle();
+    if (!after) return;
     const tools = STATE_FLOW_TOOLS.every((t) => s.getActiveToolNames().includes(t)) ? "on" : "off";
     const footer = this.footer();
     out(`  after:  episode ${sf.episode()}, step ${this.stepOf()}, State Flow tools ${tools}, footer "${footer}"`);
   }
 }
-/** Opens the offline session with State Flow loaded; `onSession` receives it before anything can fail. */
+
+/**
+ * Opens the offline session with State Flow loaded; `onSession` receives it before anything can fail.
+ * A new session by default; `sessionFile` opens an existing one (a fork Pi wrote) in the same agent dir
+ * and store, with its own model store so the two sessions share nothing but what Pi and State Flow share.
+ */
 export async function openDemoSession(
   dirs: DemoDirs,
   env: NodeJS.ProcessEnv,
   rec: Recorder,
   onSession: (session: AgentSession) => void,
+  sessionFile?: string,
 ): Promise<DemoDriver> {
   const { root, agentDir, cwd, sessionDir } = dirs;
   let accessor: RuntimeAccessor | undefined;
@@ -363,10 +371,10 @@ export async function openDemoSession(
   const created = await createOfflineSession({
     cwd,
     agentDir,
-    modelsStorePath: join(root, "models.json"),
+    modelsStorePath: join(root, sessionFile ? "models-opened.json" : "models.json"),
     modelId: "scripted-model",
     extensionFactories: [createStateFlowExtension({ agentDir, env, onRuntime: (a) => (accessor = a) })],
-    sessionManager: SessionManager.create(cwd, sessionDir),
+    sessionManager: sessionFile ? SessionManager.open(sessionFile, sessionDir) : SessionManager.create(cwd, sessionDir),
     skills: true,
   });
   onSession(created.session);
