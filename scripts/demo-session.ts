@@ -1,7 +1,8 @@
 // The State Flow demo: a real Pi AgentSession (Pi's faux model provider, no network) with
 // State Flow loaded as an extension, driven through nine scripted runs that show what a user and
 // the model observe — activation, patches in every scope, the patch_state barrier, a resolution
-// retry, a historical read, stop (passive mode) and restart — followed by /state-flow-status and
+// retry, a historical read, stop (passive mode) and restart, Knowledge and a Skill compiled — then
+// the history, a diff and a fork run in a second session (demo-history.ts), /state-flow-status and
 // the store on disk. Everything happens in a temporary directory with its own Pi agent dir and a
 // Git store whose demo commit identity is passed through the extension's `env` option; the
 // user's Git configuration is never read or written.
@@ -24,6 +25,7 @@ import {
   type DemoDirs,
   type DemoDriver,
 } from "./demo-driver.ts";
+import { showHistoryAndFork } from "./demo-history.ts";
 
 export interface DemoOptions {
   /** Keep the temporary directory (agent dir, project, sessions, store) instead of deleting it. */
@@ -241,6 +243,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   process.on("exit", cleanupOnExit);
 
   let session: AgentSession | undefined;
+  let forkSession: AgentSession | undefined;
   try {
     const d = await openDemoSession(dirs, env, rec, (s) => (session = s));
     d.trace();
@@ -253,18 +256,20 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     await restartFromHandoff(d);
     await compileKnowledge(d, dirs);
     await compileSkill(d, dirs);
+    const fork = await showHistoryAndFork(d, dirs, env, rec, (s) => (forkSession = s));
     await printStatus(d);
     const gitLog = printStore(d, dirs, env);
 
     const finalState = d.sf.read(0).state;
     d.out("");
     d.out(`final effective state[0]: ${compact(trimState(finalState as never), 400)}`);
-    const errors = d.errors();
+    const errors = [...d.errors(), ...fork.errors()];
     if (errors.length > 0) throw new Error(`the demo hit ${errors.length} extension error(s): ${errors.join("; ")}`);
     const kept = options.keep ? ` — kept ${root}` : " — temp dir removed (pass --keep to inspect it)";
     d.out(`done in ${((Date.now() - started) / 1000).toFixed(1)} s${kept}`);
     return { root, storeRoot, lines: rec.lines, finalState, episode: d.sf.episode(), gitLog };
   } finally {
+    await forkSession?.dispose?.();
     await session?.dispose?.();
     if (previousEnv.PI_CODING_AGENT_DIR === undefined) delete process.env.PI_CODING_AGENT_DIR;
     else process.env.PI_CODING_AGENT_DIR = previousEnv.PI_CODING_AGENT_DIR;
