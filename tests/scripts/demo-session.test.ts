@@ -34,7 +34,8 @@ describe("npm run demo", () => {
     expect(text).toMatch(/model calls read \{"path":"\S+\/\.pi\/skills\/todo-style\/SKILL\.md"\}/);
     expect(text).toMatch(/✗ patch_state: You read \S+\/SKILL\.md \(a Skill\): a Skill read needs a cwd artifact/);
     expect(text).toMatch(/✓ patch_state: Accepted transition step 14 \(cwd, session\)/);
-    expect(text.match(/→ accepted as session\.response/g)).toHaveLength(8);
+    // eight in the parent, one in the fork (demo-history.test.ts)
+    expect(text.match(/→ accepted as session\.response/g)).toHaveLength(9);
     expect(text, "every runtime context's state[0] is read with its step").not.toMatch(
       /state\[0\]: +step (\?|\d+ \(unparsed\))/,
     );
@@ -48,7 +49,8 @@ describe("npm run demo", () => {
     });
     expect(result.gitLog[0]).toMatch(/^[0-9a-f]{7,} state-flow: response$/);
     expect(result.gitLog.at(-1)).toMatch(/state-flow: start session /);
-    expect(result.gitLog).toHaveLength(18);
+    // the parent's 18 commits, then the fork's start, patch and response
+    expect(result.gitLog).toHaveLength(21);
   });
 
   it("--keep leaves the store for inspection", async () => {
