@@ -4,6 +4,7 @@
 // and why. Every bad argument is refused by name, and what the refusal says to type works.
 import { describe, expect, it } from "vitest";
 import { call, harnessFactory, say, type PiHarness } from "../../support/pi-harness.ts";
+import type { JsonObject } from "../../../storage/core/json.ts";
 
 const harness = harnessFactory();
 
@@ -20,7 +21,7 @@ async function run(h: PiHarness, command: string): Promise<{ text: string; level
 async function tenRuns(h: PiHarness): Promise<void> {
   await h.command("/state-flow-start");
   for (let n = 0; n < 10; n++) {
-    const cwd = n % 3 === 0 ? { cwd: { contract: { db: `v${n}` } } } : {};
+    const cwd: Record<string, JsonObject> = n % 3 === 0 ? { cwd: { contract: { db: `v${n}` } } } : {};
     h.script(
       call("patch_state", { session: { working: { [`k${n}`]: n, plan: `${n}`.repeat(300) } }, ...cwd, final: true }),
       say(`answer ${n}`),
