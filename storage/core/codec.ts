@@ -94,6 +94,7 @@ function recordSchema(scope: ScopeName) {
     step: Step,
     patch: v.unknown(),
     hash: Hash,
+    follows: v.optional(Id),
   });
 }
 
@@ -123,6 +124,7 @@ export function serializeScopeStream(stream: ScopeStream): StreamFiles {
           step: r.step,
           patch: r.patch,
           hash: r.hash,
+          ...(r.follows === undefined ? {} : { follows: r.follows }),
         }),
       )
       .join(""),
@@ -202,6 +204,21 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: stri
     previous = { lineage: doc.lineage, id: doc.id, step: doc.step };
     return { doc, where };
   });
+  // Then the chain (once the order is known good, so a reordered tail is named as such): a record
+  // names what it was appended after, and a tail is one chain whatever its lineages and steps.
+  docs.forEach(({ doc, where }, index) => {
+    const before = index === 0 ? checkpoint.through.id : docs[index - 1]!.doc.id;
+    if (doc.follows === undefined || doc.follows === before) return;
+    fail(
+      "joined-histories",
+      where,
+      `record ${doc.id} (step ${doc.step}) was written after ${doc.follows}, not after ${before}, which precedes ` +
+        "it here: two histories of this scope were joined (by a hand merge, or files copied from another " +
+        "store). State Flow merges no semantic state: put back this scope's checkpoint.json and patches.jsonl as " +
+        "one side wrote them (with Git: git log and git checkout <commit> -- <this folder>), then apply the other " +
+        "side's changes as new transitions",
+    );
+  });
   const tail: PatchRecord[] = [];
   let current = state;
   for (const { doc, where } of docs) {
@@ -213,7 +230,8 @@ export function parseScopeStream(scope: ScopeName, input: StreamInput, dir: stri
     if (hashJson(next as unknown as JsonObject) !== doc.hash) {
       fail("replay-mismatch", where, "replay does not reproduce the recorded semantic hash");
     }
-    tail.push({ lineage: doc.lineage, id: doc.id, parent: doc.parent, step: doc.step, patch, hash: doc.hash });
+    const { lineage, id, parent, step, hash, follows } = doc;
+    tail.push({ lineage, id, parent, step, patch, hash, ...(follows === undefined ? {} : { follows }) });
     current = next;
   }
   return { scope, checkpoint, tail };

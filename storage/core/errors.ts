@@ -15,6 +15,7 @@ export type StateFlowErrorCode =
   | "oversized-tail"
   | "no-op-record"
   | "invalid-lineage"
+  | "joined-histories"
   /** A shared scope this cohort patches advanced in another session since the branch read it. */
   | "shared-scope-advanced"
   | "replay-mismatch"

@@ -68,6 +68,12 @@ export interface PatchRecord {
   patch: ScopePatch;
   /** Semantic hash of the scope state after this record. */
   hash: string;
+  /**
+   * The id this record was appended after in its scope's stream (the record before it, or the
+   * checkpoint's boundary): a tail is one chain, so two histories joined by hand are named, whatever
+   * their steps. Absent in records older versions wrote.
+   */
+  follows?: string;
 }
 
 export interface ScopeStream {
@@ -265,9 +271,10 @@ export function originateView(
   return createView({ id: lineageId, originStep, window: [] }, streams);
 }
 
-/** Appends one record to a stream, folding the oldest into the checkpoint on the eighth. */
+/** Appends one record to a stream (after its newest), folding the oldest into the checkpoint on the eighth. */
 function appendRecord(stream: ScopeStream, record: PatchRecord): ScopeStream {
-  const tail = [...stream.tail, record];
+  const follows = (stream.tail[stream.tail.length - 1] ?? stream.checkpoint.through).id;
+  const tail = [...stream.tail, { ...record, follows }];
   let checkpoint = stream.checkpoint;
   while (tail.length > MAX_TAIL) {
     const oldest = tail.shift()!;

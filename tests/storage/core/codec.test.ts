@@ -109,7 +109,7 @@ describe("scope stream codec", () => {
   it("rejects no-op records", () => {
     const files = serializeScopeStream(viewWith(1).streams.session);
     const record = JSON.parse(files.patches);
-    const noop = { ...record, id: "T9", parent: "T1", step: 2, patch: { working: { n: 1 } } };
+    const noop = { ...record, id: "T9", parent: "T1", follows: "T1", step: 2, patch: { working: { n: 1 } } };
     expect(
       rejection(() => parseScopeStream("session", { ...files, patches: `${files.patches}${JSON.stringify(noop)}\n` }))
         .code,
@@ -127,6 +127,36 @@ describe("scope stream codec", () => {
       rejection(() => parseScopeStream("session", { ...files, patches: `${first}\n${JSON.stringify(orphan)}\n` }))
         .message,
     ).toMatch(/parent elsewhere is not the preceding transition T1/);
+  });
+
+  it("names two histories of one scope joined by hand, whatever their steps; older records without the chain load", () => {
+    // Two machines' global streams from one start: A wrote steps 1–2, B (its own origin past step 5) step 6.
+    const base = originateView("L-A");
+    const a1 = stageCohort(base, parsePatchSet({ global: { working: { a: 1 } } }).patches, "A1").view;
+    const a2 = stageCohort(a1, parsePatchSet({ global: { working: { a: 2 } } }).patches, "A2").view;
+    const other = originateView("L-B", a1.streams, 5);
+    const b1 = stageCohort(other, parsePatchSet({ global: { working: { b: 1 } } }).patches, "B1").view;
+    const mine = serializeScopeStream(a2.streams.global);
+    const theirs = serializeScopeStream(b1.streams.global).patches.trimEnd().split("\n").at(-1)!;
+    expect(JSON.parse(theirs)).toMatchObject({ id: "B1", step: 6, follows: "A1" });
+    // A hand merge keeping both sides' lines, B's after A's (its steps are higher): refused, named.
+    const joined = { ...mine, patches: `${mine.patches}${theirs}\n` };
+    const refused = rejection(() => parseScopeStream("global", joined));
+    expect(refused.code).toBe("joined-histories");
+    expect(refused.message).toMatch(/record B1 \(step 6\) was written after A1, not after A2, which precedes it here/);
+    // Each side alone loads; so does a tail an older version wrote (no chain to check).
+    expect(parseScopeStream("global", mine).tail.map((r) => r.follows)).toEqual(["genesis", "A1"]);
+    const unchain = (patches: string) =>
+      patches
+        .trimEnd()
+        .split("\n")
+        .map((line) => JSON.stringify({ ...JSON.parse(line), follows: undefined }))
+        .join("\n") + "\n";
+    expect(parseScopeStream("global", { ...mine, patches: unchain(mine.patches) }).tail).toHaveLength(2);
+    // (joined without the chain, only the replay can tell: B1's hash is of a state A2 never had)
+    expect(rejection(() => parseScopeStream("global", { ...joined, patches: unchain(joined.patches) })).code).toBe(
+      "replay-mismatch",
+    );
   });
 
   it("rejects model-invisible junk fields in records", () => {
