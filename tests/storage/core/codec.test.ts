@@ -129,7 +129,7 @@ describe("scope stream codec", () => {
     ).toMatch(/parent elsewhere is not the preceding transition T1/);
   });
 
-  it("names two histories of one scope joined by hand, whatever their steps; older records without the chain load", () => {
+  it("names two histories of one scope joined by hand, whatever their steps; older unchained records load", () => {
     // Two machines' global streams from one start: A wrote steps 1–2, B (its own origin past step 5) step 6.
     const base = originateView("L-A");
     const a1 = stageCohort(base, parsePatchSet({ global: { working: { a: 1 } } }).patches, "A1").view;
