@@ -72,10 +72,14 @@ export type EpisodeEvent =
   | { type: "AGENT_START"; toolsMissing: boolean }
   /** After each step: which of State Flow's tools the host could not make active (empty: all are). */
   | { type: "TOOLS_SYNCED"; missing: readonly string[] }
-  | { type: "SHUTDOWN" };
+  /**
+   * session_shutdown. `unsaved`: Pi never saved the session (its file is not on disk, or it is in memory) and
+   * it does not go on (not a reload): nobody can resume it, so the store session it started may go too.
+   */
+  | { type: "SHUTDOWN"; unsaved?: boolean };
 
 /** The ids of the invoked actors: their results are `xstate.done.actor.<id>` / `xstate.error.actor.<id>`. */
-export const EPISODE_ACTORS = { storage: "storage", restore: "restore", stop: "stop" } as const;
+export const EPISODE_ACTORS = { storage: "storage", restore: "restore", stop: "stop", discard: "discard" } as const;
 /** Every event the machine takes: the host's and the invoked actors' results. */
 export type EpisodeMachineEvent =
   | EpisodeEvent
@@ -86,6 +90,9 @@ export type EpisodeMachineEvent =
   | ErrorActorEvent<unknown, "restore">
   | DoneActorEvent<void, "stop">
   | ErrorActorEvent<unknown, "stop">
+  /** (an unsaved session's discard outputs the store session folder it removed, or null when it removed nothing) */
+  | DoneActorEvent<string | null, "discard">
+  | ErrorActorEvent<unknown, "discard">
   /** The run's actor (spawned) ended at agent_settled: `output.accepted` when an answer became response. */
   | DoneActorEvent<RunOutput, "run">;
 
@@ -110,7 +117,9 @@ export type EpisodeNoticeCode =
   | "stopped"
   | "fork-off"
   | "forked"
-  | "fork-unavailable";
+  | "fork-unavailable"
+  | "unsaved-removed"
+  | "unsaved-kept";
 /** What a fork's start copies: the parent's session layer the restore read (the runtime's, opaque here). */
 export interface StartForkInput {
   copy: object;

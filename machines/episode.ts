@@ -1,8 +1,9 @@
 // Episode machine: activation lifecycle of one Pi branch (spec 001 "Usage and activation",
 // "Runtime ownership", "Context lifecycle"). Pure: no fs, git or Pi imports. Every state that
 // does I/O invokes a named actor (start the store, adopt it into Git, select the restore, persist
-// a stop) whose success and failure are drawn transitions; the runtime supplies the actors and the
-// two host actions (register the tools, freeze the handoff) through `episodeMachine.provide`.
+// a stop, remove an unsaved session's empty start) whose success and failure are drawn transitions;
+// the runtime supplies the actors and the two host actions (register the tools, freeze the handoff)
+// through `episodeMachine.provide`.
 // It spawns one run actor (M5) per Pi run, equipped while the branch is active and State Flow's
 // tools are; a run's end is the episode's transition (a bootstrap ends on an accepted answer).
 // The runtime sends Pi's lifecycle as events and asks the query helpers of episode-queries.ts.
@@ -112,6 +113,10 @@ export const episodeMachine = setup({
       event.type === "TOOLS_SYNCED" && event.missing.length > 0 && context.toolsMissing.length === 0,
     toolsPresent: ({ event }) =>
       (event.type === "RUN_ANNOUNCED" || event.type === "AGENT_START") && !event.toolsMissing,
+    /** session_shutdown of a session Pi never saved and that does not go on (not a reload): nobody can resume it. */
+    shutdownUnsaved: ({ event }) => event.type === "SHUTDOWN" && event.unsaved === true,
+    /** The discard removed the session's empty start (its output names the folder). */
+    discardRemoved: ({ event }) => event.type === "xstate.done.actor.discard" && event.output !== null,
   },
   actors: {
     run: runMachine,
@@ -127,6 +132,12 @@ export const episodeMachine = setup({
     selectRestore: fromPromise<RestoreResult>(notProvided("selectRestore")),
     /** Publishes the branch's disabled config (no semantic step). */
     persistStop: fromPromise<void>(notProvided("persistStop")),
+    /**
+     * Removes the store session of a session Pi never saved when it holds nothing but its empty start (no
+     * transition, an empty session layer, the files as this session left them); outputs the removed folder, or
+     * null when it removed nothing.
+     */
+    discardUnsaved: fromPromise<string | null>(notProvided("discardUnsaved")),
   },
   actions: {
     /** Host action (provided): registers State Flow's tools with Pi. */
@@ -211,6 +222,17 @@ export const episodeMachine = setup({
       type: "episode.notice" as const,
       code: "adoption-failed" as const,
       ...(event.type === "xstate.error.actor.storage" ? { detail: errorText(event.error) } : {}),
+    })),
+    // An unsaved session's removed start is said where an explicit start or stop said where the state is kept.
+    reportUnsavedRemoved: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "unsaved-removed" as const,
+      ...(event.type === "xstate.done.actor.discard" && event.output !== null ? { detail: event.output } : {}),
+    })),
+    reportUnsavedKept: emit(({ event }) => ({
+      type: "episode.notice" as const,
+      code: "unsaved-kept" as const,
+      ...(event.type === "xstate.error.actor.discard" ? { detail: errorText(event.error) } : {}),
     })),
     reportStopFailed: emit(({ event }) => ({
       type: "episode.notice" as const,
@@ -409,13 +431,19 @@ export const episodeMachine = setup({
           initial: "fromTranscript",
           on: {
             "xstate.done.actor.run": { guard: "runAccepted", target: "steady", actions: ["runEnded", "recordCarried"] },
+            // (only an explicit start enters a bootstrap: the person was told where the state is kept)
+            SHUTDOWN: { guard: "shutdownUnsaved", target: "#episode.discarding.said" },
           },
           states: {
             fromTranscript: { description: "Migrates the active pre-Flow transcript." },
             fromHandoff: { description: "Migrates the frozen exit handoff plus post-stop messages." },
           },
         },
-        steady: { description: "Normal enabled operation: projection is state + current run only." },
+        steady: {
+          description: "Normal enabled operation: projection is state + current run only.",
+          // (steady without a saved conversation: an automatic start, a fork's, or a restore of this session)
+          on: { SHUTDOWN: { guard: "shutdownUnsaved", target: "#episode.discarding.silent" } },
+        },
       },
     },
     stopping: {
@@ -438,6 +466,7 @@ export const episodeMachine = setup({
         START: { target: "starting.fromPassive" },
         STOP: { actions: ["reportAlreadyStopped"] },
         TREE: { actions: ["seedSpecification", "freezeHandoff"] },
+        SHUTDOWN: { guard: "shutdownUnsaved", target: "discarding.said" },
       },
     },
     restoring: {
@@ -547,9 +576,43 @@ export const episodeMachine = setup({
         },
       },
     },
+    discarding: {
+      description:
+        "session_shutdown of a bound branch Pi never saved (not a reload): nobody can resume it, so its store " +
+        "session is removed when it holds nothing but its empty start. No session start or second shutdown " +
+        "interrupts it; done or failed, the episode closes.",
+      tags: ["busy"],
+      invoke: {
+        id: "discard",
+        src: "discardUnsaved",
+        onDone: { target: "closed" },
+        onError: { target: "closed", actions: ["reportUnsavedKept"] },
+      },
+      initial: "silent",
+      on: { SESSION_START: {}, SHUTDOWN: {} },
+      states: {
+        said: {
+          description:
+            "An explicit start (a bootstrap) or stop (passive) said the state is kept: a removal is said, with the " +
+            "folder.",
+          on: {
+            "xstate.done.actor.discard": {
+              guard: "discardRemoved",
+              target: "#episode.closed",
+              actions: ["reportUnsavedRemoved"],
+            },
+          },
+        },
+        silent: {
+          description:
+            "Steady, reached without an explicit start in this runtime (autoStart on a new session, a fork, a " +
+            "restore): nobody asked for the start here, so its removal is not said.",
+        },
+      },
+    },
     closed: {
       type: "final",
-      description: "session_shutdown: the actor accepts nothing more.",
+      description: "session_shutdown (after discarding, for an unsaved session): the actor accepts nothing more.",
     },
   },
 });

@@ -1,7 +1,9 @@
 // The I/O the episode machine invokes: start the store, adopt it into Git, select a restore, persist
-// a stop, and the host action that freezes the stop handoff. Each actor resolves or rejects; the
-// machine draws both outcomes, so nothing here decides what happens next.
+// a stop, remove an unsaved session's empty start, and the host action that freezes the stop handoff.
+// Each actor resolves or rejects; the machine draws both outcomes, so nothing here decides what
+// happens next.
 
+import { join } from "node:path";
 import { readTemporalState } from "../storage/core/temporal.ts";
 import type { RestoreResult } from "../machines/restore.ts";
 import { checkpointOf, type BranchBinding } from "./branch-binding.ts";
@@ -124,6 +126,18 @@ export class EpisodeActors {
     if (!state || !store) throw new Error("no runtime is selected on this branch");
     // (the episode says it once the stop is durable: notice `stopped`)
     this.binding.state = await store.publishConfig(state, { ...state.config, enabled: false }, "state-flow: stop");
+  }
+
+  /**
+   * `discardUnsaved`: the session ends and Pi never saved it (Pi writes its file only once the session holds a
+   * conversation), so nobody can resume it: the store session it started is removed when it holds nothing but
+   * its empty start (StateStore.discardEmptyStart). Outputs the removed folder, or null when nothing was removed.
+   */
+  async discardUnsaved(): Promise<string | null> {
+    const { store, state } = this.binding;
+    if (!store || !state) return null;
+    const removed = await store.discardEmptyStart(state);
+    return removed === null ? null : join(store.store.root, removed);
   }
 
   /**

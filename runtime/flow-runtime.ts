@@ -119,6 +119,7 @@ export class FlowRuntime {
         adoptGit: fromPromise(() => effects.adoptIntoGit()),
         selectRestore: fromPromise(() => effects.selectRestore()),
         persistStop: fromPromise(() => effects.persistStop()),
+        discardUnsaved: fromPromise(() => effects.discardUnsaved()),
       },
       actions: {
         registerTools: () => this.host.registerTools(),
@@ -165,11 +166,16 @@ export class FlowRuntime {
     await this.send(which === "start" ? { type: "START", adoptGit: this.binding.gitAdoptable() } : { type: "STOP" });
   }
 
-  shutdown(): void {
-    // Publication is fenced first (its pushes stop, what stays pending is kept); closing the episode then
-    // stops every child of the branch's actor system.
+  /**
+   * session_shutdown (`unsaved`: Pi never saved the session and it does not go on). Publication is fenced
+   * first (its pushes stop, what stays pending is kept); closing the episode then stops every child of the
+   * branch's actor system. An unsaved branch closes once its empty start is removed (`discarding`): resolved
+   * only then, so the removal is committed before Pi, which awaits session_shutdown, disposes the session.
+   */
+  async shutdown(unsaved = false): Promise<void> {
     this.publication.shutdown();
-    this.episode.send({ type: "SHUTDOWN" });
+    this.episode.send({ type: "SHUTDOWN", unsaved });
+    if (this.episode.getSnapshot().status === "active") await waitFor(this.episode, (s) => s.status !== "active");
     this.options.inspection?.stop();
   }
 

@@ -104,6 +104,8 @@ export const NOTICES: Record<Exclude<EpisodeNoticeCode, "tools-missing">, { text
       "or select an anchored checkpoint with /tree.",
     level: "error",
   },
+  "unsaved-removed": { text: unsavedSessionRemovedNotice(null), level: "info" },
+  "unsaved-kept": { text: unsavedSessionKeptNotice(null), level: "warning" },
   "stop-refused-unanchored": {
     text:
       "State Flow cannot stop: this branch holds no durable runtime to disable, only an older checkpoint entry " +
@@ -148,6 +150,8 @@ export function episodeNotices(
   if (code === "restore-unproven") return [{ text: `${text} Reason: ${detail}`, level }];
   if (code === "forked") return [{ text: text.replace("at the fork point", `at the fork point (${detail})`), level }];
   if (code === "fork-unavailable") return [{ text: `${text} Why: ${detail}`, level }];
+  if (code === "unsaved-removed") return [{ text: unsavedSessionRemovedNotice(detail), level }];
+  if (code === "unsaved-kept") return [{ text: unsavedSessionKeptNotice(detail), level }];
   const step = FAILED_STEP[code];
   if (!step) return [{ text, level }];
   const cause = /[.!?]$/.test(detail.trim()) ? detail.trim() : `${detail.trim()}.`;
@@ -157,6 +161,28 @@ export function episodeNotices(
 /** What an explicit start says: that it is on, where the state is kept (`store`: where and what kind), what follows. */
 export function startedNotice(store: string): string {
   return `State Flow is on for this branch; its state is kept in ${store}. ${STARTED_NEXT}`;
+}
+
+/**
+ * Said when a session ends that Pi never saved (no conversation yet) and the start it held was removed from
+ * the store (`folder`: where it was), so the start notice's "kept in" is corrected at once, with what would
+ * keep it.
+ */
+export function unsavedSessionRemovedNotice(folder: string | null): string {
+  return (
+    "Pi did not save this session (it ended before any conversation), so it cannot be resumed: State Flow " +
+    `removed the session state it had started${folder === null ? "" : `, ${folder}`}. Start State Flow in a ` +
+    "session you continue (pi -c), or together with a request."
+  );
+}
+
+/** The removal of an unsaved session's start failed (`reason`: the store's error): its folder stays, unused. */
+export function unsavedSessionKeptNotice(reason: string | null): string {
+  return (
+    "Pi did not save this session, and State Flow could not remove the session state it had started" +
+    `${reason === null ? "" : `: ${reason.trim().replace(/\.$/, "")}`}. The folder stays unused; it can be ` +
+    "deleted once no Pi process uses the store."
+  );
 }
 
 /** Said once while State Flow is enabled but its tools cannot be active (see BranchHost.missingTools). */

@@ -8,6 +8,8 @@
 // that advanced under another lineage are adopted at a fresh proven origin, never overwritten;
 // a scope this cohort patches that advanced elsewhere is a named conflict.
 
+import { rmdir } from "node:fs/promises";
+import { join } from "node:path";
 import {
   parseRuntimeMeta,
   serializeRuntimeMeta,
@@ -21,7 +23,7 @@ import { stageCohort, type StagedCohort } from "./core/cohort.ts";
 import { StateFlowError, errorMessage } from "./core/errors.ts";
 import type { ScopeName, ScopePatch, ScopeState } from "./core/scope-state.ts";
 import { cohortPaths, scopeFiles } from "./layout.ts";
-import { readOwnedFilesSync } from "./fs/fs-safe.ts";
+import { assertStorePath, readOwnedFilesSync } from "./fs/fs-safe.ts";
 import { lockExists, lockHeldError, ownerIsGone, readLockOwner } from "./fs/lock.ts";
 import { StoreError, isStoreError } from "./store-error.ts";
 import { isFilePointer, loadIfCurrent, provesFileCohort, sameBytes, sameHashes } from "./cohort-basis.ts";
@@ -342,6 +344,32 @@ export class StateStore {
       receipt.pointer,
       receipt.hashes,
     );
+  }
+
+  /**
+   * Removes this session's files, in one publication, when they hold nothing but an empty start:
+   * no transition, an empty session layer (a migrated legacy state is kept), and the live files
+   * still exactly those the runtime published or read (nobody wrote the session since). For a
+   * session Pi never saved, which nobody can resume. Returns the removed folder (relative to the
+   * store root), or null when the files hold more than that and stay.
+   */
+  async discardEmptyStart(runtime: BranchState): Promise<string | null> {
+    const session = scopeFiles("session", this.identity);
+    const members = [session.checkpoint, session.patches, session.meta, session.config!];
+    const stream = runtime.view.streams.session;
+    const empty = stream.tail.length === 0 && stream.checkpoint.hash === emptyStream("session").checkpoint.hash;
+    if (runtime.meta.counters.transitions > 0 || !empty) return null;
+    return retryTransient(async () => {
+      const live = await this.loadCurrentSnapshot();
+      if (!members.every((path) => sameBytes(file(live, path), file(runtime.basis, path)))) return null;
+      const writes = new Map(members.map((path) => [path, null]));
+      const message = `state-flow: remove session ${this.identity.sessionKey} (Pi never saved the session)`;
+      await this.store.publish({ basis: live, writes, message });
+      // Both backends remove files only; the emptied folder goes too (rmdir takes only an empty
+      // directory and never follows a link, so nothing else can be lost; a failure leaves it empty).
+      await rmdir(join(this.store.root, ...assertStorePath(session.dir))).catch(() => undefined);
+      return session.dir;
+    });
   }
 
   /**

@@ -3,6 +3,7 @@
 // entries, hidden messages, notices, tools and the footer. It decides nothing about the lifecycle:
 // the runtime's machines do.
 
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
@@ -303,8 +304,14 @@ export class StateFlowController {
     await this.runtime.tree();
   }
 
-  async shutdown(): Promise<void> {
-    this.runtime.shutdown();
+  /**
+   * session_shutdown. Pi writes a session's file only once it holds a conversation (0.84.4
+   * session-manager.js _persist: an assistant message; 1.6.0: a user or assistant message), and an
+   * in-memory session never: one that ends so (anything but a reload, which keeps it) can never be resumed.
+   */
+  async shutdown(reason: string, ctx: ExtensionContext): Promise<void> {
+    const file = ctx.sessionManager.getSessionFile();
+    await this.runtime.shutdown(reason !== "reload" && !(file && existsSync(file)));
   }
 
   async command(which: "start" | "stop", ctx: ExtensionContext): Promise<void> {

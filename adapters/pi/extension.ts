@@ -113,7 +113,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
 
     pi.on("session_start", (event, ctx) => controller.sessionStart(event.reason, ctx));
     pi.on("session_tree", (_event, ctx) => controller.tree(ctx));
-    pi.on("session_shutdown", () => controller.shutdown());
+    pi.on("session_shutdown", (event, ctx) => controller.shutdown(event.reason, ctx));
     // (the prompt is read after the handler may have changed the options: Pi 1.x renders it from them)
     pi.on("before_agent_start", (event) => controller.beforeAgentStart(event, () => event.systemPrompt));
     pi.on("agent_start", () => controller.agentStart());

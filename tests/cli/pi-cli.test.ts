@@ -9,7 +9,16 @@
 // Every Pi process gets its own HOME, agent dir and project dir, a timeout, and is killed in afterEach.
 
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -43,12 +52,6 @@ const STATE_TOOLS = ["patch_state", "read_state"];
 
 const STARTED =
   /^State Flow is on for this branch; its state is kept in .*state-flow \(Git, no remote: commits stay local\)\. /;
-
-/** `pi -p "/state-flow-start"`: one notice on stderr, where the state is kept and what changes. */
-function expectStartSaid(run: PrintRun): void {
-  expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: "" });
-  expect(run.stderr.replace("[state-flow] info: ", "")).toMatch(STARTED);
-}
 
 /**
  * `pi -c -p "/state-flow-status"`: the report on stderr (Pi keeps stdout for its own output in print mode);
@@ -381,6 +384,13 @@ function storeOf(dirs: Dirs): { session: string; subjects: string[] } {
   return { session: join(project, sessions[0]!.name), subjects: log.stdout.trim().split("\n") };
 }
 
+/** Pi's session files (agent dir `sessions/`): those Pi saved. */
+function sessionFiles(dirs: Dirs): string[] {
+  const root = join(dirs.agentDir, "sessions");
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".jsonl"));
+}
+
 function readPatches(session: string): { scope: string; step: number; patch: unknown }[] {
   return readFileSync(join(session, "patches.jsonl"), "utf8")
     .trim()
@@ -394,13 +404,69 @@ const lockFile = (dirs: Dirs) => join(dirs.storeRoot, ".git", "state-flow-public
 
 describe(`the pi ${PI_VERSION} binary with State Flow (-e <checkout>) against a scripted model server`, () => {
   describe("print mode (-p)", () => {
-    it("/state-flow-start alone: the store and the session's config exist, no request is sent", async () => {
+    it("/state-flow-start alone: Pi saves no session, so the start is removed again and said so", async () => {
       const { dirs, server } = await setup();
-      expectStartSaid(await printPi(dirs, ["/state-flow-start"]));
+      const run = await printPi(dirs, ["/state-flow-start"]);
+      expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: "" });
+      const [started, removed, ...rest] = run.stderr.trimEnd().split("\n");
+      expect(started!.replace("[state-flow] info: ", "")).toMatch(STARTED);
+      expect(removed).toMatch(
+        /^\[state-flow\] info: Pi did not save this session \(it ended before any conversation\), /,
+      );
+      expect(removed).toContain(
+        `so it cannot be resumed: State Flow removed the session state it had started, ${dirs.storeRoot}/`,
+      );
+      expect(removed).toMatch(/\. Start State Flow in a session you continue \(pi -c\), or together with a request\.$/);
+      expect(rest).toEqual([]);
       expect(server.requests).toEqual([]);
+      // Pi wrote no session file (0.84.4 writes one at the first assistant message, 1.6.0 at the first user message)
+      expect(sessionFiles(dirs)).toEqual([]);
+      // The store keeps its shared files and the history of both publications, but no session folder.
+      const projects = readdirSync(dirs.storeRoot, { withFileTypes: true }).filter(
+        (e) => e.isDirectory() && e.name !== ".git",
+      );
+      expect(projects).toHaveLength(1);
+      expect(
+        readdirSync(join(dirs.storeRoot, projects[0]!.name), { withFileTypes: true }).filter((e) => e.isDirectory()),
+      ).toEqual([]);
+      const log = spawnSync("git", ["-C", dirs.storeRoot, "log", "--format=%an|%s"], {
+        env: dirs.env,
+        encoding: "utf8",
+      });
+      expect(log.stdout.trim().split("\n")).toEqual([
+        expect.stringMatching(/^CLI Person\|state-flow: remove session .* \(Pi never saved the session\)$/),
+        expect.stringMatching(/^CLI Person\|state-flow: start session /),
+      ]);
+    });
+
+    it("/state-flow-start with a request: the session and its store folder stay", async () => {
+      const { dirs, server } = await setup();
+      const prompt = "Remember that the lighthouse is green";
+      const run = await printPi(dirs, ["/state-flow-start", prompt]);
+      expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: `${answerTo(prompt)}\n` });
+      expect(run.stderr).not.toContain("Pi did not save this session");
+      expect(server.requests.length).toBeGreaterThan(0);
       const store = storeOf(dirs);
       expect(JSON.parse(readFileSync(join(store.session, "config.json"), "utf8"))).toMatchObject({ enabled: true });
-      expect(store.subjects).toEqual([expect.stringMatching(/^CLI Person\|state-flow: start session /)]);
+      expect(store.subjects.at(-1)).toMatch(/^CLI Person\|state-flow: start session /);
+      expect(store.subjects.join("\n")).not.toContain("remove session");
+      expect(sessionFiles(dirs)).toHaveLength(1);
+    });
+
+    it("autoStart, /state-flow-status alone: the automatic start Pi never saves is removed again, unsaid", async () => {
+      const { dirs, server } = await setup(JSON.stringify({ autoStart: true }));
+      const run = await printPi(dirs, ["/state-flow-status"]);
+      expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: "" });
+      expect(run.stderr).toMatch(/^State Flow status\n\nState Flow: on \(step 0\) — /);
+      // Nobody asked for this start: its removal is not said (a failed removal would be).
+      expect(run.stderr).not.toContain("[state-flow]");
+      expect(server.requests).toEqual([]);
+      expect(sessionFiles(dirs)).toEqual([]);
+      const log = spawnSync("git", ["-C", dirs.storeRoot, "log", "--format=%s"], { env: dirs.env, encoding: "utf8" });
+      expect(log.stdout.trim().split("\n")).toEqual([
+        expect.stringMatching(/^state-flow: remove session .* \(Pi never saved the session\)$/),
+        expect.stringMatching(/^state-flow: start session /),
+      ]);
     });
 
     it("autoStart: a run patches and answers; -c status; -c stop, then a run without State Flow's tools", async () => {

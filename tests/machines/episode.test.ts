@@ -26,6 +26,9 @@ import {
   type StepInfo,
 } from "../../machines/graph.ts";
 import {
+  DISCARD_FAILED,
+  DISCARD_NOTHING,
+  DISCARD_REMOVED,
   EPISODE_EVENTS,
   STOP_FAILED,
   FORK_COPIED,
@@ -54,6 +57,7 @@ const episodeMachine = pureEpisodeMachine.provide({
     adoptGit: fromPromise<void>(() => (performed.push("adopt-git"), never())),
     selectRestore: fromPromise<RestoreResult>(() => (performed.push("select-restore"), never())),
     persistStop: fromPromise<void>(() => (performed.push("persist-disabled"), never())),
+    discardUnsaved: fromPromise<string | null>(() => (performed.push("discard-unsaved"), never())),
   },
   actions: {
     registerTools: () => void performed.push("register-tools"),
@@ -63,7 +67,8 @@ const episodeMachine = pureEpisodeMachine.provide({
 });
 
 const allEvents = EPISODE_EVENTS;
-// One representative per SESSION_START guard branch; SHUTDOWN, the adoption START (a detour
+// One representative per SESSION_START guard branch; SHUTDOWN (either kind: both end the path, an unsaved
+// one after discarding, whose results act nowhere else), the adoption START (a detour
 // that returns to the active state it left, multiplying every simple path) and the unanchored
 // restore (a second way into a start from a failed-closed branch), a fork's restores (another way into a start,
 // and into off) and an inherited stop (into off, as a plain disabled one), a restore that fails outright (a
@@ -78,6 +83,8 @@ const simpleEvents: EpisodeMachineEvent[] = [
     (e) =>
       e.type !== "SESSION_START" &&
       e.type !== "SHUTDOWN" &&
+      e.type !== "xstate.done.actor.discard" &&
+      e.type !== "xstate.error.actor.discard" &&
       !(e.type === "START" && e.adoptGit) &&
       !(e.type === "xstate.done.actor.restore" && e.output.kind === "unanchored") &&
       !(e.type === "xstate.done.actor.restore" && e.output.kind.startsWith("fork")) &&
@@ -116,8 +123,9 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   const before = name(prev);
   const after = name(next);
   const changed = before !== after;
-  if (event.type === "SESSION_START" && (event.reason === "new" || event.reason === "fork"))
-    trace.freshPhysicalSession = true;
+  // (a session start a discard waits out changes nothing: I1.10)
+  const startsSession = event.type === "SESSION_START" && !before.startsWith("discarding");
+  if (startsSession && (event.reason === "new" || event.reason === "fork")) trace.freshPhysicalSession = true;
   if (event.type === "STOP") trace.freshPhysicalSession = false;
 
   // I1.1
@@ -150,10 +158,10 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (event.type === "TREE" && !before.startsWith("starting") && after.startsWith("starting"))
     v.push("I1.3 autoStart enabled a /tree navigation");
   // I1.4 (machine half; the marker half — a foreign stop marker restores as disabled — is in restore.test.ts)
-  if (event.type === "SESSION_START" && event.reason === "new" && after !== "off" && after !== "starting.fresh")
+  if (startsSession && event.reason === "new" && after !== "off" && after !== "starting.fresh")
     v.push(`I1.4 a new physical session consulted inherited markers and reached ${after}`);
   // A fork reads its inherited markers only to copy: it is never bound to them (active) nor passive at once.
-  if (event.type === "SESSION_START" && event.reason === "fork" && (after === "passive" || after.startsWith("active")))
+  if (startsSession && event.reason === "fork" && (after === "passive" || after.startsWith("active")))
     v.push(`I1.4 a forked physical session reached ${after} without its own copy`);
   if (event.type === "xstate.done.actor.restore" && event.output.kind === "fork" && after !== "starting.fromFork")
     v.push(`I1.4 a fork's restore reached ${after}, not its own copy (starting.fromFork)`);
@@ -425,7 +433,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
   if (said("stopped") !== (stoppedNow ? 1 : 0)) v.push(`I1.21 ${before} → ${after} said stopped ${said("stopped")}×`);
   // I1.20: the specification follows the selected branch point; every run's end records what is carried
   if (
-    (event.type === "SESSION_START" || event.type === "TREE") &&
+    (startsSession || event.type === "TREE") &&
     next.status === "active" &&
     !isDeepStrictEqual(next.context.specification, specificationCarrying(event.carried))
   )
@@ -448,7 +456,7 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
     const loaded = next.context.loaded;
     if ((after === "off" || after.startsWith("failedClosed")) && loaded !== null)
       v.push(`I1.19 a branch stays loaded in ${after}`);
-    if (event.type === "SESSION_START" && loaded !== null) v.push("I1.19 session_start kept the previous branch");
+    if (startsSession && loaded !== null) v.push("I1.19 session_start kept the previous branch");
     const holds = !(after === "off" || after.startsWith("failedClosed"));
     if (event.type === "LOADED" && holds && loaded !== event.state) v.push(`I1.19 a load in ${after} was not kept`);
     if (
@@ -460,9 +468,36 @@ export function checkEpisodeStep(step: StepInfo<EpisodeMachineEvent>, trace: Tra
     )
       v.push(`I1.19 ${event.type} changed the loaded branch`);
   }
-  // I1.10
+  // I1.10: SHUTDOWN closes the episode, at once or (a bound branch Pi never saved) once the discard has its result
+  const bound = before.startsWith("active") || before === "passive";
+  const discards = event.type === "SHUTDOWN" && event.unsaved === true && bound;
   if (prev.status === "done" && (changed || next.status !== "done")) v.push("I1.10 a closed episode changed");
-  if (event.type === "SHUTDOWN" && next.status !== "done") v.push("I1.10 SHUTDOWN did not close the episode");
+  if (event.type === "SHUTDOWN" && !before.startsWith("discarding") && next.status !== "done" && !discards)
+    v.push(`I1.10 SHUTDOWN from ${before} did not close the episode (${after})`);
+  if (discards && !after.startsWith("discarding")) v.push(`I1.10 an unsaved SHUTDOWN from ${before} reached ${after}`);
+  if (before.startsWith("discarding")) {
+    const result = event.type === "xstate.done.actor.discard" || event.type === "xstate.error.actor.discard";
+    if (result && next.status !== "done") v.push(`I1.10 the discard's result left the episode in ${after}`);
+    if ((event.type === "SHUTDOWN" || event.type === "SESSION_START") && changed)
+      v.push(`I1.10 ${event.type} interrupted the discard (${after})`);
+  }
+  // I1.22: only an unsaved bound branch is discarded, always by the discard actor; its removal is said exactly
+  // where an explicit start or stop said the state is kept (a bootstrap, passive), its failure always
+  if (!before.startsWith("discarding") && after.startsWith("discarding")) {
+    if (!discards) v.push(`I1.22 discarding entered from ${before} on ${JSON.stringify(event)}`);
+    const expected =
+      before.startsWith("active.bootstrap") || before === "passive" ? "discarding.said" : "discarding.silent";
+    if (after !== expected) v.push(`I1.22 an unsaved SHUTDOWN from ${before} entered ${after}, not ${expected}`);
+    if (!emittedEffect(step, "discard-unsaved")) v.push(`I1.22 ${after} entered without the discard`);
+  }
+  if (emittedEffect(step, "discard-unsaved") && !after.startsWith("discarding"))
+    v.push(`I1.22 a discard ran on ${before} → ${after}`);
+  const removedSaid = before === "discarding.said" && event.type === "xstate.done.actor.discard" && !!event.output;
+  if (said("unsaved-removed") !== (removedSaid ? 1 : 0))
+    v.push(`I1.22 ${before} → ${after} on ${event.type} said unsaved-removed ${said("unsaved-removed")}×`);
+  const failed = before.startsWith("discarding") && event.type === "xstate.error.actor.discard";
+  if (said("unsaved-kept") !== (failed ? 1 : 0))
+    v.push(`I1.22 ${before} → ${after} on ${event.type} said unsaved-kept ${said("unsaved-kept")}×`);
   return v;
 }
 
@@ -583,6 +618,18 @@ describe("episode negative controls", () => {
     }
   });
 
+  it("I1.10/I1.22 check catches an unsaved shutdown closed without discarding, and a removal or failure unsaid", () => {
+    const undiscarded = runSuite(episodeMachine.provide({ guards: { shutdownUnsaved: () => false } }), false);
+    expect(undiscarded.violations.some((v) => v.startsWith("I1.10 an unsaved SHUTDOWN"))).toBe(true);
+    for (const action of ["reportUnsavedRemoved", "reportUnsavedKept"]) {
+      const { violations } = runSuite(episodeMachine.provide({ actions: { [action]: () => {} } }), false);
+      expect(
+        violations.some((v) => v.startsWith("I1.22")),
+        action,
+      ).toBe(true);
+    }
+  });
+
   it("I1.3 check catches autoStart applied to resumed sessions", () => {
     const mutated = episodeMachine.provide({ guards: { autoStartNewSession: ({ context }) => context.autoStart } });
     const { violations } = runSuite(mutated);
@@ -616,6 +663,32 @@ describe("episode scenarios", () => {
     expect([episodeStateName(failed.s), failed.notices]).toEqual(["off", ["fork-unavailable"]]);
     const plain = run(true, [{ type: "SESSION_START", reason: "fork", branch: "unmarked" }]);
     expect([episodeStateName(plain.s), plain.notices]).toEqual(["off", []]);
+  });
+
+  it("I1.22 an unsaved session's start is discarded at shutdown: said after an explicit start, not autoStart", () => {
+    const startup = { type: "SESSION_START", reason: "startup", branch: "empty" } as const;
+    const unsaved = { type: "SHUTDOWN", unsaved: true } as const;
+    const explicit = run(false, [startup, { type: "START" }, STORAGE_READY, unsaved, DISCARD_REMOVED]);
+    expect([episodeStateName(explicit.s), explicit.notices]).toEqual(["closed", ["started", "unsaved-removed"]]);
+    const stopped = run(true, [startup, STORAGE_READY, { type: "STOP" }, STOP_PERSISTED, unsaved, DISCARD_REMOVED]);
+    expect(stopped.notices, "a stop said the state is kept").toEqual(["stopped", "unsaved-removed"]);
+    const automatic = run(true, [startup, STORAGE_READY, unsaved, DISCARD_REMOVED]);
+    expect([episodeStateName(automatic.s), automatic.notices]).toEqual(["closed", []]);
+    const failed = run(true, [startup, STORAGE_READY, unsaved, DISCARD_FAILED]);
+    expect([episodeStateName(failed.s), failed.notices]).toEqual(["closed", ["unsaved-kept"]]);
+    const held = run(false, [startup, { type: "START" }, STORAGE_READY, unsaved, DISCARD_NOTHING]);
+    expect([episodeStateName(held.s), held.notices], "nothing removed, nothing to say").toEqual([
+      "closed",
+      ["started"],
+    ]);
+    // I1.10: the discard is not interrupted; a saved session (or a reload) closes at once, without one
+    const waiting = run(false, [startup, { type: "START" }, STORAGE_READY, unsaved, { type: "SHUTDOWN" }, startup]);
+    expect(episodeStateName(waiting.s)).toBe("discarding.said");
+    performed.length = 0;
+    const saved = run(false, [startup, { type: "START" }, STORAGE_READY, { type: "SHUTDOWN" }]);
+    expect([episodeStateName(saved.s), performed.includes("discard-unsaved")]).toEqual(["closed", false]);
+    const off = run(false, [startup, unsaved]);
+    expect(episodeStateName(off.s), "I1.22 nothing bound, nothing to discard").toBe("closed");
   });
 
   it("I1.2 manual startup is read-only: a new session stays off without autoStart", () => {

@@ -9,6 +9,8 @@ import {
   olderEntryNotice,
   predecessorRestoredNotice,
   unanchoredDetail,
+  unsavedSessionKeptNotice,
+  unsavedSessionRemovedNotice,
 } from "../../runtime/notices.ts";
 
 describe("episode notices", () => {
@@ -16,7 +18,8 @@ describe("episode notices", () => {
     for (const [code, { text, level }] of Object.entries(NOTICES)) {
       if (level === "info") continue;
       expect(text, code).toMatch(
-        /\/tree|\/state-flow-start|\/state-flow-stop|retry|Retry|Fix the cause|see the previous error/,
+        // (a leftover folder: it can be deleted)
+        /\/tree|\/state-flow-start|\/state-flow-stop|retry|Retry|Fix the cause|see the previous error|can be deleted/,
       );
     }
   });
@@ -56,6 +59,29 @@ describe("episodeNotices", () => {
     ]);
     expect(episodeNotices("already-active", undefined)).toEqual([NOTICES["already-active"]]);
     expect(episodeNotices("start-failed", undefined)).toEqual([NOTICES["start-failed"]]);
+  });
+});
+
+describe("a session Pi never saved", () => {
+  it("says the start it held is removed, where, and what keeps one; or that its folder stays and why", () => {
+    const removed = unsavedSessionRemovedNotice("/store/proj/sess");
+    expect(removed).toMatch(/^Pi did not save this session \(it ended before any conversation\)/);
+    expect(removed).toContain("removed the session state it had started, /store/proj/sess.");
+    expect(removed).toContain("in a session you continue (pi -c), or together with a request");
+    expect(unsavedSessionKeptNotice("lock held")).toContain(
+      "could not remove the session state it had started: lock held",
+    );
+  });
+
+  it("is what the episode's unsaved-removed (the folder) and unsaved-kept (the error) notices say", () => {
+    expect(episodeNotices("unsaved-removed", "/store/proj/sess")).toEqual([
+      { text: unsavedSessionRemovedNotice("/store/proj/sess"), level: "info" },
+    ]);
+    expect(episodeNotices("unsaved-kept", "The lock is held.")).toEqual([
+      { text: unsavedSessionKeptNotice("The lock is held."), level: "warning" },
+    ]);
+    expect(unsavedSessionKeptNotice("The lock is held.")).toContain("had started: The lock is held. The folder stays");
+    expect(NOTICES["unsaved-removed"].text).toContain("removed the session state it had started. Start State Flow");
   });
 });
 

@@ -1,8 +1,8 @@
-import { writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StateFlowError } from "../../storage/core/errors.ts";
-import { cwdKey } from "../../storage/layout.ts";
+import { cwdKey, scopeFiles } from "../../storage/layout.ts";
 import { acquirePublicationLock } from "../../storage/fs/lock.ts";
 import { StateStore, type BranchState, type SessionIdentity } from "../../storage/state-store.ts";
 import { StoreError, isStoreError } from "../../storage/store-error.ts";
@@ -94,6 +94,36 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     const restarted = await store.start(reloaded, "off");
     expect(restarted.config.enabled).toBe(true);
     expect(readTemporalState(restarted.view, 1).state.working).toEqual({});
+  });
+
+  it("discardEmptyStart removes an empty start's session folder in one publication, and nothing more", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    const started = await store.start(null, "off");
+    const stopped = await store.publishConfig(started, { ...started.config, enabled: false }, "stop");
+    const folder = await store.discardEmptyStart(stopped);
+    expect(folder).toBe(scopeFiles("session", identity("s1")).dir);
+    expect(await store.loadCurrent()).toBeNull();
+    expect(existsSync(join(root, folder!)), "no empty folder is left either").toBe(false);
+    if (kind === "git") {
+      const subjects = git(root, process.env, "log", "--format=%s").trim().split("\n");
+      expect(subjects.slice(0, 2)).toEqual([expect.stringMatching(/^state-flow: remove session .*s1 /), "stop"]);
+      expect(git(root, process.env, "status", "--porcelain")).toBe("");
+    }
+    // the shared scopes the start wrote stay: they are every session's
+    const other = await open(kind, root, identity("s2"));
+    expect(await other.start(null, "off")).toBeTruthy();
+  });
+
+  it("discardEmptyStart keeps a session with a transition, and one the live store holds differently", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    const started = await store.start(null, "off");
+    const patched = (await store.commit(started, { session: { working: { a: 1 } } }, "t1")).runtime;
+    expect(await store.discardEmptyStart(patched)).toBeNull();
+    // the branch holds the start, but the live session moved on (another branch of it published)
+    expect(await store.discardEmptyStart(started)).toBeNull();
+    expect((await store.loadCurrent())!.meta).toEqual(patched.meta);
   });
 
   it("a session adopts a shared scope another session advanced, and a patch to it is a named conflict", async () => {

@@ -51,6 +51,22 @@ export const STOP_FAILED: EpisodeMachineEvent = {
   actorId: "stop",
   error: new Error("store failed"),
 };
+/** An unsaved session's discard removed its empty start (the folder), removed nothing, or failed. */
+export const DISCARD_REMOVED: EpisodeMachineEvent = {
+  type: "xstate.done.actor.discard",
+  actorId: "discard",
+  output: "/store/project/session",
+};
+export const DISCARD_NOTHING: EpisodeMachineEvent = {
+  type: "xstate.done.actor.discard",
+  actorId: "discard",
+  output: null,
+};
+export const DISCARD_FAILED: EpisodeMachineEvent = {
+  type: "xstate.error.actor.discard",
+  actorId: "discard",
+  error: new Error("publication lock held"),
+};
 export const RESTORE_FAILED: EpisodeMachineEvent = {
   type: "xstate.error.actor.restore",
   actorId: "restore",
@@ -110,6 +126,10 @@ export const EPISODE_EVENTS: EpisodeMachineEvent[] = [
   STOP_PERSISTED,
   STOP_FAILED,
   { type: "SHUTDOWN" },
+  { type: "SHUTDOWN", unsaved: true },
+  DISCARD_REMOVED,
+  DISCARD_NOTHING,
+  DISCARD_FAILED,
   ...RESTORE_RESULTS.map(restored),
   RESTORE_FAILED,
 ];

@@ -26,5 +26,6 @@ export const episodeWithPendingActors = episodeMachine.provide({
     adoptGit: fromPromise<void>(never),
     selectRestore: fromPromise<RestoreResult>(never),
     persistStop: fromPromise<void>(never),
+    discardUnsaved: fromPromise<string | null>(never),
   },
 });

@@ -155,9 +155,12 @@ export class PiHarness {
     await binding?.();
   }
 
-  /** Pi's quit path: session_shutdown{reason:"quit"} to the loaded extensions (the session stays readable). */
-  async shutdown(): Promise<void> {
-    await this.session.extensionRunner.emit({ type: "session_shutdown", reason: "quit" } as never);
+  /**
+   * Pi's quit path: session_shutdown{reason:"quit"} to the loaded extensions (the session stays readable);
+   * `reason` "reload": the event a /reload sends the extensions it replaces (the session goes on).
+   */
+  async shutdown(reason: "quit" | "reload" = "quit"): Promise<void> {
+    await this.session.extensionRunner.emit({ type: "session_shutdown", reason } as never);
   }
 
   /**

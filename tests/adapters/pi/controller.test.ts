@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
@@ -152,6 +152,76 @@ describe("episode in a real session", () => {
     expect(reloaded).not.toContain("PRE-STOP REQUEST");
     expect(reloaded).toContain("after stop");
   });
+
+  it("a session that ends unsaved leaves no store session; a reload or a saved session keeps it", async () => {
+    // (the session configs in the store, one per store session)
+    const configs = (h: PiHarness) =>
+      readdirSync(h.storeRoot, { recursive: true, encoding: "utf8" }).filter(
+        (f) => !f.startsWith(".git") && f.endsWith("config.json"),
+      );
+    const removal = /^Pi did not save this session .* State Flow removed the session state it had started, \//;
+    const unsaved = await harness({ sessionKind: "file" });
+    await unsaved.command("/state-flow-start");
+    expect(configs(unsaved)).toHaveLength(1);
+    expect(existsSync(unsaved.session.sessionFile!), "Pi saves no session without a conversation").toBe(false);
+    // Pi awaits session_shutdown: the removal is committed (and said) once the handler returns.
+    await unsaved.shutdown();
+    expect(configs(unsaved)).toEqual([]);
+    expect(unsaved.lastNotice()).toEqual({ message: expect.stringMatching(removal), level: "info" });
+    expect(unsaved.accessor.episode()).toBe("closed");
+
+    const reloaded = await harness({ sessionKind: "file", shareWith: unsaved });
+    await reloaded.command("/state-flow-start");
+    await reloaded.session.reload(); // session_shutdown{reload}: the same session goes on
+    expect(configs(reloaded)).toHaveLength(1);
+    expect(existsSync(reloaded.session.sessionFile!)).toBe(false);
+    const seen = reloaded.notices.length;
+    await reloaded.shutdown();
+    expect(configs(reloaded)).toEqual([]);
+    // (the reloaded extension restored the branch steady: its removal is not said, as after an automatic start)
+    expect(reloaded.notices.slice(seen)).toEqual([]);
+
+    const memory = await harness({ shareWith: unsaved }); // --no-session: Pi never saves it
+    await memory.command("/state-flow-start");
+    await memory.shutdown();
+    expect(configs(memory)).toEqual([]);
+    expect(memory.lastNotice()!.message).toMatch(removal);
+
+    const saved = await harness({ sessionKind: "file", shareWith: unsaved });
+    await saved.command("/state-flow-start");
+    saved.script(say("hello"));
+    await saved.prompt("hi");
+    await saved.shutdown();
+    expect(configs(saved)).toHaveLength(1);
+    expect(saved.notices.map((n) => n.message).join("\n")).not.toContain("Pi did not save");
+    expect([unsaved, reloaded, memory, saved].flatMap((h) => h.extensionErrors())).toEqual([]);
+  });
+
+  it("autoStart: a new session that ends unsaved is removed again, unsaid; one it can't remove is said", async () => {
+    const configs = (h: PiHarness) =>
+      readdirSync(h.storeRoot, { recursive: true, encoding: "utf8" }).filter(
+        (f) => !f.startsWith(".git") && f.endsWith("config.json"),
+      );
+    const auto = await harness({ config: { autoStart: true } });
+    expect(auto.accessor.episode()).toBe("active.steady");
+    expect(configs(auto)).toHaveLength(1);
+    await auto.shutdown();
+    expect(configs(auto)).toEqual([]);
+    expect(auto.notices).toEqual([]);
+
+    const held = await harness({ config: { autoStart: true }, shareWith: auto });
+    // Another writer holds the store's publication lock past the removal's retries: the folder stays, said.
+    holdForeignLock(join(held.storeRoot, ".git", "state-flow-publication.lock"));
+    await held.shutdown();
+    expect(configs(held)).toHaveLength(1);
+    expect(held.lastNotice()).toEqual({
+      message: expect.stringMatching(
+        /^Pi did not save this session, and State Flow could not remove the session state it had started: .*held/,
+      ),
+      level: "warning",
+    });
+    expect(held.accessor.episode()).toBe("closed");
+  }, 20_000);
 
   it("a stop with nothing to stop says which: never started, or already stopped and how to start again", async () => {
     const h = await harness({ sessionKind: "file" });

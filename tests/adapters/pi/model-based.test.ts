@@ -33,6 +33,7 @@ import {
   RUN_ACCEPTED,
   RUN_ANNOUNCED,
   RUN_NOT_ACCEPTED,
+  STORAGE_READY,
 } from "../../support/alphabets.ts";
 import { RESOLUTION_ALPHABET } from "../../support/run-alphabets.ts";
 import { episodeWithPendingActors, resolutionWithPendingCommit } from "../../support/episode-stubs.ts";
@@ -90,8 +91,8 @@ vi.mock(import("../../../runtime/flow-actor.ts"), async (importOriginal) => {
   };
 });
 
-/** The results of the episode's invoked actors (storage, restore, stop), its run's end and the answer's commit. */
-const EPISODE_RESULT = /^xstate\.(?:done|error)\.actor\.(?:storage|restore|stop|run|commit)$/;
+/** The episode's invoked actors' results (storage, restore, stop, discard), its run's end and the answer's commit. */
+const EPISODE_RESULT = /^xstate\.(?:done|error)\.actor\.(?:storage|restore|stop|discard|run|commit)$/;
 
 function latest(machine: string, since = 0): Recorded | undefined {
   for (let i = recorded.actors.length - 1; i >= since; i--)
@@ -106,6 +107,8 @@ const RESULT_TYPES = [
   "xstate.error.actor.restore",
   "xstate.done.actor.stop",
   "xstate.error.actor.stop",
+  "xstate.done.actor.discard",
+  "xstate.error.actor.discard",
 ];
 
 /** Event identity as the machine's guards see it (restore results by kind; revisions are world data). */
@@ -132,6 +135,9 @@ function eventKey(event: AnyEventObject): string {
     return `RUN_END(accepted=${(event as unknown as { output: { accepted: boolean } }).output.accepted})`;
   if (e.type === "xstate.error.actor.storage") return "xstate.error.actor.storage";
   if (e.type === "START") return (e as { adoptGit?: boolean }).adoptGit ? "START(adoptGit)" : "START";
+  if (e.type === "SHUTDOWN") return (e as { unsaved?: boolean }).unsaved ? "SHUTDOWN(unsaved)" : "SHUTDOWN";
+  if (e.type === "xstate.done.actor.discard")
+    return (event as unknown as { output: string | null }).output === null ? "DISCARD(nothing)" : "DISCARD(removed)";
   return e.type;
 }
 const show = (events: readonly AnyEventObject[]) => events.map(eventKey).join(" → ") || "(no events)";
@@ -223,6 +229,8 @@ const NOTICE_TEXT: Record<EpisodeNoticeCode, RegExp> = {
   "fork-off": /^This session is a fork of a State Flow session that was stopped at the fork point/,
   forked: /^This session is a fork of a State Flow session: State Flow is on here, with its own copy/,
   "fork-unavailable": /^This session is a fork of a State Flow session, but State Flow could not copy/,
+  "unsaved-removed": /^Pi did not save this session \(it ended before any conversation\), so it cannot be resumed: /,
+  "unsaved-kept": /^Pi did not save this session, and State Flow could not remove the session state it had started/,
 };
 
 /** A prompt's run as the episode sees it: announced, its agent_start (a continuation), its end. */
@@ -357,10 +365,7 @@ class EpisodeWorld {
     // A generated path may end in a transient state (restoring, starting) that Pi never leaves
     // observable: the adapter chains the effect's result event at once. Accept exactly such result
     // events, and feed them to the pure actor too, so both sides stay in step.
-    while (
-      (this.state.matches("restoring") || this.state.matches("starting") || this.state.matches("stopping")) &&
-      sent.length > expected.length
-    ) {
+    while (this.state.hasTag("busy") && sent.length > expected.length) {
       const next = sent[expected.length] as EpisodeMachineEvent;
       expect(
         [
@@ -369,6 +374,8 @@ class EpisodeWorld {
           "xstate.error.actor.storage",
           "xstate.done.actor.stop",
           "xstate.error.actor.stop",
+          "xstate.done.actor.discard",
+          "xstate.error.actor.discard",
         ],
         `only a result event may leave the transient ${episodeStateName(this.state as never)}`,
       ).toContain(next.type);
@@ -402,17 +409,20 @@ class EpisodeWorld {
     expect(this.adapter.actor.getSnapshot().value, `I1.1 adapter actor snapshot — ${where}`).toEqual(
       (this.state as AnyMachineSnapshot).value,
     );
-    // I1.1: tools active exactly in `active`.
+    // I1.1: tools active exactly in `active`. (Once closed, the extension no longer owns the session's tools:
+    // Pi disposes the session, or a reload's new extension instance syncs them; a shutdown leaves them as they were.)
     const tools = h.activeTools;
     const active = isToolsActive(s);
-    expect(
-      tools.includes("patch_state") && tools.includes("read_state"),
-      `I1.1 patch_state/read_state active iff ${name} is active — ${where}`,
-    ).toBe(active);
-    expect(
-      tools.includes("patch_state") || tools.includes("read_state"),
-      `I1.1 no State Flow tool outside active (${name}) — ${where}`,
-    ).toBe(active);
+    if (name !== "closed") {
+      expect(
+        tools.includes("patch_state") && tools.includes("read_state"),
+        `I1.1 patch_state/read_state active iff ${name} is active — ${where}`,
+      ).toBe(active);
+      expect(
+        tools.includes("patch_state") || tools.includes("read_state"),
+        `I1.1 no State Flow tool outside active (${name}) — ${where}`,
+      ).toBe(active);
+    }
     // I1.2: store files exist only after a start; manual startup / resume while off is read-only.
     expect(
       existsSync(h.storeRoot),
@@ -648,14 +658,26 @@ async function replayEpisode(path: EpisodePath): Promise<number> {
             await world.step("/state-flow-stop", group, () => h.command("/state-flow-stop"));
           }
           break;
-        case "SHUTDOWN":
-          await world.step("session_shutdown(quit)", group, () => h.shutdown());
+        case "SHUTDOWN": {
+          // Pi says a session is unsaved by its file: absent (an in-memory session, or one without a
+          // conversation yet) for SHUTDOWN{unsaved}; a saved one is quit, an unsaved one reloaded (it goes on).
+          const file = h.session.sessionFile;
+          const saved = file !== undefined && existsSync(file);
+          if (trigger.unsaved) {
+            // Real fault where the path's session was opened from a saved file: the file is gone from disk.
+            if (saved) rmSync(file, { force: true });
+            await world.step("session_shutdown(quit) of an unsaved session", group, () => h.shutdown("quit"));
+          } else {
+            const label = saved ? "session_shutdown(quit) of a saved session" : "session_shutdown(reload)";
+            await world.step(label, group, () => h.shutdown(saved ? "quit" : "reload"));
+          }
           break;
+        }
         default:
           throw new Error(`no Pi action mapped for trigger ${eventKey(trigger)} (group ${show(group)})`);
       }
     }
-    if (world.state.matches("starting") || world.state.matches("restoring"))
+    if (world.state.matches("starting") || world.state.matches("restoring") || world.state.matches("discarding"))
       throw new Error(
         `path ends in the transient ${episodeStateName(world.state as never)}, which Pi never leaves observable`,
       );
@@ -678,7 +700,18 @@ describe("M1 episode: generated shortest paths replayed through a real Pi sessio
     expect(generated).toBeGreaterThanOrEqual(20);
     expect(paths.length).toBeGreaterThanOrEqual(8);
   });
-  for (const path of paths) {
+  // The shortest path into discarding.said comes from a restored stop, whose session holds a transition, so
+  // nothing is removed there: an explicit start's unsaved session, whose removal is said, is replayed too.
+  const removalSaid: EpisodePath = {
+    autoStart: false,
+    events: [
+      { type: "SESSION_START", reason: "startup", branch: "empty" },
+      { type: "START" },
+      STORAGE_READY,
+      { type: "SHUTDOWN", unsaved: true },
+    ],
+  };
+  for (const path of [...paths, removalSaid]) {
     const title = `autoStart=${path.autoStart}: ${show(path.events)}`;
     const reason = episodeSkipReason(path);
     if (reason) {
