@@ -9,22 +9,20 @@
 // Every Pi process gets its own HOME, agent dir and project dir, a timeout, and is killed in afterEach.
 
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { holdForeignLock } from "../support/pi-harness.ts";
-import { PI_VERSION, piPackageDir } from "../support/pi-version.ts";
+import {
+  answerTo,
+  createPiProfile,
+  lastPrompt,
+  piCli,
+  protocolModel,
+  repoRoot,
+  type PiProfile,
+} from "../support/pi-profile.ts";
+import { PI_VERSION } from "../support/pi-version.ts";
 import {
   messageText,
   pendingToolResults,
@@ -33,15 +31,9 @@ import {
   systemPrompt,
   toolNames,
   type ChatRequest,
-  type Reply,
   type ScriptedServer,
 } from "../support/scripted-server.ts";
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const piCli = join(
-  piPackageDir,
-  (JSON.parse(readFileSync(join(piPackageDir, "package.json"), "utf8")) as { bin: { pi: string } }).bin.pi,
-);
 /** A Pi process that outlives this is killed (a hang must fail the test, not the suite). */
 const PROCESS_LIMIT_MS = 30_000;
 const PROTOCOL_HEADING = "## State Flow protocol";
@@ -151,41 +143,10 @@ function expectRpcRefusalSaid(events: RpcEvent[]): void {
 // ── The model server's script ─────────────────────────────────────────────────────────────────────────
 
 /** The person's latest prompt (State Flow's own messages are user messages too: skipped). */
-function lastPrompt(request: ChatRequest): string {
-  const own = (text: string) => text.startsWith("[State Flow");
-  return (
-    request.messages
-      .filter((m) => m.role === "user")
-      .map(messageText)
-      .filter((text) => !own(text))
-      .at(-1) ?? ""
-  );
-}
-
 /** The answer the model gives to `prompt`. */
-const answerTo = (prompt: string) => `Answer to: ${prompt}`;
-
-/**
- * A model that follows the State Flow protocol: offered patch_state and not yet answered by a tool
- * result, it records the prompt with `final: true`; otherwise it answers.
- */
-function protocolModel(request: ChatRequest): Reply {
-  const prompt = lastPrompt(request);
-  if (toolNames(request).includes("patch_state") && pendingToolResults(request).length === 0)
-    return { toolCalls: [{ name: "patch_state", args: { session: { working: { note: prompt } }, final: true } }] };
-  return { text: answerTo(prompt) };
-}
-
 // ── Processes and their directories ───────────────────────────────────────────────────────────────────
 
-interface Dirs {
-  root: string;
-  agentDir: string;
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  storeRoot: string;
-  configFile: string;
-}
+type Dirs = PiProfile;
 
 interface PrintRun {
   code: number | null;
@@ -217,31 +178,8 @@ afterEach(async () => {
 async function setup(config?: string): Promise<{ dirs: Dirs; server: ScriptedServer }> {
   const server = await startScriptedServer(protocolModel);
   servers.push(server);
-  const root = mkdtempSync(join(tmpdir(), "sf-pi-cli-"));
-  roots.push(root);
-  const agentDir = join(root, "agent");
-  const home = join(root, "home");
-  const cwd = join(root, "project");
-  for (const dir of [agentDir, home, cwd]) mkdirSync(dir, { recursive: true });
-  const model = {
-    id: "mock-1",
-    name: "Scripted mock",
-    reasoning: false,
-    input: ["text"],
-    contextWindow: 100_000,
-    maxTokens: 4_000,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-  };
-  const provider = { baseUrl: server.baseUrl, api: "openai-completions", apiKey: "x", models: [model] };
-  writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: provider } }));
-  writeFileSync(join(agentDir, "settings.json"), JSON.stringify({ defaultProvider: "mock", defaultModel: "mock-1" }));
-  const configFile = join(agentDir, "state-flow.json");
-  if (config !== undefined) writeFileSync(configFile, config);
-  writeFileSync(join(home, ".gitconfig"), "[user]\n\tname = CLI Person\n\temail = cli-person@state-flow.invalid\n");
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!/^(GIT_|PI_|STATE_FLOW_)/.test(key)) env[key] = value;
-  Object.assign(env, { HOME: home, PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: "1", GIT_CONFIG_NOSYSTEM: "1" });
-  const dirs = { root, agentDir, cwd: realpathSync(cwd), env, storeRoot: join(agentDir, "state-flow"), configFile };
+  const dirs = createPiProfile(server.baseUrl, config);
+  roots.push(dirs.root);
   return { dirs, server };
 }
 
