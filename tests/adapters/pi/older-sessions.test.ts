@@ -79,7 +79,10 @@ describe("older Pi checkpoint entries (001 Runtime ownership)", () => {
     expect(r.accessor.episode(), "the entry's enabled:false is not read").toBe("active.steady");
     expect(r.accessor.read(1, "session").state.working, "its history is the revision's").toEqual({ step: 1 });
     expect(said(r)).toContain("from an older State Flow checkpoint entry: only its revision was read");
-    expect(checkpoints(r).at(-1), "the branch records the current form").toEqual({ revision });
+    expect(checkpoints(r).at(-1), "the branch records the current form").toEqual({
+      revision,
+      boundary: { id: expect.any(String), step: expect.any(Number) },
+    });
     const context = await enabledRun(r, 3);
     expect(context).toContain("terse");
     const again = await reopen(h, file);
@@ -182,7 +185,10 @@ describe("older stores a branch names (001 Existing stores and migration)", () =
     expect(said(r)).toContain("migrated the legacy state.json of the global, cwd, session scope(s)");
     expect(said(r)).toContain(`restored this branch from an older version's state.json snapshot (revision`);
     const head = gitIn(h, "rev-parse", "HEAD").trim();
-    expect(checkpoints(r).at(-1), "the replacement pointer").toEqual({ revision: head });
+    expect(checkpoints(r).at(-1), "the replacement pointer").toEqual({
+      revision: head,
+      boundary: { id: expect.any(String), step: expect.any(Number) },
+    });
     expect(r.accessor.read(0, "session").state).toEqual(states.session);
     expect(() => r.accessor.read(1), "no history is fabricated before the origin").toThrow(/before this lineage/);
     expect(gitIn(h, "show", `${revision}:${scopeFiles("session", id).dir}/state.json`), "kept in Git").toBe(
@@ -219,7 +225,10 @@ describe("older stores a branch names (001 Existing stores and migration)", () =
     expect(r.accessor.episode()).toBe("active.steady");
     expect(said(r)).toContain("moved this session's pre-0.4 store layout");
     const head = gitIn(h, "rev-parse", "HEAD").trim();
-    expect(checkpoints(r).at(-1)).toEqual({ revision: head });
+    expect(checkpoints(r).at(-1)).toEqual({
+      revision: head,
+      boundary: { id: expect.any(String), step: expect.any(Number) },
+    });
     expect(r.accessor.read(1, "session").state.working, "hot history intact").toEqual({ step: 1 });
     expect(gitIn(h, "ls-files", "--", cwdDir)).toBe("");
     await enabledRun(r, 3);
