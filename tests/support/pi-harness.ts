@@ -46,6 +46,8 @@ export interface HarnessOptions {
   tools?: string[];
   /** Let Pi load skills (the agent dir's and the project's `.pi/skills`). */
   skills?: boolean;
+  /** The SDK options an embedder passes (`repositoryRoot`, `knowledgeRoot`). */
+  extensionOptions?: { repositoryRoot?: string; knowledgeRoot?: string };
   /** Extra extension factories loaded after State Flow (e.g. a foreign extension). */
   extraExtensions?: ExtensionFactory[];
   /**
@@ -121,6 +123,7 @@ export class PiHarness {
     process.env.PI_CODING_AGENT_DIR = this.agentDir;
     process.env.PI_OFFLINE = "1";
     const stateFlow = createStateFlowExtension({
+      ...options.extensionOptions,
       agentDir: this.agentDir,
       env: this.env,
       onRuntime: (accessor) => {

@@ -1,0 +1,82 @@
+// 001's configuration clauses, each in a real Pi session (Git store): a stop changes neither
+// state-flow.json nor a later autoStart; the store follows `directory` while the configuration stays in
+// the agent dir; a `directory` override starts a new store and migrates nothing; the SDK's
+// `repositoryRoot` moves the store but not Knowledge discovery (`knowledgeRoot` moves that); patch_state
+// runs sequentially (executionMode, as 001 asks).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
+
+const harness = harnessFactory();
+
+describe("configuration (001 Usage and activation)", () => {
+  it("a stop changes neither state-flow.json nor autoStart: the next new session starts again", async () => {
+    const first = await harness({ config: { autoStart: true } });
+    const file = join(first.agentDir, "state-flow.json");
+    const before = readFileSync(file);
+    expect(first.accessor.episode()).toBe("active.steady");
+    await first.command("/state-flow-stop");
+    expect(first.accessor.episode()).toBe("passive");
+    expect(readFileSync(file)).toEqual(before);
+    const next = await harness({ shareWith: first });
+    expect(next.accessor.episode(), "autoStart still applies to a genuinely new session").toBe("active.steady");
+  });
+
+  it("the store follows `directory`; the configuration file stays where Pi's agent dir is", async () => {
+    const probe = await harness();
+    const elsewhere = join(probe.root, "elsewhere", "flow");
+    writeFileSync(join(probe.agentDir, "state-flow.json"), JSON.stringify({ directory: elsewhere }));
+    const h = await harness({ shareWith: probe });
+    await h.command("/state-flow-start");
+    expect(existsSync(join(elsewhere, ".git")), "the store is created at `directory`").toBe(true);
+    expect(existsSync(h.storeRoot), "nothing at the default place").toBe(false);
+    expect(existsSync(join(elsewhere, "state-flow.json")), "the configuration does not move with it").toBe(false);
+  });
+
+  it("a `directory` override starts a new store: nothing is migrated, the old store is left as it is", async () => {
+    const old = await harness();
+    await old.command("/state-flow-start");
+    old.script(call("patch_state", { global: { contract: { lang: "TS" } }, final: true }), say("noted"));
+    await old.prompt("Remember: TypeScript");
+    const oldGlobal = readFileSync(join(old.storeRoot, "checkpoint.json"));
+    const moved = join(old.root, "moved-store");
+    writeFileSync(join(old.agentDir, "state-flow.json"), JSON.stringify({ directory: moved }));
+    const h = await harness({ shareWith: old });
+    await h.command("/state-flow-start");
+    expect(h.accessor.read(0, "global").state.contract).toEqual({});
+    expect(readFileSync(join(old.storeRoot, "checkpoint.json"))).toEqual(oldGlobal);
+  });
+
+  it("SDK repositoryRoot moves the store, not Knowledge discovery; knowledgeRoot moves that", async () => {
+    const probe = await harness();
+    const knowledge = join(probe.agentDir, "knowledge");
+    mkdirSync(knowledge, { recursive: true });
+    writeFileSync(join(knowledge, "a.md"), "# A\n");
+    const other = join(probe.root, "other-knowledge");
+    mkdirSync(other, { recursive: true });
+    writeFileSync(join(other, "b.md"), "# B\n");
+    const repositoryRoot = join(probe.root, "sdk-store");
+    const moved = await harness({ shareWith: probe, extensionOptions: { repositoryRoot } });
+    await moved.command("/state-flow-start");
+    expect(existsSync(join(repositoryRoot, ".git"))).toBe(true);
+    moved.script(call("patch_state", { final: true }), say("ok"));
+    await moved.prompt("What is new?");
+    const seen = contextText(moved.contexts.at(-2)!);
+    expect(seen, "Knowledge is still discovered under the agent dir").toContain(`- ${join(knowledge, "a.md")}: new`);
+    const elsewhere = await harness({ shareWith: probe, extensionOptions: { repositoryRoot, knowledgeRoot: other } });
+    await elsewhere.command("/state-flow-start");
+    elsewhere.script(call("patch_state", { final: true }), say("ok"));
+    await elsewhere.prompt("What is new here?");
+    const there = contextText(elsewhere.contexts.at(-2)!);
+    expect(there).toContain(`- ${join(other, "b.md")}: new`);
+    expect(there).not.toContain(join(knowledge, "a.md"));
+  });
+
+  it("patch_state runs sequentially (executionMode), never beside another tool call of its batch", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const definition = h.session.getToolDefinition("patch_state") as { executionMode?: string } | undefined;
+    expect(definition?.executionMode).toBe("sequential");
+  });
+});
