@@ -63,7 +63,7 @@ import { withStableBreakpoint } from "./cache-breakpoints.ts";
 import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
 import type { Partition, PathTrie, RunPartition } from "./stability.ts";
 import { answerText, draftEnding, isAssistant, toolCalls } from "./drafts.ts";
-import { piVersionWarning, runTriggerOf, type BeforeAgentStartFields } from "./pi-versions.ts";
+import { piVersionWarning, runTriggerOf, withImages, type BeforeAgentStartFields } from "./pi-versions.ts";
 
 export const TOOL_NAMES = ["patch_state", "read_state"] as const;
 
@@ -148,9 +148,10 @@ function userText(message: AgentMessage): string {
   const content = (message as { content?: unknown }).content;
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content
+  const text = content
     .flatMap((block) => (block?.type === "text" && typeof block.text === "string" ? [block.text] : []))
     .join("\n");
+  return withImages(text, content.filter((block) => block?.type === "image").length);
 }
 
 /** What the runtime context keeps of a run's start: its view, and the paths then volatile. */

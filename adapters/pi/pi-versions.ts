@@ -19,6 +19,8 @@ import type { ListedSkill } from "./skill-listing.ts";
 /** The fields of before_agent_start either version may send. */
 export interface BeforeAgentStartFields {
   readonly prompt?: unknown;
+  /** Images attached to the prompt (both versions). */
+  readonly images?: unknown;
   readonly messageType?: unknown;
   readonly message?: { readonly customType?: unknown };
   /** What Pi built the system prompt from (both versions): the Skills it lists. */
@@ -26,9 +28,21 @@ export interface BeforeAgentStartFields {
 }
 
 export function runTriggerOf(event: BeforeAgentStartFields): RunTrigger {
-  if (typeof event.prompt === "string") return { kind: "prompt", text: event.prompt };
+  if (typeof event.prompt === "string") {
+    const images = Array.isArray(event.images) ? event.images.length : 0;
+    return { kind: "prompt", text: withImages(event.prompt, images) };
+  }
   const source = event.message?.customType;
   return { kind: "message", source: typeof source === "string" && source !== "" ? source : null };
+}
+
+/**
+ * A request's text as the specification records it: an image sent without words is a request too (the
+ * model sees the image in the user's message; the specification says there is one rather than "no request").
+ */
+export function withImages(text: string, images: number): string {
+  if (text.trim() !== "" || images === 0) return text;
+  return `(${images === 1 ? "an image" : `${images} images`} without text: see the user's message)`;
 }
 
 /** The Pi versions CI runs the Pi-facing tests and the demo on (README, "Pi versions"). */

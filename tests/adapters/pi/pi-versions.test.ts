@@ -25,6 +25,37 @@ describe("runTriggerOf (before_agent_start in either Pi version)", () => {
     expect(runTriggerOf({ messageType: "custom", message: {} })).toEqual(UNNAMED_MESSAGE_RUN);
     expect(runTriggerOf({})).toEqual(UNNAMED_MESSAGE_RUN);
   });
+
+  it('an image sent without words is a request, not "no request"', () => {
+    const image = { type: "image", data: "", mimeType: "image/png" };
+    expect(runTriggerOf({ prompt: "", images: [image] })).toEqual({
+      kind: "prompt",
+      text: "(an image without text: see the user's message)",
+    });
+    expect(runTriggerOf({ prompt: " ", images: [image, image] })).toEqual({
+      kind: "prompt",
+      text: "(2 images without text: see the user's message)",
+    });
+    expect(runTriggerOf({ prompt: "What is this?", images: [image] })).toEqual({
+      kind: "prompt",
+      text: "What is this?",
+    });
+  });
+});
+
+describe(`an image-only prompt (Pi ${PI_VERSION})`, () => {
+  it("is the run's request in the runtime context", async () => {
+    const h = await create();
+    await h.command("/state-flow-start");
+    h.script(call("patch_state", { final: true }), say("a cat"));
+    // (a 1×1 PNG)
+    const data = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    await h.session.prompt("", { images: [{ type: "image", data, mimeType: "image/png" }] });
+    await h.session.waitForIdle();
+    const seen = contextText(h.contexts[0]!);
+    expect(seen).toContain("(an image without text: see the user's message)");
+    expect(seen).not.toContain("no user request in this session so far");
+  });
 });
 
 describe("piVersionWarning", () => {
