@@ -1,8 +1,8 @@
 // 001's configuration clauses, each in a real Pi session (Git store): a stop changes neither
 // state-flow.json nor a later autoStart; the store follows `directory` while the configuration stays in
 // the agent dir; a `directory` override starts a new store and migrates nothing; the SDK's
-// `repositoryRoot` moves the store but not Knowledge discovery (`knowledgeRoot` moves that); patch_state
-// runs sequentially (executionMode, as 001 asks).
+// `repositoryRoot` moves the store but not Knowledge discovery (`knowledgeRoot` moves that); a resumed branch
+// keeps its stored policy; patch_state runs sequentially (executionMode, as 001 asks).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -71,6 +71,17 @@ describe("configuration (001 Usage and activation)", () => {
     const there = contextText(elsewhere.contexts.at(-2)!);
     expect(there).toContain(`- ${join(other, "b.md")}: new`);
     expect(there).not.toContain(join(knowledge, "a.md"));
+  });
+
+  it("a resumed branch keeps the publication policy it was started with, whatever state-flow.json says now", async () => {
+    const first = await harness({ sessionKind: "file", config: { remotePublication: "off" } });
+    await first.command("/state-flow-start");
+    first.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("ok"));
+    await first.prompt("Something");
+    writeFileSync(join(first.agentDir, "state-flow.json"), JSON.stringify({ remotePublication: "transition" }));
+    const resumed = await harness({ shareWith: first, openFile: first.session.sessionFile! });
+    expect(resumed.accessor.episode()).toBe("active.steady");
+    expect(resumed.accessor.status()).toContain("remote publication: off");
   });
 
   it("patch_state runs sequentially (executionMode), never beside another tool call of its batch", async () => {
