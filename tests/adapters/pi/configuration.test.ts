@@ -73,7 +73,7 @@ describe("configuration (001 Usage and activation)", () => {
     expect(there).not.toContain(join(knowledge, "a.md"));
   });
 
-  it("a resumed branch keeps the publication policy it was started with, whatever state-flow.json says now", async () => {
+  it("a resumed branch keeps the publication policy it started with, whatever state-flow.json says now", async () => {
     const first = await harness({ sessionKind: "file", config: { remotePublication: "off" } });
     await first.command("/state-flow-start");
     first.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("ok"));

@@ -32,7 +32,8 @@ describe("Pi's session trace under State Flow", () => {
       .map((entry) => {
         const { role, content } = entry.message!;
         const text = JSON.stringify(content);
-        return `${role}:${/request \d|answer \d/.exec(text)?.[0] ?? (text.includes("patch_state") ? "patch_state" : "")}`;
+        const said = /request \d|answer \d/.exec(text)?.[0];
+        return `${role}:${said ?? (text.includes("patch_state") ? "patch_state" : "")}`;
       });
     for (const n of [1, 2, 3]) {
       expect(trace).toContain(`user:request ${n}`);
