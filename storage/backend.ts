@@ -31,6 +31,14 @@ export interface PublishRequest {
    * against a HEAD that moved).
    */
   readonly basisUnread?: boolean;
+  /**
+   * Git only, for bringing in a fetched line: the new commit's parents instead of HEAD (HEAD must still be the
+   * basis revision; the branch moves by compare-and-swap against it). A fast-forward names the fetched commit;
+   * a two-parent commit names HEAD and the fetched commit.
+   */
+  readonly parents?: readonly string[];
+  /** Git only: an existing commit the branch moves to instead of a new one when the result's tree is its tree. */
+  readonly reuse?: { readonly revision: string; readonly tree: string };
 }
 
 export interface PublishReceipt {

@@ -28,6 +28,7 @@ export type StoreErrorCode =
   | "index-locked" // git's index.lock is held by another process; nothing was committed
   | "ref-moved" // a writer that ignores git's index.lock moved the branch while a commit was being installed
   | "push-failed" // a remote push attempt failed (publication stays pending)
+  | "sync-conflict" // a scope changed on this machine and on the remote: the person chooses a side
   | "invalid-pending-record" // a session's pending-publication record is not one
   | "ambiguous-snapshot" // a scope holds both a legacy state.json and a current checkpoint
   | "orphaned-tail" // a legacy state.json beside a patches.jsonl that has no checkpoint

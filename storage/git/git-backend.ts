@@ -20,6 +20,7 @@ import { GitCommitter } from "./git-commit.ts";
 import { initRepositoryAtomically } from "./git-init.ts";
 import { GitPublisher } from "./git-publication.ts";
 import { GitReader } from "./git-reads.ts";
+import { GitSync } from "./git-sync.ts";
 import { GitRemote } from "./git-remote.ts";
 import { GitRepo, type GitRepoInfo } from "./git-repo.ts";
 import { GitRunner, gitFailed, type GitProcessCounter } from "./git-runner.ts";
@@ -111,6 +112,8 @@ export class GitBackend implements StoreBackend {
   private readonly publisher: GitPublisher;
   /** The publication remote (pushes and questions); open-store.ts hands it out in its PublicationPort. */
   readonly remote: GitRemote;
+  /** Where the branch stands against the remote's, and bringing a fetched line in (git-sync.ts). */
+  readonly sync: GitSync;
 
   constructor(info: GitRepoInfo, runner: GitRunner, generation: string) {
     const repo = new GitRepo(info, runner, generation);
@@ -123,6 +126,13 @@ export class GitBackend implements StoreBackend {
     this.reader = new GitReader(repo);
     this.publisher = new GitPublisher(repo, new GitCommitter(repo));
     this.remote = new GitRemote({ runner, commonDir: info.commonDir, headBranch: () => repo.headBranch() });
+    this.sync = new GitSync({
+      runner,
+      objectFormat: info.objectFormat,
+      head: () => repo.head(),
+      loadRevision: (pointer, paths) => this.reader.loadRevision(pointer, paths),
+      publish: (request) => this.publisher.publish(request),
+    });
   }
 
   get processCount(): number {

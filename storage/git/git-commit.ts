@@ -38,6 +38,17 @@ export interface CommitStagedOptions {
   readonly message: string;
   /** Runs once the commit id is known, before git's ref locks are taken (the journal is written there). */
   readonly beforeRefUpdate?: (revision: string) => Promise<void>;
+  /**
+   * The new commit's parents (default: `base`). The ref still moves by compare-and-swap against `base`: a
+   * fast-forward commits on top of the fetched commit, a two-parent commit joins the remote's line.
+   */
+  readonly parents?: readonly string[];
+  /** An existing commit the ref moves to instead when the built tree is its tree (a fast-forward adds nothing). */
+  readonly reuse?: { readonly revision: string; readonly tree: string };
+}
+
+function parentsOf(options: CommitStagedOptions): readonly string[] {
+  return options.parents ?? (options.base ? [options.base] : []);
 }
 
 export class GitCommitter {
@@ -89,13 +100,16 @@ export class GitCommitter {
     const date = gitDateOf(Date.now());
     const committer = `${settings.committer} ${settings.committerDate ?? date}`;
     const author = `${settings.author} ${settings.authorDate ?? date}`;
-    const body = commitObjectBody({ tree, parents: base ? [base] : [], author, committer, message });
     let revision: string;
-    try {
-      const objectsDir = join(this.repo.info.commonDir, "objects");
-      revision = writeSmallLooseObjectSync(objectsDir, "commit", body, { fsync: settings.fsyncObjects });
-    } catch (error) {
-      throw gitFailed("Writing the commit object", error);
+    if (options.reuse?.tree === tree) revision = options.reuse.revision;
+    else {
+      const body = commitObjectBody({ tree, parents: parentsOf(options), author, committer, message });
+      try {
+        const objectsDir = join(this.repo.info.commonDir, "objects");
+        revision = writeSmallLooseObjectSync(objectsDir, "commit", body, { fsync: settings.fsyncObjects });
+      } catch (error) {
+        throw gitFailed("Writing the commit object", error);
+      }
     }
     killPoint("commit.written");
     await options.beforeRefUpdate?.(revision);
@@ -120,13 +134,16 @@ export class GitCommitter {
   private async commitByGit(options: CommitStagedOptions, tree: string, zero: string): Promise<string> {
     const { ref, base, message } = options;
     let revision: string;
-    try {
-      const args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, ...(base ? ["-p", base] : []), "-m", message];
-      revision = (await this.repo.runner.execText(args)).trim();
-    } catch (error) {
-      if (looksLikeIdentityError(error)) throw identityMissing(error, this.repo.root);
-      throw gitFailed("Creating the commit (git commit-tree)", error);
-    }
+    if (options.reuse?.tree === tree) revision = options.reuse.revision;
+    else
+      try {
+        const parents = parentsOf(options).flatMap((parent) => ["-p", parent]);
+        const args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, ...parents, "-m", message];
+        revision = (await this.repo.runner.execText(args)).trim();
+      } catch (error) {
+        if (looksLikeIdentityError(error)) throw identityMissing(error, this.repo.root);
+        throw gitFailed("Creating the commit (git commit-tree)", error);
+      }
     killPoint("commit.written");
     await options.beforeRefUpdate?.(revision);
     try {

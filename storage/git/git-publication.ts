@@ -127,7 +127,7 @@ export class GitPublisher {
     assertPublishableBasis(request.basis);
     const settings = await this.repo.commitSettings(); // identity first: nothing is written without one
     // A basis HEAD has already left is refused before the lock (and checked again under it).
-    if (request.basisUnread) this.assertBasisIsHead(request, await this.repo.head());
+    if (request.basisUnread || request.parents) this.assertBasisIsHead(request, await this.repo.head());
     const lock = await acquirePublicationLock(this.repo.lockPath, {
       generation: this.repo.generation,
       purpose: "git publication",
@@ -182,7 +182,7 @@ export class GitPublisher {
       this.attributesChecked = true;
     }
     const { ref, revision: head } = await this.repo.head();
-    if (request.basisUnread) this.assertBasisIsHead(request, { ref, revision: head });
+    if (request.basisUnread || request.parents) this.assertBasisIsHead(request, { ref, revision: head });
     // Independent work in parallel (all of it invisible until the ref moves): the per-file
     // compare-and-swap reads, staging the worktree delta into the isolated index, writing the
     // prepared blobs into the object database, and writing + fsyncing the live files'
@@ -197,7 +197,7 @@ export class GitPublisher {
     // The reconciled base: every member is unchanged, so a head that moved through other scopes' commits is adopted.
     const changed = changedMembers(members, request.writes, current, currentHashes);
     // (A `file:` basis is never shortcut: HEAD does not hold that cohort, the commit adopts it.)
-    if (changed.length === 0 && head !== null && !isFilePointer(request.basis.pointer)) {
+    if (changed.length === 0 && head !== null && !isFilePointer(request.basis.pointer) && !request.parents) {
       await unlink(attempt.index).catch(() => undefined);
       await prepared.then(
         (p) => p.abort(),
@@ -212,6 +212,8 @@ export class GitPublisher {
       blobs,
       restaged,
       message: request.message ?? "state-flow: accepted cohort",
+      ...(request.parents ? { parents: request.parents } : {}),
+      ...(request.reuse ? { reuse: request.reuse } : {}),
       beforeRefUpdate: async (revision) => {
         const temps = (await prepared).temps;
         const indexBasis = await this.holdIndexLock(attempt);

@@ -1,7 +1,8 @@
 // The publication remote of the store repository: which remote an accepted commit goes to, the push
 // itself, and whether the remote already holds a commit.
 //
-// Remotes are the operator's: State Flow never adds, fetches or force-pushes. A push that the remote
+// Remotes are the operator's: State Flow never adds one and never force-pushes. It fetches only the
+// branch it publishes, into that remote's tracking ref (never the worktree, never a merge). A push that the remote
 // rejects because another session sharing the repository already published newer commits on top of
 // this one counts as published; anything else is reported as failed or unreachable, for the
 // publication machine to retry or show. Every command that reaches the remote runs through
@@ -26,6 +27,12 @@ export interface GitPushResult {
  */
 export type RemoteAnswer =
   { readonly kind: "has" | "lacks" | "local-only" } | { readonly kind: "unanswered"; readonly detail: string };
+
+/** What a fetch of the publication remote's branch found (see GitRemote.fetchBranch). */
+export type FetchResult =
+  | { readonly kind: "fetched"; readonly remote: string; readonly tracking: string; readonly head: string | null }
+  | { readonly kind: "local-only" }
+  | { readonly kind: "unanswered"; readonly remote: string; readonly detail: string };
 
 export interface GitRemoteOptions {
   readonly runner: GitRunner;
@@ -111,6 +118,29 @@ export class GitRemote {
     if (branchRemote && remotes.includes(branchRemote)) return branchRemote;
     if (remotes.includes("origin")) return "origin";
     return remotes.length === 1 ? (remotes[0] ?? null) : null;
+  }
+
+  /**
+   * Fetches the publication remote's copy of the branch into its remote-tracking ref
+   * (`refs/remotes/<remote>/<branch>`): objects and that one ref, nothing else — no worktree, no merge, no tags,
+   * no maintenance run. `head` is the fetched commit, null when the remote has no such branch yet.
+   */
+  async fetchBranch(signal?: AbortSignal): Promise<FetchResult> {
+    const remote = await this.publicationRemote();
+    if (remote === null) return { kind: "local-only" };
+    const ref = await this.headBranch();
+    const tracking = `refs/remotes/${remote}/${ref.slice("refs/heads/".length)}`;
+    const args = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags"];
+    args.push("--no-write-fetch-head", "--no-recurse-submodules", remote, `+${ref}:${tracking}`);
+    try {
+      await this.remoteCommand(args, "fetch", signal);
+    } catch (error) {
+      const stderr = error instanceof GitCommandError ? error.stderr : String(error);
+      if (/couldn't find remote ref/i.test(stderr)) return { kind: "fetched", remote, tracking, head: null };
+      return { kind: "unanswered", remote, detail: stderr.trim() || `git fetch ${remote} failed` };
+    }
+    const head = (await this.runner.execText(["rev-parse", "--verify", "--quiet", tracking]).catch(() => "")).trim();
+    return { kind: "fetched", remote, tracking, head: head === "" ? null : head };
   }
 
   /** Pushes an existing accepted commit to the branch on the publication remote. Never re-applies anything. */

@@ -24,10 +24,10 @@ import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import { basename, delimiter, isAbsolute, join } from "node:path";
 import { GitCommandError, type GitRunner } from "./git-runner.ts";
 
-/** Default limits: asking is one round trip; a push may upload a pack. */
-export const REMOTE_TIMEOUT_MS = { ask: 10_000, push: 30_000 } as const;
+/** Default limits: asking is one round trip; a fetch may download and a push upload a pack. */
+export const REMOTE_TIMEOUT_MS = { ask: 10_000, fetch: 30_000, push: 30_000 } as const;
 export type RemotePurpose = keyof typeof REMOTE_TIMEOUT_MS;
-/** Overrides both limits (milliseconds), e.g. for a slow link or a test. */
+/** Overrides every limit (milliseconds), e.g. for a slow link or a test. */
 export const REMOTE_TIMEOUT_ENV = "STATE_FLOW_REMOTE_TIMEOUT_MS";
 
 /** The limit for one remote command: an explicit override, else STATE_FLOW_REMOTE_TIMEOUT_MS, else the default. */
