@@ -159,8 +159,9 @@ export class GitSync {
     if (open.length > 0)
       throw new StoreError(
         "sync-conflict",
-        `Cannot join ${standing.remote}'s line: ${open.map((c) => c.scope).join(", ")} changed on both sides; ` +
-          `choose a side for each with /state-flow-sync keep-local or /state-flow-sync take-remote. Nothing was written.`,
+        `Cannot join ${standing.remote}'s line: ${open.map((c) => c.scope).join(", ")} changed on this machine ` +
+          `and on the remote. Nothing was written. Choose a side: /state-flow-sync keep-local (this machine's ` +
+          `values) or /state-flow-sync take-remote (the remote's), optionally followed by the scope.`,
       );
     const taken = new Set([
       ...plan.fromRemote,

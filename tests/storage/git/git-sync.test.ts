@@ -115,7 +115,7 @@ describe("bringing in another machine's line", () => {
     expect((await standingOf(b.backend)).kind).toBe("diverged");
   });
 
-  it("diverged on different scopes: both kept in one two-parent commit the remote accepts as a fast-forward", async () => {
+  it("diverged on different scopes: both kept in one two-parent commit the remote takes as a fast-forward", async () => {
     const a = await machineA();
     const b = await machineB(a.bare, a.env);
     await publish(a.backend, { [g.checkpoint]: "g-from-a" }, "A1");
@@ -156,7 +156,7 @@ describe("bringing in another machine's line", () => {
     expect(plan.localStartOnly).toBe(false);
     const error = await b.backend.sync.join(standing, plan, new Map()).catch((e: unknown) => e);
     expect(isStoreError(error, "sync-conflict")).toBe(true);
-    expect(String(error)).toMatch(/global changed on both sides.*keep-local.*take-remote/);
+    expect(String(error)).toMatch(/global changed on this machine and on the remote.*keep-local.*take-remote/);
     expect((await b.backend.head()).revision).toBe(standing.local);
     // Doing what it says works: the remote's side for global.
     const receipt = await b.backend.sync.join(standing, plan, new Map([["global", "remote"]]));
