@@ -115,7 +115,7 @@ describe("bringing in another machine's line", () => {
     expect((await standingOf(b.backend)).kind).toBe("diverged");
   });
 
-  it("diverged on different scopes: both kept in one two-parent commit the remote takes as a fast-forward", async () => {
+  it("diverged on different scopes: both kept in one two-parent commit, a fast-forward for the remote", async () => {
     const a = await machineA();
     const b = await machineB(a.bare, a.env);
     await publish(a.backend, { [g.checkpoint]: "g-from-a" }, "A1");
