@@ -5,12 +5,17 @@
 // - `readRecord` (state `recovering`): restart recovery reads the session's durable pending record;
 // - `remoteHas` (state `remote.checking`): whether the remote already has the recovered pending
 //   target, asked in the background (activation never waits on the network);
-// - `push` (state `remote.pushing`, input `{target, generation}`): one push of an existing commit.
+// - `push` (state `remote.pushing`, input `{target, generation}`): one push of an existing commit;
+// - `sync` (invoked for as long as the route is `remote`): the sync machine (machines/sync.ts), which
+//   fetches, classifies, fast-forwards and joins. SYNC and CHOOSE are forwarded to it; it answers
+//   SYNCED{standing} and JOINED{target}. A push the remote rejects because it holds commits this
+//   branch lacks waits (`remote.waiting`) for that answer instead of being retried after every run.
 // Each result is the invoked actor's done or error event, a drawn transition. Leaving the state
 // stops its actor (its signal aborts), so a result after shutdown, a lineage reset or a newer
 // target never arrives. Every change of the pending publication is announced as an emitted
 // `publication.record{record}` (the durable record to write). Pure: imports only xstate.
-import { assign, enqueueActions, fromPromise, setup, type SnapshotFrom } from "xstate";
+import { assign, enqueueActions, fromPromise, sendTo, setup, type SnapshotFrom } from "xstate";
+import { syncMachine, type Side, type SyncParentEvent } from "./sync.ts";
 
 export type PublicationPolicy = "off" | "turn-end" | "transition";
 export type StorageBackend = "git" | "file";
@@ -44,7 +49,9 @@ export type PushOutput =
   /** No remote configured any more (removed since the route was chosen): local-only from now on. */
   | { readonly kind: "local-only" }
   /** The target no longer exists locally (history reset). */
-  | { readonly kind: "unreachable"; readonly detail?: string };
+  | { readonly kind: "unreachable"; readonly detail?: string }
+  /** The remote holds commits this branch lacks (another machine published): a sync must come first. */
+  | { readonly kind: "rejected"; readonly detail?: string };
 
 /** What the remote answered about a recovered target (`remoteHas`'s output); could not ask = error. */
 export interface RemoteHasOutput {
@@ -71,7 +78,7 @@ export interface PushResult {
   /** Counts results in this actor: a caller takes only a result newer than the one it saw when it began. */
   readonly seq: number;
   readonly target: string;
-  readonly kind: "pushed" | "failed" | "local-only" | "unreachable";
+  readonly kind: "pushed" | "failed" | "local-only" | "unreachable" | "rejected";
   readonly remote?: string;
   readonly error?: string;
 }
@@ -106,6 +113,11 @@ export type PublicationEvent =
   | { type: "RETRY" }
   /** A publication remote is configured now (the user added one since the route was chosen). */
   | { type: "REMOTE_FOUND" }
+  /** Fetch and classify now (start, restore, /state-flow-sync): forwarded to the sync machine. */
+  | { type: "SYNC" }
+  /** The person's side for a conflicting scope (or every one): forwarded to the sync machine. */
+  | { type: "CHOOSE"; side: Side; scope?: string }
+  | SyncParentEvent
   | { type: "SHUTDOWN" };
 
 export type RecordAnnounced = { type: "publication.record"; record: PublicationRecord };
@@ -136,6 +148,12 @@ function sameRecord(a: PublicationRecord | null, b: PublicationRecord | null): b
   return a.attempts === b.attempts && a.lastError === b.lastError;
 }
 
+/** Why a rejected push waits (git's words kept after it). */
+function rejectedText(detail: string | undefined): string {
+  const why = "the remote holds commits this machine lacks (another machine published)";
+  return detail ? `${why}: ${detail}` : why;
+}
+
 function errorText(error: unknown, fallback: string): string {
   if (error instanceof Error) return error.message || fallback;
   return typeof error === "string" && error !== "" ? error : fallback;
@@ -160,6 +178,7 @@ export const publicationMachine = setup({
     readRecord: fromPromise<PublicationRecord | null, { selected: string }>(never),
     remoteHas: fromPromise<RemoteHasOutput, PushRequest>(never),
     push: fromPromise<PushOutput, PushRequest>(never),
+    sync: syncMachine,
   },
   guards: {
     recovers: ({ context }) => context.selected !== null,
@@ -180,6 +199,12 @@ export const publicationMachine = setup({
     isPushed: ({ event }) => pushKind(event) === "pushed",
     pushFoundNoRemote: ({ event }) => pushKind(event) === "local-only",
     isUnreachable: ({ event }) => pushKind(event) === "unreachable",
+    isRejected: ({ event }) => pushKind(event) === "rejected",
+    /** The sync found the remote lacking this branch's commits: the held target can be pushed now. */
+    syncFoundAhead: ({ context, event }) =>
+      event.type === "SYNCED" && event.standing === "ahead" && context.pending !== null,
+    /** The sync found the branch equal to the remote's: the held target is there (published another way). */
+    syncFoundEqual: ({ event }) => event.type === "SYNCED" && event.standing === "equal",
     /** The target is unreachable while a newer accepted target is queued behind the push. */
     isUnreachableWithQueued: ({ context, event }) => pushKind(event) === "unreachable" && context.queued !== null,
     recordChanged: ({ context }) => !sameRecord(recordOf(context), context.record),
@@ -216,6 +241,7 @@ export const publicationMachine = setup({
           return { seq, target, kind: "pushed", ...(output.remote ? { remote: output.remote } : {}) };
         if (output?.kind === "unreachable")
           return { seq, target, kind: "unreachable", error: output.detail || "commit not found" };
+        if (output?.kind === "rejected") return { seq, target, kind: "rejected", error: rejectedText(output.detail) };
         return { seq, target, kind: "local-only" };
       },
     }),
@@ -230,6 +256,30 @@ export const publicationMachine = setup({
     /** The in-flight target is unreachable and a newer queued target supersedes it: drop it, never retry it. */
     dropInflight: assign({ inflight: null, pending: null, attempts: 0, lastError: null }),
     markRemote: assign({ remote: () => true }),
+    /** The remote rejected the push: the newest target is held (pending) until a sync lets it land. */
+    holdRejected: assign(({ context, event }) => {
+      const output = outputOf<PushOutput>(event);
+      return {
+        pending: context.queued ?? context.inflight,
+        queued: null,
+        inflight: null,
+        attempts: 0,
+        lastError: rejectedText(output?.kind === "rejected" ? output.detail : undefined),
+      };
+    }),
+    /** A newer accepted target while held: it replaces the held one (it contains it), still unpushed. */
+    holdNewest: assign({
+      pending: ({ context, event }) => (event.type === "ACCEPTED" ? event.target : context.pending),
+    }),
+    /** The sync joined the lines: its commit (which contains every held target) is pushed. */
+    startPushJoined: assign(({ event }) =>
+      event.type === "JOINED"
+        ? { inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null }
+        : {},
+    ),
+    askSync: sendTo("sync", { type: "SYNC" }),
+    tellSyncPushed: sendTo("sync", { type: "PUSHED" }),
+    forwardToSync: sendTo("sync", ({ event }) => event),
     /** A route that publishes nothing drops a recovered pending target (the record then says settled). */
     dropPending: assign({ pending: null, attempts: 0, lastError: null }),
     /** The record names the selected revision settled: nothing pending. */
@@ -343,16 +393,25 @@ export const publicationMachine = setup({
     },
     off: { description: "Policy off: commits stay local." },
     remote: {
-      description: "Git with a remote under turn-end or transition policy.",
+      description:
+        "Git with a remote under turn-end or transition policy. The sync machine runs beside the pushes " +
+        "(invoked here): SYNC and CHOOSE are forwarded to it.",
+      invoke: { id: "sync", src: "sync" },
+      on: {
+        SYNC: { actions: ["forwardToSync"] },
+        CHOOSE: { actions: ["forwardToSync"] },
+      },
       initial: "idle",
       states: {
         idle: {
-          description: "Nothing accepted yet in this actor (or the lineage was reset).",
+          description: "Nothing accepted yet in this actor (or the lineage was reset); a run's end fetches.",
           on: {
             ACCEPTED: [
               { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
               { target: "queued", actions: ["queueNewest"] },
             ],
+            RUN_END: { actions: ["askSync"] },
+            JOINED: { target: "pushing", actions: ["startPushJoined"] },
           },
         },
         checking: {
@@ -390,7 +449,7 @@ export const publicationMachine = setup({
             src: "push",
             input: ({ context }) => ({ target: context.inflight ?? "", generation: context.generation }),
             onDone: [
-              { guard: "isPushed", target: "settling", actions: ["keepResult", "confirmInflight"] },
+              { guard: "isPushed", target: "settling", actions: ["keepResult", "confirmInflight", "tellSyncPushed"] },
               {
                 guard: "pushFoundNoRemote",
                 target: "#publication.localOnly",
@@ -398,6 +457,7 @@ export const publicationMachine = setup({
               },
               { guard: "isUnreachableWithQueued", target: "settling", actions: ["keepResult", "dropInflight"] },
               { guard: "isUnreachable", target: "idle", actions: ["keepResult", "fenceGeneration"] },
+              { guard: "isRejected", target: "waiting", actions: ["keepResult", "holdRejected", "askSync"] },
             ],
             onError: { target: "settling", actions: ["keepResult", "failInflight"] },
           },
@@ -419,13 +479,18 @@ export const publicationMachine = setup({
                     guard: "isPushed",
                     target: "#publication.remote.pushing",
                     reenter: true,
-                    actions: ["keepResult", "confirmInflight", "startPushQueued"],
+                    actions: ["keepResult", "confirmInflight", "tellSyncPushed", "startPushQueued"],
                   },
                   {
                     guard: "isUnreachable",
                     target: "#publication.remote.pushing",
                     reenter: true,
                     actions: ["keepResult", "dropInflight", "startPushQueued"],
+                  },
+                  {
+                    guard: "isRejected",
+                    target: "#publication.remote.waiting",
+                    actions: ["keepResult", "holdRejected", "askSync"],
                   },
                 ],
                 "xstate.error.actor.push": {
@@ -447,12 +512,29 @@ export const publicationMachine = setup({
           ],
         },
         confirmed: {
-          description: "The newest accepted target is confirmed on the remote.",
+          description: "The newest accepted target is confirmed on the remote; a run's end fetches.",
           on: {
             ACCEPTED: [
               { guard: "isTransitionPolicy", target: "pushing", actions: ["startPushNewest"] },
               { target: "queued", actions: ["queueNewest"] },
             ],
+            RUN_END: { actions: ["askSync"] },
+            JOINED: { target: "pushing", actions: ["startPushJoined"] },
+          },
+        },
+        waiting: {
+          description:
+            "The remote rejected the push: it holds commits this branch lacks (another machine published). " +
+            "The newest target is held, not re-pushed after every run, until the sync joins the lines " +
+            "(JOINED: its commit is pushed) or finds the remote lacking them (SYNCED ahead); RETRY pushes anyway.",
+          on: {
+            ACCEPTED: { actions: ["holdNewest"] },
+            JOINED: { target: "pushing", actions: ["startPushJoined"] },
+            SYNCED: [
+              { guard: "syncFoundAhead", target: "pushing", actions: ["startPushPending"] },
+              { guard: "syncFoundEqual", target: "confirmed", actions: ["settlePending"] },
+            ],
+            RETRY: { target: "pushing", actions: ["startPushPending"] },
           },
         },
         pending: {
@@ -485,6 +567,7 @@ export type PublicationStatus =
   | "pushing"
   | "confirmed"
   | "pending"
+  | "waiting"
   | "closed";
 export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("fileOnly")) return "file-only";
@@ -492,7 +575,7 @@ export function publicationStatus(s: PublicationSnapshot): PublicationStatus {
   if (s.matches("off")) return "off";
   if (s.matches("closed")) return "closed";
   if (s.matches("recovering")) return "recovering";
-  for (const k of ["idle", "checking", "queued", "pushing", "confirmed", "pending"] as const)
+  for (const k of ["idle", "checking", "queued", "pushing", "confirmed", "pending", "waiting"] as const)
     if (s.matches({ remote: k })) return k;
   return "idle";
 }
@@ -545,6 +628,9 @@ export function targetSettled(
 ): PushResult | "superseded" | "closed" | null {
   if (s.status !== "active") return "closed";
   if (heldAs(s, target) !== null) return null;
+  // Held behind another machine's commits: what its caller learns is why (the record keeps it pending).
+  if (s.matches({ remote: "waiting" }) && s.context.pending === target)
+    return { seq: resultSeq(s), target, kind: "rejected", error: s.context.lastError ?? "" };
   const result = s.context.lastResult;
   return result !== null && result.seq > since && result.target === target ? result : "superseded";
 }

@@ -37,7 +37,9 @@ import {
   type PushRequest,
   type RemoteHasOutput,
 } from "../machines/publication.ts";
-import type { GitPushResult, PendingRecord, RemoteAnswer } from "../storage/open-store.ts";
+import type { Side, SyncArrival } from "../machines/sync.ts";
+import type { FetchResult, GitPushResult, PendingRecord, RemoteAnswer } from "../storage/open-store.ts";
+import { providedSync, syncNow, syncView, watchArrivals, type SyncSide, type SyncView } from "./sync.ts";
 import type { BranchState } from "../storage/state-store.ts";
 
 import type { PublicationPolicy } from "../storage/core/codec.ts";
@@ -78,6 +80,8 @@ export type PublicationOutcome =
   // the target commit no longer exists locally
   | { readonly kind: "unreachable"; readonly revision: string; readonly error: string }
   | { readonly kind: "superseded"; readonly revision: string } // a newer target replaced this one
+  // the remote holds commits this machine lacks: held until a sync joins the lines
+  | { readonly kind: "held"; readonly revision: string; readonly error: string }
   | { readonly kind: "fenced" }; // result arrived after shutdown
 
 /** The one small interface the runtime uses; implemented over the publication actor. */
@@ -107,6 +111,12 @@ export interface PublicationDriver {
   settled(): Promise<void>;
   /** Fences this generation: running pushes and questions are stopped; returns what stays pending. */
   shutdown(): PendingPublication | null;
+  /** Fetches and classifies now and waits for the sync to settle (null: not on the remote route). */
+  sync(): Promise<SyncView | null>;
+  /** The person's side for a conflicting scope (or every one); waits for the join it may start. */
+  choose(side: Side, scope?: string): Promise<SyncView | null>;
+  /** Where the sync stands (null: not on the remote route). */
+  readonly syncView: SyncView | null;
 }
 
 export interface PublicationOptions {
@@ -139,6 +149,10 @@ export interface PublicationOptions {
   readonly onPendingChange?: (pending: PendingPublication | null) => void;
   /** Called when a record could not be written. */
   readonly onRecordError?: (error: unknown) => void;
+  /** Fetch, classify, fast-forward and join (the sync machine's actors); null or absent: no sync. */
+  readonly sync?: SyncSide | null;
+  /** Called when a fast-forward or a join brought the remote's line in. */
+  readonly onArrival?: (arrival: SyncArrival, joined: boolean) => void;
   /** Live inspection observer for the machine actor (adapters/inspect: FlowInspection.inspect). */
   readonly inspect?: Observer<InspectionEvent>;
   /**
@@ -155,9 +169,10 @@ export type PublicationSpawner = (
 ) => ActorRefFrom<typeof publicationMachine>;
 
 /** The machine with the actors that reach the store and the remote. */
-function providedMachine(pusher: Pusher | null, records: RecordStore | undefined) {
+function providedMachine(pusher: Pusher | null, records: RecordStore | undefined, sync: SyncSide | null) {
   return publicationMachine.provide({
     actors: {
+      sync: providedSync(sync),
       // A failed push is the actor's error (onError); pushed, local-only and unreachable are its output.
       push: fromPromise<PushOutput, PushRequest>(async ({ input, signal }) => {
         if (!pusher) throw new Error("no Git store to push from");
@@ -165,6 +180,8 @@ function providedMachine(pusher: Pusher | null, records: RecordStore | undefined
         if (result.kind === "failed") throw new Error(result.detail || "push failed");
         if (result.kind === "pushed") return { kind: "pushed", ...(result.remote ? { remote: result.remote } : {}) };
         if (result.kind === "unreachable") return { kind: "unreachable", detail: result.detail || "commit not found" };
+        if (result.kind === "rejected")
+          return { kind: "rejected", ...(result.detail ? { detail: result.detail } : {}) };
         return { kind: "local-only" };
       }),
       // No remote any more counts as lacking: the push then finds none too (local-only from then on).
@@ -214,6 +231,8 @@ function settledOutcome(s: PublicationSnapshot, revision: string, since: number)
       return { kind: "local-only", revision };
     case "unreachable":
       return { kind: "unreachable", revision, error: settled.error ?? "commit not found" };
+    case "rejected":
+      return { kind: "held", revision, error: settled.error ?? "the remote holds commits this machine lacks" };
   }
 }
 
@@ -229,7 +248,7 @@ class MachinePublication implements PublicationDriver {
     this.options = options;
     this.policy = options.policy ?? DEFAULT_PUBLICATION_POLICY;
     const pusher = options.pusher;
-    const logic = providedMachine(pusher, options.records);
+    const logic = providedMachine(pusher, options.records, options.sync ?? null);
     const input: PublicationInput = {
       policy: this.policy,
       backend: pusher ? "git" : "file",
@@ -249,6 +268,21 @@ class MachinePublication implements PublicationDriver {
       own.on("publication.record", ({ record }) => this.record(record));
       this.actor = own.start();
     }
+    const onArrival = options.onArrival;
+    if (onArrival) watchArrivals(this.actor, onArrival);
+  }
+
+  sync(): Promise<SyncView | null> {
+    return this.isOpen() ? syncNow(this.actor, { type: "SYNC" }) : Promise.resolve(null);
+  }
+
+  choose(side: Side, scope?: string): Promise<SyncView | null> {
+    if (!this.isOpen()) return Promise.resolve(null);
+    return syncNow(this.actor, { type: "CHOOSE", side, ...(scope === undefined ? {} : { scope }) });
+  }
+
+  get syncView(): SyncView | null {
+    return this.isOpen() ? syncView(this.actor) : null;
   }
 
   get pending(): PendingPublication | null {
@@ -363,6 +397,30 @@ class MachinePublication implements PublicationDriver {
   }
 }
 
+/** The sync's view of a Git store: its remote's fetch and the store's sync; null without either. */
+function syncSideOf(git: GitPublicationSide): SyncSide | null {
+  const fetchBranch = git.remote.fetchBranch?.bind(git.remote);
+  const sync = git.sync;
+  if (!fetchBranch || !sync) return null;
+  return {
+    fetchBranch,
+    standing: (fetched) => sync.standing(fetched),
+    plan: (local, remoteHead, base) => sync.plan(local, remoteHead, base),
+    fastForward: (local, remoteHead, remote) => sync.fastForward(local, remoteHead, remote),
+    join: (standing, plan, choices) => sync.join(standing, plan, choices),
+  };
+}
+
+/** The one line a person reads when another machine's line came in. */
+export function arrivalNotice(arrival: SyncArrival, joined: boolean): string {
+  const scopes = arrival.scopes.length > 0 ? arrival.scopes.join(", ") : "no scope";
+  const how = joined ? "joined with this machine's line" : "fast-forwarded";
+  return (
+    `State Flow: brought in another machine's changes (remote ${arrival.remote}; ${scopes}), ${how} at ` +
+    `${arrival.revision.slice(0, 12)}; sessions adopt them at their next run.`
+  );
+}
+
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
 export function gitPusher(git: GitRemoteSide): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
@@ -388,11 +446,14 @@ export interface GitRemoteSide {
   /** Changes whenever the repository's config file does (null: unknown, ask git). */
   configStamp?(): Promise<string | null>;
   askRemote?(revision: string, signal?: AbortSignal): Promise<RemoteAnswer>;
+  fetchBranch?(signal?: AbortSignal): Promise<FetchResult>;
 }
 
 /** What publication needs of a Git store (storage's PublicationPort): its remote and the sessions' pending records. */
 export interface GitPublicationSide {
   readonly remote: GitRemoteSide;
+  /** Classifying, fast-forwarding and joining (storage's GitSync); absent: no sync. */
+  readonly sync?: Omit<SyncSide, "fetchBranch">;
   readPending(sessionKey: string): Promise<PendingRecord | null>;
   writePending(sessionKey: string, record: PendingRecord): Promise<void>;
 }
@@ -448,7 +509,25 @@ export class BranchPublication {
         ),
       ...(this.inspect ? { inspect: this.inspect } : {}),
       ...(this.spawn ? { spawn: this.spawn } : {}),
+      sync: git ? syncSideOf(git) : null,
+      onArrival: (arrival, joined) => this.notify(arrivalNotice(arrival, joined)),
     });
+    // In the background: start and restore return once local state is established, never after the network.
+    void this.driver.sync().catch(() => undefined);
+  }
+
+  /** /state-flow-sync: fetch and classify now; what it found (null: no remote route). */
+  sync(): Promise<SyncView | null> {
+    return this.driver?.sync() ?? Promise.resolve(null);
+  }
+
+  /** /state-flow-sync keep-local|take-remote [scope]. */
+  choose(side: Side, scope?: string): Promise<SyncView | null> {
+    return this.driver?.choose(side, scope) ?? Promise.resolve(null);
+  }
+
+  get syncView(): SyncView | null {
+    return this.driver?.syncView ?? null;
   }
 
   /** Shutdown: the generation is fenced (its running pushes stop); the status still names its policy. */

@@ -16,12 +16,15 @@ import { FileBackend } from "./file/file-backend.ts";
 import type { GitBackend } from "./git/git-backend.ts";
 import { findGitExecutable } from "./git/git-executable.ts";
 import type { GitRemote } from "./git/git-remote.ts";
+import type { GitSync } from "./git/git-sync.ts";
 import type { GitProcessCounter } from "./git/git-runner.ts";
 import type { PendingRecord } from "./git/pending-record.ts";
 import type { LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } from "./backend.ts";
 
 export type * from "./backend.ts";
-export type { GitPushResult, RemoteAnswer } from "./git/git-remote.ts";
+export type { FetchResult, GitPushResult, RemoteAnswer } from "./git/git-remote.ts";
+export type { JoinPlan, SideChoice, Standing } from "./git/git-sync.ts";
+export { scopeOfPath } from "./git/git-sync.ts";
 export type { PendingRecord } from "./git/pending-record.ts";
 
 export interface OpenStoreOptions {
@@ -41,7 +44,7 @@ export interface OpenStoreOptions {
 /** The publication remote as remote publication uses it: which remote, the push, and what it already has. */
 export type PublicationRemote = Pick<
   GitRemote,
-  "configStamp" | "publicationRemote" | "pushRevision" | "remoteHas" | "askRemote"
+  "configStamp" | "publicationRemote" | "pushRevision" | "remoteHas" | "askRemote" | "fetchBranch"
 >;
 
 /**
@@ -50,6 +53,8 @@ export type PublicationRemote = Pick<
  */
 export interface PublicationPort {
   readonly remote: PublicationRemote;
+  /** Where the branch stands against the remote's, and bringing a fetched line in (git-sync.ts). */
+  readonly sync: GitSync;
   /** What this session still owes the remote (storage/git/pending-record.ts); null: nothing. */
   readPending(sessionKey: string): Promise<PendingRecord | null>;
   writePending(sessionKey: string, record: PendingRecord): Promise<void>;
@@ -70,6 +75,7 @@ function publicationPort(git: GitBackend, records: typeof import("./git/pending-
   const commonDir = git.info.commonDir;
   return {
     remote: git.remote,
+    sync: git.sync,
     readPending: (sessionKey) => readPendingRecord(commonDir, sessionKey),
     writePending: (sessionKey, record) => writePendingRecord(commonDir, sessionKey, record),
   };

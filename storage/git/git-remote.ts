@@ -15,7 +15,7 @@ import { GitCommandError, gitFailed, type GitRunner } from "./git-runner.ts";
 import { execRemote, type RemotePurpose } from "./remote-process.ts";
 
 export interface GitPushResult {
-  readonly kind: "pushed" | "local-only" | "failed" | "unreachable";
+  readonly kind: "pushed" | "local-only" | "failed" | "unreachable" | "rejected";
   readonly remote?: string;
   readonly detail?: string;
 }
@@ -166,6 +166,9 @@ export class GitRemote {
       ) {
         return { kind: "pushed", remote };
       }
+      // The remote holds commits this branch lacks (another machine published): retrying cannot help, a sync can.
+      if (/non-fast-forward|fetch first|\[rejected\]/i.test(stderr))
+        return { kind: "rejected", remote, detail: stderr.trim() };
       return { kind: "failed", remote, detail: stderr.trim() };
     }
   }

@@ -3,7 +3,14 @@ import { machineCatalog } from "../../machines/catalog.ts";
 
 describe("machine catalog", () => {
   it("lists each machine once with its module and a doc section id", () => {
-    expect(machineCatalog.map((m) => m.name)).toEqual(["episode", "resolution", "publication", "barrier", "run"]);
+    expect(machineCatalog.map((m) => m.name)).toEqual([
+      "episode",
+      "resolution",
+      "publication",
+      "barrier",
+      "run",
+      "sync",
+    ]);
     expect(new Set(machineCatalog.map((m) => m.doc)).size).toBe(machineCatalog.length);
     for (const m of machineCatalog) expect(m.machine.id).toBe(m.name);
   });

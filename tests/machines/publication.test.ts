@@ -129,7 +129,11 @@ export function checkPublicationStep(step: StepInfo<PathEvent>, trace: Trace, in
   if (event.type === "ACCEPTED" && wasPushing && event.target === p.inflight && (n.queued !== null || started))
     v.push(`I3.1 ${event.target}, accepted while its own push is in flight, was queued (${n.queued}) or pushed again`);
   // I3.2
-  const confirms = pushed || (event.type === "xstate.done.actor.remoteHas" && isCurrentAnswer && event.output.has);
+  // (the remote having it: asked about a recovered target, or a sync that found the branch equal to the remote's)
+  const confirms =
+    pushed ||
+    (event.type === "xstate.done.actor.remoteHas" && isCurrentAnswer && event.output.has) ||
+    (event.type === "SYNCED" && event.standing === "equal");
   if (after === "remote.confirmed" && before !== "remote.confirmed" && !confirms)
     v.push(
       `I3.2 confirmed reached on ${JSON.stringify(event)} (only a pushed result or the remote having it confirms)`,
@@ -153,6 +157,7 @@ export function checkPublicationStep(step: StepInfo<PathEvent>, trace: Trace, in
     input.policy === "transition" &&
     publishes &&
     before.startsWith("remote") &&
+    before !== "remote.waiting" && // held until the sync lets it land (I3.12)
     p.inflight === null &&
     !started
   )
@@ -161,7 +166,8 @@ export function checkPublicationStep(step: StepInfo<PathEvent>, trace: Trace, in
   if (
     started &&
     input.policy === "turn-end" &&
-    !["RUN_END", "RETRY"].includes(event.type) &&
+    // a join's commit, or a held target the remote turned out to lack, is pushed when the sync says so (I3.12)
+    !["RUN_END", "RETRY", "JOINED", "SYNCED"].includes(event.type) &&
     !(before === "remote.pushing.runEnded" && isCurrent) &&
     !lacks
   )
@@ -174,7 +180,15 @@ export function checkPublicationStep(step: StepInfo<PathEvent>, trace: Trace, in
     after !== "remote.pushing.runEnded"
   )
     v.push("I3.4 run end during a push was lost");
-  if (before === "remote.pushing.runEnded" && isCurrent && !localOnly && !(started && n.inflight === p.queued))
+  // (a rejected push holds the queued target instead: I3.12)
+  const rejectedPush = event.type === "xstate.done.actor.push" && event.output.kind === "rejected";
+  if (
+    before === "remote.pushing.runEnded" &&
+    isCurrent &&
+    !localOnly &&
+    !rejectedPush &&
+    !(started && n.inflight === p.queued)
+  )
     v.push(`I3.4 runEnded did not push the queued target ${p.queued}`);
   // I3.5
   if (pushes.length > 1) v.push(`I3.5 ${pushes.length} pushes started by one event`);
@@ -229,6 +243,42 @@ export function checkPublicationStep(step: StepInfo<PathEvent>, trace: Trace, in
   }
   v.push(...checkRemoteQuestion(step, { before, after, isAnswer, isCurrentAnswer, asks, pushes }));
   v.push(...checkRecord(step));
+  v.push(...checkWaiting(step, { before, after, pushes }));
+  return v;
+}
+
+/**
+ * I3.12: a push the remote rejects (it holds another machine's commits) holds the newest target in
+ * `remote.waiting`; there it is not pushed again at a run's end; a join's commit is what is pushed next,
+ * or the held target once the sync finds the remote lacking it; a sync that finds the branch equal settles it.
+ */
+function checkWaiting(
+  step: StepInfo<PathEvent>,
+  s: { before: string; after: string; pushes: PushRequest[] },
+): string[] {
+  const v: string[] = [];
+  const { prev, event, next } = step;
+  const p = prev.context as PublicationContext;
+  const n = next.context as PublicationContext;
+  const rejected = event.type === "xstate.done.actor.push" && event.output.kind === "rejected";
+  if (rejected && s.before.startsWith("remote.pushing") && prev.status === "active") {
+    const held = p.queued ?? p.inflight;
+    if (s.after !== "remote.waiting" || n.pending !== held || s.pushes.length > 0)
+      v.push(`I3.12 a rejected push of ${p.inflight} left ${s.after} holding ${n.pending}, not ${held}`);
+  }
+  if (s.before !== "remote.waiting") return v;
+  if (event.type === "RUN_END" && (s.after !== "remote.waiting" || s.pushes.length > 0))
+    v.push(`I3.12 a run end pushed the held ${p.pending} again (${s.after})`);
+  if (event.type === "ACCEPTED" && (s.after !== "remote.waiting" || n.pending !== event.target || s.pushes.length > 0))
+    v.push(`I3.12 ${event.target}, accepted while held, was pushed or not held (${s.after}, ${n.pending})`);
+  if (event.type === "JOINED" && s.pushes[0]?.target !== event.target)
+    v.push(`I3.12 the join ${event.target} was not pushed (${JSON.stringify(s.pushes)})`);
+  if (event.type === "SYNCED" && event.standing === "ahead" && s.pushes[0]?.target !== p.pending)
+    v.push(`I3.12 the remote lacks ${p.pending}, yet it was not pushed`);
+  if (event.type === "SYNCED" && event.standing === "equal" && (s.after !== "remote.confirmed" || n.pending !== null))
+    v.push(`I3.12 the branch equals the remote's, yet ${p.pending} stays held (${s.after})`);
+  if (event.type === "SYNCED" && event.standing === "diverged" && (s.after !== s.before || s.pushes.length > 0))
+    v.push(`I3.12 a divergence left waiting (${s.after}) or pushed`);
   return v;
 }
 
@@ -335,13 +385,23 @@ function checkRecord(step: StepInfo<PathEvent>): string[] {
   return v;
 }
 
-/** maxViolations: negative controls collect more, so the violation they target is not crowded out. */
-function runSuite(machine: typeof publicationMachine, maxViolations = 20) {
+/** The sync's events and the rejected push (I3.12), left out where a control targets another invariant. */
+const SYNC_EVENT_TYPES = ["SYNC", "CHOOSE", "JOINED", "SYNCED"];
+const withoutSync = (s: Parameters<typeof publicationEvents>[0]) =>
+  publicationEvents(s).filter(
+    (e) => !SYNC_EVENT_TYPES.includes(e.type) && !(e.type === "xstate.done.actor.push" && e.output.kind === "rejected"),
+  );
+
+/**
+ * maxViolations: negative controls collect more, so the violation they target is not crowded out. `sync`
+ * false: a control whose mutation multiplies the paths leaves out the sync's events (it targets I3.1–I3.11).
+ */
+function runSuite(machine: typeof publicationMachine, maxViolations = 20, sync = true) {
   return runPathSuite<PathEvent, Trace, (typeof inputs)[number]>(stubbed(machine), {
     maxViolations,
     inputs,
     spec: (input) => ({
-      events: publicationEvents,
+      events: sync ? publicationEvents : withoutSync,
       serializeState: publicationStateKey,
       input,
       maxSimplePaths: 20_000,
@@ -356,7 +416,7 @@ describe("publication machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(publicationMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I3.1–I3.11 hold after every step of every shortest, simple and edge path", () => {
+  it("I3.1–I3.12 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.simple).toBeGreaterThan(50);
     expect(violations, violations.join("\n")).toEqual([]);
   });
@@ -405,7 +465,7 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
     const silent = publicationMachine.provide({
       actions: { startPushQueued: assign({ queued: null, pending: null, attempts: 0, lastError: null }) as never },
     });
-    const { violations } = runSuite(silent, 10_000);
+    const { violations } = runSuite(silent, 10_000, false);
     expect(violations.some((v) => v.startsWith("I3.5"))).toBe(true);
   });
 
@@ -415,7 +475,7 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
         queueNewest: assign({ queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null) }) as never,
       },
     });
-    const { violations } = runSuite(requeues, 10_000);
+    const { violations } = runSuite(requeues, 10_000, false);
     expect(violations.some((v) => v.startsWith("I3.1") && v.includes("was queued"))).toBe(true);
   });
 
@@ -443,6 +503,16 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
     );
     expect(violations.some((v) => v.startsWith("I3.7") && v.includes("dropped the newer queued target"))).toBe(true);
   });
+
+  it("I3.12 check catches a rejected push treated as a failure (pushed again after every run)", () => {
+    const { violations } = runSuite(publicationMachine.provide({ guards: { isRejected: () => false } }), 10_000);
+    expect(violations.some((v) => v.startsWith("I3.12 a rejected push"))).toBe(true);
+  });
+
+  it("I3.12 check catches a sync that finds the remote lacking the held target and pushes nothing", () => {
+    const { violations } = runSuite(publicationMachine.provide({ guards: { syncFoundAhead: () => false } }), 10_000);
+    expect(violations.some((v) => v.startsWith("I3.12 the remote lacks"))).toBe(true);
+  });
 });
 
 describe("publication negative controls (restart recovery and the record)", () => {
@@ -460,6 +530,7 @@ describe("publication negative controls (restart recovery and the record)", () =
     const { violations } = runSuite(
       publicationMachine.provide({ guards: { recordSettlesSelected: () => false } }),
       10_000,
+      false,
     );
     expect(violations.some((v) => v.startsWith("I3.6 recovery left"))).toBe(true);
   });

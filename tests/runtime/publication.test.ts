@@ -367,7 +367,7 @@ describe("publication policies", () => {
     expect(git(remote, env, "rev-parse", branch).trim()).toBe(revision);
   });
 
-  it("a revision the remote already contains is pushed, not pending; a diverged one fails (real git)", async () => {
+  it("a revision the remote already contains is pushed, not pending; a diverged one is rejected (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
     const older = await commit();
@@ -376,10 +376,10 @@ describe("publication policies", () => {
     expect(await backend.remote.pushRevision(older)).toEqual({ kind: "pushed", remote: "origin" });
     const branch = git(root, env, "symbolic-ref", "--short", "HEAD").trim();
     expect(git(remote, env, "rev-parse", branch).trim()).toBe(newer);
-    // A commit beside the remote's head (not contained in it) is a real rejection.
+    // A commit beside the remote's head (not contained in it) is a real rejection: a sync must come first.
     const tree = git(root, env, "rev-parse", `${older}^{tree}`).trim();
     const beside = git(root, env, "commit-tree", tree, "-p", older, "-m", "beside").trim();
-    expect(await backend.remote.pushRevision(beside)).toMatchObject({ kind: "failed", remote: "origin" });
+    expect(await backend.remote.pushRevision(beside)).toMatchObject({ kind: "rejected", remote: "origin" });
   });
 
   it("turn-end with a bare remote pushes only the newest target asynchronously at run end (real git)", async () => {

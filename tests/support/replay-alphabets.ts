@@ -75,6 +75,7 @@ export const PUBLICATION_RESULTS: readonly PublicationPathEvent[] = [
   { type: "xstate.done.actor.push", output: { kind: "pushed", remote: "origin" } },
   { type: "xstate.done.actor.push", output: { kind: "local-only" } },
   { type: "xstate.done.actor.push", output: { kind: "unreachable", detail: "bad object" } },
+  { type: "xstate.done.actor.push", output: { kind: "rejected", detail: "! [rejected] (fetch first)" } },
   { type: "xstate.error.actor.push", error: new Error("offline") },
   { type: "xstate.done.actor.remoteHas", output: { has: true } },
   { type: "xstate.done.actor.remoteHas", output: { has: false } },
@@ -106,6 +107,19 @@ export function publicationEvents(s: AnyMachineSnapshot): PublicationPathEvent[]
     { type: "RETRY" },
     { type: "REMOTE_FOUND" },
     { type: "SHUTDOWN" },
+    // The events forwarded to the sync machine (the remote route's child) and its answers, where they count
+    // (elsewhere they change nothing): a reduced alphabet keeps the simple paths bounded.
+    ...(s.matches({ remote: "idle" }) ? ([{ type: "SYNC" }, { type: "CHOOSE", side: "remote" }] as const) : []),
+    ...(["idle", "confirmed", "waiting"].some((k) => s.matches({ remote: k }))
+      ? [{ type: "JOINED", target: `t${fresh}` } as const]
+      : []),
+    ...(s.matches({ remote: "waiting" })
+      ? ([
+          { type: "SYNCED", standing: "ahead" },
+          { type: "SYNCED", standing: "equal" },
+          { type: "SYNCED", standing: "diverged" },
+        ] as const)
+      : []),
     // A done event is offered in every state (where its actor does not run it must change nothing, I3.8); an
     // error event only where its actor runs: xstate makes an error event no state handles the machine's own
     // error (status "error"), which a stopped actor's late failure never causes, since it never arrives.
