@@ -32,6 +32,7 @@ import type { Invalidations } from "./knowledge-run.ts";
 import { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
 import { episodeNotices, inputRefusedNotice, startedNotice } from "./notices.ts";
 import { BranchPublication, type PublicationPolicy } from "./publication.ts";
+import { runSyncCommand, type SyncAnswer } from "./sync-command.ts";
 import { RunSession, type Draft, type PatchAccepted } from "./run-session.ts";
 import { compactStatus, renderStatus } from "./status.ts";
 import { INSPECT_COMMANDS, forkTarget, type ForkTarget, type InspectAnswer, type InspectCommand } from "./inspect.ts";
@@ -342,6 +343,16 @@ export class FlowRuntime {
     return forkTarget({ mode, state, store, recorded, unavailable: this.unavailable() }, args);
   }
 
+  /** /state-flow-sync: fetch and bring another machine's changes in, or choose a side for a scope both changed. */
+  sync(args: string): Promise<SyncAnswer> {
+    if (this.publication.summary === null)
+      return Promise.resolve({
+        text: "State Flow is not on for this branch, so it has no store to sync: /state-flow-start turns it on.",
+        refused: true,
+      });
+    return runSyncCommand(this.publication, args);
+  }
+
   status(): string {
     const snapshot = this.episode.getSnapshot();
     const { store, state } = this.binding;
@@ -350,6 +361,7 @@ export class FlowRuntime {
       mode: projectionMode(snapshot),
       remote: this.publication.summary,
       pending: this.publication.pending,
+      sync: this.publication.syncView,
       toolsActive: isToolsActive(snapshot),
       missingTools: isToolsActive(snapshot) ? this.host.missingTools() : [],
       storeRoot: this.options.storeRoot,

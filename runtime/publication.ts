@@ -40,6 +40,7 @@ import {
 import type { Side, SyncArrival } from "../machines/sync.ts";
 import type { FetchResult, GitPushResult, PendingRecord, RemoteAnswer } from "../storage/open-store.ts";
 import { providedSync, syncNow, syncView, watchArrivals, type SyncSide, type SyncView } from "./sync.ts";
+import { arrivalNotice, syncLines } from "./sync-report.ts";
 import type { BranchState } from "../storage/state-store.ts";
 
 import type { PublicationPolicy } from "../storage/core/codec.ts";
@@ -153,6 +154,8 @@ export interface PublicationOptions {
   readonly sync?: SyncSide | null;
   /** Called when a fast-forward or a join brought the remote's line in. */
   readonly onArrival?: (arrival: SyncArrival, joined: boolean) => void;
+  /** Called with the sync's lines when it found a scope changed here and on another machine (once per finding). */
+  readonly onConflict?: (lines: string[]) => void;
   /** Live inspection observer for the machine actor (adapters/inspect: FlowInspection.inspect). */
   readonly inspect?: Observer<InspectionEvent>;
   /**
@@ -268,8 +271,11 @@ class MachinePublication implements PublicationDriver {
       own.on("publication.record", ({ record }) => this.record(record));
       this.actor = own.start();
     }
-    const onArrival = options.onArrival;
-    if (onArrival) watchArrivals(this.actor, onArrival);
+    const { onArrival, onConflict } = options;
+    if (onArrival || onConflict)
+      watchArrivals(this.actor, onArrival ?? (() => undefined), (view) => {
+        if (view.open.length > 0 || view.state === "unrelated") onConflict?.(syncLines(view));
+      });
   }
 
   sync(): Promise<SyncView | null> {
@@ -411,16 +417,6 @@ function syncSideOf(git: GitPublicationSide): SyncSide | null {
   };
 }
 
-/** The one line a person reads when another machine's line came in. */
-export function arrivalNotice(arrival: SyncArrival, joined: boolean): string {
-  const scopes = arrival.scopes.length > 0 ? arrival.scopes.join(", ") : "no scope";
-  const how = joined ? "joined with this machine's line" : "fast-forwarded";
-  return (
-    `State Flow: brought in another machine's changes (remote ${arrival.remote}; ${scopes}), ${how} at ` +
-    `${arrival.revision.slice(0, 12)}; sessions adopt them at their next run.`
-  );
-}
-
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
 export function gitPusher(git: GitRemoteSide): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
@@ -469,6 +465,9 @@ export class BranchPublication {
   private readonly notify: (message: string) => void;
   private readonly inspect: Observer<InspectionEvent> | undefined;
   private readonly spawn: PublicationSpawner | undefined;
+  /** The held revision the person was told about (a waiting publication is said once). */
+  private said: string | null = null;
+  private saidConflict: string | null = null;
 
   constructor(notify: (message: string) => void, inspect?: Observer<InspectionEvent>, spawn?: PublicationSpawner) {
     this.notify = notify;
@@ -497,10 +496,24 @@ export class BranchPublication {
       askRestored: true,
       onPendingChange: (pending) => {
         if (!pending?.lastError) return;
+        if (this.driver?.summary.status === "waiting") {
+          if (this.said === pending.revision) return; // held again by a newer target: said once
+          this.said = pending.revision;
+          return this.notify(
+            `State Flow: another machine published to the remote first, so ${pending.revision.slice(0, 12)} is ` +
+              "held, not pushed again after every run; State Flow is bringing that machine's changes in " +
+              "(/state-flow-sync shows where it stands).",
+          );
+        }
         this.notify(
           `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); ` +
-            "it is retried later.",
+            "it is pushed again after the next run, or now with /state-flow-sync.",
         );
+      },
+      onConflict: (lines) => {
+        const text = `State Flow: ${lines.join("\n")}`;
+        if (text !== this.saidConflict) this.notify(text); // the same finding again is not said again
+        this.saidConflict = text;
       },
       onRecordError: (error) =>
         this.notify(
@@ -519,6 +532,11 @@ export class BranchPublication {
   /** /state-flow-sync: fetch and classify now; what it found (null: no remote route). */
   sync(): Promise<SyncView | null> {
     return this.driver?.sync() ?? Promise.resolve(null);
+  }
+
+  /** Pushes the pending target now (/state-flow-sync after a failed push). */
+  retry(): Promise<PublicationOutcome> {
+    return this.driver?.retry() ?? Promise.resolve({ kind: "idle" });
   }
 
   /** /state-flow-sync keep-local|take-remote [scope]. */

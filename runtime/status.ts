@@ -12,6 +12,8 @@ import type { BranchState } from "../storage/state-store.ts";
 import type { PendingPublication } from "../machines/publication.ts";
 import type { ProjectionMode } from "../machines/episode-queries.ts";
 import type { PublicationSummary } from "./publication.ts";
+import type { SyncView } from "./sync.ts";
+import { syncLines, waitingLine } from "./sync-report.ts";
 import { availableOffsets, headBoundary, readTemporalState } from "../storage/core/temporal.ts";
 
 export interface StatusInput {
@@ -22,6 +24,8 @@ export interface StatusInput {
   remote: PublicationSummary | null;
   /** The publication the store still owes (null: nothing pending). */
   pending: PendingPublication | null;
+  /** Where the store stands against the remote's (null: not on the remote route; absent: not asked). */
+  sync?: SyncView | null;
   toolsActive: boolean;
   /** State Flow's tools the host could not make active although toolsActive asks for them. */
   missingTools: readonly string[];
@@ -146,9 +150,13 @@ function remoteLine(input: StatusInput): string | null {
   const remote = input.remote;
   if (!remote || input.storeKind !== "git") return null;
   const pending = input.pending;
+  if (pending && remote.status === "waiting") return waitingLine(pending.revision, remote, input.sync ?? null);
   if (pending) {
     const why = pending.lastError ? ` (${pending.attempts} failed: ${pending.lastError})` : "";
-    return `Remote: pending — ${pending.revision.slice(0, 12)} is not pushed yet${why}; pushed again after later runs`;
+    return (
+      `Remote: pending — ${pending.revision.slice(0, 12)} is not pushed yet${why}; pushed again after the next ` +
+      "run (/state-flow-sync tries now)"
+    );
   }
   const last = remote.lastPushed;
   const name = last?.remote ? `${last.remote}: ` : "";
@@ -174,7 +182,12 @@ function problemLines(input: StatusInput, effectiveTokens: number | null): strin
   const problems: string[] = [];
   if (input.toolsActive && input.missingTools.length > 0)
     problems.push(`State Flow's tools are not active (${input.missingTools.join(", ")}): runs are ordinary Pi`);
-  if (input.pending?.lastError) problems.push(`the remote refused or did not answer: ${input.pending.lastError}`);
+  const waiting = input.remote?.status === "waiting";
+  if (input.pending?.lastError && !waiting)
+    problems.push(`the remote refused or did not answer: ${input.pending.lastError}`);
+  const open = input.sync?.open ?? [];
+  if (open.length > 0)
+    problems.push(`${open.map((c) => c.scope).join(", ")} changed here and on another machine: choose a side (Sync)`);
   if (!("unavailable" in input.invalidations) && input.invalidations.length > 0)
     problems.push(`${input.invalidations.length} Knowledge source(s) changed or new since their artifact was written`);
   if (effectiveTokens !== null && effectiveTokens > LARGE_STATE_TOKENS)
@@ -187,6 +200,8 @@ function summaryLines(input: StatusInput): string[] {
   const lines = [stateLine(input), storeLine(input)];
   const remote = remoteLine(input);
   if (remote) lines.push(remote);
+  if (input.sync !== undefined && remote && input.remote && !["local-only", "off"].includes(input.remote.status))
+    lines.push(...syncLines(input.sync));
   let effective: number | null = null;
   if (rt) {
     effective = stateTokens(readTemporalState(rt.view).state);

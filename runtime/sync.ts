@@ -146,10 +146,14 @@ export async function syncNow(
   return viewOf(settled as SyncSnapshot);
 }
 
-/** Calls `onArrival` for every fast-forward or join of the publication actor's sync (each child once). */
+/**
+ * Calls `onArrival` for every fast-forward or join of the publication actor's sync, and `onSettled` with the
+ * view after every settled sync (each child watched once).
+ */
 export function watchArrivals(
   publication: PublicationRef,
   onArrival: (arrival: SyncArrival, joined: boolean) => void,
+  onSettled?: (view: SyncView) => void,
 ): () => void {
   const watched = new WeakSet<AnyActorRef>();
   const attach = () => {
@@ -159,6 +163,9 @@ export function watchArrivals(
     child.on("sync.arrived", (event: { arrival: SyncArrival; joined: boolean }) =>
       onArrival(event.arrival, event.joined),
     );
+    // (read once the step that emitted it is over: the snapshot then holds its state)
+    if (onSettled)
+      child.on("sync.settled", () => queueMicrotask(() => onSettled(viewOf(child.getSnapshot() as SyncSnapshot))));
   };
   attach();
   const subscription = publication.subscribe({ next: attach, error: () => undefined });

@@ -102,6 +102,15 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       handler: async (args, ctx) => controller.showInspection("diff", args, ctx),
     });
 
+    pi.registerCommand("state-flow-sync", {
+      description:
+        "Bring another machine's changes in from the store's remote now, or choose a side for a scope both " +
+        "changed: /state-flow-sync [keep-local|take-remote [scope]]",
+      handler: async (args, ctx) => {
+        await ctx.waitForIdle();
+        await controller.syncCommand(args, ctx);
+      },
+    });
     pi.registerCommand("state-flow-fork", {
       description:
         "A new session from a boundary, with its own copy of this session's state there: /state-flow-fork <offset|id>",
@@ -171,6 +180,7 @@ function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): voi
     "state-flow-history",
     "state-flow-diff",
     "state-flow-fork",
+    "state-flow-sync",
   ]) {
     pi.registerCommand(name, { description, handler: async (_args, ctx) => report(ctx, false) });
   }

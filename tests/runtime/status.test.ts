@@ -175,7 +175,7 @@ describe("status summary (plain words first)", () => {
     const lines = summary({ remote: { status: "pending", lastPushed: null }, pending });
     expect(lines[2]).toBe(
       "Remote: pending — eeeeeeeeeeee is not pushed yet (2 failed: ssh: connect to host: timed out); pushed again " +
-        "after later runs",
+        "after the next run (/state-flow-sync tries now)",
     );
     expect(lines.slice(-2)).toEqual([
       "Problems:",
@@ -186,6 +186,33 @@ describe("status summary (plain words first)", () => {
     expect(summary({ storeKind: "file", remote: { status: "file-only", lastPushed: null } }).slice(1, 3)).toEqual([
       "Store: /s — files only (no Git)",
       expect.stringMatching(/^State size: /),
+    ]);
+  });
+
+  it("a push held behind another machine's changes is told from one the remote did not answer, with the sync", () => {
+    const pending = { revision: "e".repeat(40), attempts: 0, lastError: "the remote holds commits this machine lacks" };
+    const conflict = { scope: "global", localPaths: ["patches.jsonl"], remotePaths: ["checkpoint.json"] };
+    const finding = {
+      standing: "diverged" as const,
+      remote: "origin",
+      local: "a".repeat(40),
+      remoteHead: "b".repeat(40),
+      fromRemote: [],
+      conflicts: [conflict],
+      localStartOnly: false,
+    };
+    const sync = { state: "diverged", finding, open: [conflict], arrival: null, error: null };
+    const lines = summary({ remote: { status: "waiting", lastPushed: null }, pending, sync });
+    expect(lines[2]).toBe(
+      "Remote: waiting — another machine (remote origin) published first; eeeeeeeeeeee is pushed once its changes " +
+        "are brought in (see Sync)",
+    );
+    expect(lines[3]).toBe("Sync: this machine and another machine (remote origin) both changed global:");
+    expect(lines).toContain("  - global: this machine changed patches.jsonl; the remote changed checkpoint.json");
+    expect(lines).toContain("  /state-flow-sync keep-local   keeps this machine's values (aaaaaaaaaaaa) for global");
+    expect(lines.slice(-2)).toEqual([
+      "Problems:",
+      "  - global changed here and on another machine: choose a side (Sync)",
     ]);
   });
 
