@@ -28,7 +28,7 @@ export async function runSyncCommand(publication: BranchPublication, args: strin
       lines.push(
         outcome.kind === "pushed"
           ? `Pushed ${pending.revision.slice(0, 12)}, which had been waiting for the remote.`
-          : `${pending.revision.slice(0, 12)} is still not pushed: ${"error" in outcome ? outcome.error : outcome.kind}`,
+          : `${pending.revision.slice(0, 12)} is still not pushed: ${whyNot(outcome)}`,
       );
     }
     return { text: lines.join("\n"), refused: false };
@@ -54,6 +54,10 @@ export async function runSyncCommand(publication: BranchPublication, args: strin
       refused: true,
     };
   return answer(await publication.choose(side, scope));
+}
+
+function whyNot(outcome: Awaited<ReturnType<BranchPublication["retry"]>>): string {
+  return "error" in outcome ? outcome.error : outcome.kind;
 }
 
 function answer(view: Parameters<typeof syncLines>[0]): SyncAnswer {

@@ -61,7 +61,9 @@ export function syncLines(view: SyncView | null): string[] {
         ...conflictLines(view),
       ];
     case "unrelated": {
-      const head = `Sync: ${remote} holds a history unrelated to this store's (no common commit); nothing was merged, and nothing is ever force-pushed.`;
+      const head =
+        `Sync: ${remote} holds a history unrelated to this store's (no common commit); nothing was merged, ` +
+        "and nothing is ever force-pushed.";
       if (f?.localStartOnly)
         return [head, "This store holds only its start: /state-flow-sync take-remote adopts the remote's state."];
       return view.open.length > 0 ? [head, ...conflictLines(view)] : [head, "/state-flow-sync take-remote joins them."];
