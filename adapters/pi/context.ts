@@ -418,24 +418,26 @@ export function renderRuntimeContext(input: RuntimeContextInput): string {
 
 /**
  * Protocol text appended to the system prompt while State Flow is active. It states each rule
- * once; what the tools' own descriptions already say (the fields, the merge rules, final:true's
- * effect) is not repeated here, since both ride along in every request.
+ * once; what the tools' own descriptions already say (the scopes, what each field holds, the merge
+ * rules, final:true's effect on response) is not repeated here, since both ride along in every
+ * request.
  */
 export const PROTOCOL = [
   "## State Flow protocol",
-  "Your durable memory is State Flow state, one per scope. The runtime-context message holds the current " +
-    "request, the effective state[0] and recent transitions; earlier runs are not replayed.",
-  "- patch_state is the only way to change state, except response: the runtime records your accepted answer. " +
-    "Call patch_state alone in its message: any other tool call beside it is blocked.",
-  "- Patch only established, future-relevant facts (decisions, verified results, open questions, exact " +
-    "continuation), never narration. Keep requirements, observations, conclusions and hypotheses distinct; " +
-    "recheck volatile facts; after an interruption or a restore, inspect external effects before repeating an " +
+  "Your durable memory is State Flow state; the runtime-context message holds the request, state[0] and recent " +
+    "transitions, not earlier runs.",
+  "- patch_state is the only way to change state, except response. Call patch_state alone in its message: any " +
+    "other tool call beside it is blocked.",
+  "- Patch only future-relevant facts, never narration, with where each came from and when it expires or needs " +
+    "reconsidering. Silence is not acceptance: an unanswered proposal is not agreed. Keep requirements, " +
+    "observations, conclusions and hypotheses distinct, hypotheses marked uncertain; reconcile contradictions. " +
+    "Recheck volatile facts; after an interruption or a restore, inspect external effects before repeating an " +
     "operation. Never put secrets in state.",
   '- Before your final answer, call patch_state with final:true (alone as {"final":true} when nothing changed); ' +
     "without it your answer is not accepted and you will be asked again.",
-  "- read_state only for a concrete gap in older or scope-specific state.",
-  "- Work from artifacts first. Read a source only for a concrete gap its artifact does not cover, an operation " +
-    "on that exact source, an entry under Artifact invalidations, a contradiction, or an explicit request, never " +
-    "for reassurance. After reading a listed source, patch a compact global artifact at its exact path (routing, " +
-    "not its text); never write hashes or compiler fields.",
+  "- Work from state[0] and artifacts first; make the smallest sufficient read. Read history (read_state) only " +
+    "for a concrete gap; a source only for a gap its artifact does not cover, an operation on it, an entry under " +
+    "Artifact invalidations, a contradiction or an explicit request, never for reassurance. After reading a " +
+    "listed source, patch its compact global artifact (routing, not its text); never write hashes or compiler " +
+    "fields.",
 ].join("\n");

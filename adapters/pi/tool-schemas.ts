@@ -30,10 +30,10 @@ export const PatchStateArgs = v.strictObject({
 export const PATCH_STATE_DESCRIPTION =
   "Patch State Flow state. Scopes (effective = global → cwd → session, session wins): global (cross-project), " +
   "cwd (project), session (branch); omit unchanged ones. Fields: artifacts (compiled Knowledge by exact source " +
-  "path, each {description, kind?, compilation?, tags?}), contract (stable requirements, decisions, rejected " +
-  "approaches), working (verified observations, failures, open questions, exact continuation). Objects merge, " +
-  "arrays and values replace, null deletes a key (not inside arrays). final:true: your next complete answer " +
-  "becomes the response.";
+  "path, each {description, kind?, compilation?, tags?}), contract (stable requirements, decisions, commitments " +
+  "and their consequences, rejected approaches), working (verified observations, failures, open questions, exact " +
+  "continuation). Objects merge, arrays and values replace, null deletes a key (not inside arrays). final:true: " +
+  "your next complete answer becomes the response.";
 
 export const ReadStateArgs = v.strictObject({
   offset: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(HOT_OFFSETS - 1))),

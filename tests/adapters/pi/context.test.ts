@@ -20,6 +20,7 @@ import {
   hasPreFlowContext,
   type ProjectionMode,
 } from "../../../adapters/pi/context.ts";
+import { PATCH_STATE_DESCRIPTION, READ_STATE_DESCRIPTION } from "../../../adapters/pi/tool-schemas.ts";
 import { emptyScopeState } from "../../../storage/core/scope-state.ts";
 import { trieOf } from "../../../adapters/pi/stability.ts";
 import { NO_SPECIFICATION } from "../../../machines/specification.ts";
@@ -272,9 +273,31 @@ describe("renderRuntimeContext", () => {
   });
 
   it("the protocol states the materialized-first policy: artifacts first, a source read only for a reason", () => {
-    expect(PROTOCOL).toMatch(/Work from artifacts first\. Read a source only for a concrete gap/);
+    expect(PROTOCOL).toMatch(/Work from state\[0\] and artifacts first; make the smallest sufficient read\./);
+    expect(PROTOCOL).toMatch(/a source only for a gap its artifact does not cover/);
     expect(PROTOCOL).toMatch(/an entry under Artifact invalidations/);
+    expect(PROTOCOL).toMatch(/never for reassurance/);
     expect(PROTOCOL).toMatch(/never write hashes or compiler fields/);
+  });
+
+  // 001, "Handoff quality" and "Lazy historical reads": what a later run must find in state, and how
+  // little to read. Every request carries the protocol and both tool descriptions, so each point is
+  // said exactly once across the three.
+  it("asks once, across protocol and tool descriptions, for what a later run needs and the smallest read", () => {
+    const everyRequest = [PROTOCOL, PATCH_STATE_DESCRIPTION, READ_STATE_DESCRIPTION].join("\n");
+    const saidOnce = (rule: RegExp) =>
+      expect(everyRequest.match(new RegExp(rule.source, "g")) ?? [], String(rule)).toHaveLength(1);
+    for (const rule of [
+      /commitments and their consequences/,
+      /Silence is not acceptance: an unanswered proposal is not agreed/,
+      /where each came from and when it expires or needs reconsidering/,
+      /hypotheses marked uncertain/,
+      /reconcile contradictions/,
+      /smallest sufficient read/,
+      /Read history \(read_state\) only for a concrete gap/,
+    ])
+      saidOnce(rule);
+    expect(PATCH_STATE_DESCRIPTION).toMatch(/contract \([^)]*commitments and their consequences/);
   });
 });
 

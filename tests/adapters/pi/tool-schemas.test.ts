@@ -32,7 +32,7 @@ describe("tool JSON schemas generated from valibot", () => {
       /effective = global → cwd → session, session wins/,
       /global \(cross-project\), cwd \(project\), session \(branch\); omit unchanged ones/,
       /artifacts \(compiled Knowledge by exact source path, each \{description, kind\?, compilation\?, tags\?\}\)/,
-      /contract \(stable requirements, decisions, rejected approaches\)/,
+      /contract \(stable requirements, decisions, commitments and their consequences, rejected approaches\)/,
       /working \(verified observations, failures, open questions, exact continuation\)/,
       /Objects merge, arrays and values replace, null deletes a key \(not inside arrays\)/,
       /final:true: your next complete answer becomes the response/,
