@@ -35,7 +35,7 @@ export type StateFlowErrorCode =
   | "invalid-promotion"
   /** A patch recreating a retired store (contract.compiled_skills). */
   | "retired-store"
-  /** A patch deleting a promoted body whose promotion lacks destination evidence. */
+  /** A promotion removing a body without an accepted record proving an identical copy elsewhere. */
   | "promotion-unproven";
 
 export class StateFlowError extends Error {
