@@ -6,7 +6,13 @@
 
 import { projectArtifacts } from "../storage/core/artifacts.ts";
 import type { JsonObject } from "../storage/core/json.ts";
-import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../storage/core/promotions.ts";
+import {
+  PROMOTION_STATUSES,
+  memoryOwnership,
+  readPromotions,
+  type MemoryOwnership,
+  type Promotions,
+} from "../storage/core/promotions.ts";
 import { SCOPES, type ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchState } from "../storage/state-store.ts";
 import type { PendingPublication } from "../machines/publication.ts";
@@ -95,6 +101,31 @@ function promotionsLine(promotions: Promotions): string {
     ...invalid.slice(0, 3).map((p) => `${p.id} invalid: ${p.problem}`),
   ];
   return `${counts.join(", ")}${details.length > 0 ? ` (${details.join("; ")})` : ""}`;
+}
+
+function ownerModeLine(ownership: MemoryOwnership): string {
+  if (ownership.mode === "state-flow") return "State Flow alone — no accepted promotion; every body is held here";
+  return (
+    `State Flow, with copies held by ${ownership.externalOwners.join(", ")} — accepted promotions may have ` +
+    "replaced their bodies here by pointers"
+  );
+}
+
+/** Bounded: at most three promotions are named. */
+function fallbackLine(ownership: MemoryOwnership): string {
+  const { fallbacks } = ownership;
+  if (fallbacks.length === 0) return "not active — no promotion failed or is of unknown outcome";
+  const named = fallbacks.slice(0, 3).map(({ record, kept }) => {
+    const body =
+      kept === null
+        ? "its record names no body"
+        : kept
+          ? `State Flow's ${record.body} is in use`
+          : `its named body ${record.body} is MISSING from state`;
+    return `${record.id} (${record.status}, ${record.owner}): ${body}`;
+  });
+  const more = fallbacks.length > named.length ? `; +${fallbacks.length - named.length} more` : "";
+  return `active for ${fallbacks.length} promotion(s) — ${named.join("; ")}${more}`;
 }
 
 function staleLine(invalidations: StatusInput["invalidations"]): string {
@@ -261,9 +292,11 @@ export function renderStatus(input: StatusInput): string {
     const state = rt.view.current[scope];
     return Object.keys(state.contract).length + Object.keys(state.working).length > 0;
   });
-  lines.push(
-    `  memory: owned by State Flow; memory-bearing scopes: ${bearing.length > 0 ? bearing.join(", ") : "none"}`,
-  );
-  lines.push(`  promotions: ${promotionsLine(readPromotions(rt.view.current.global.working.memory_promotions))}`);
+  lines.push(`  memory-bearing scopes: ${bearing.length > 0 ? bearing.join(", ") : "none"}`);
+  const promotions = readPromotions(rt.view.current.global.working.memory_promotions);
+  const ownership = memoryOwnership(promotions, rt.view.current);
+  lines.push(`  owner mode: ${ownerModeLine(ownership)}`);
+  lines.push(`  fallback: ${fallbackLine(ownership)}`);
+  lines.push(`  promotions: ${promotionsLine(promotions)}`);
   return lines.join("\n");
 }

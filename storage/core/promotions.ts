@@ -298,3 +298,34 @@ function unproven(
     `global.working.memory_promotions.${id}`,
   );
 }
+
+/** Who holds memory, as the promotion records say (spec 001: status reports owner mode and fallback activation). */
+export interface MemoryOwnership {
+  /**
+   * "state-flow": State Flow holds every body (no accepted promotion); "shared": State Flow still
+   * owns the memory, and the accepted promotions' owners hold copies it may have replaced by pointers.
+   */
+  readonly mode: "state-flow" | "shared";
+  /** The owners of accepted promotions, sorted. */
+  readonly externalOwners: readonly string[];
+  /**
+   * Promotions that failed or whose outcome is unknown: State Flow's own body is the copy in use.
+   * `kept` says whether the body the record names is still in state (null: the record names none).
+   */
+  readonly fallbacks: readonly { readonly record: PromotionRecord; readonly kept: boolean | null }[];
+}
+
+export function memoryOwnership(
+  promotions: Promotions,
+  states: Readonly<Record<ScopeName, ScopeState>>,
+): MemoryOwnership {
+  const accepted = promotions.valid.filter((p) => p.status === "accepted");
+  const externalOwners = [...new Set(accepted.map((p) => p.owner))].sort();
+  const fallbacks = promotions.valid
+    .filter((p) => p.status === "failed" || p.status === "unknown")
+    .map((record) => {
+      const target = parseBodyPointer(record.body);
+      return { record, kept: target ? valueAt(states[target.scope], target.path) !== undefined : null };
+    });
+  return { mode: accepted.length > 0 ? "shared" : "state-flow", externalOwners, fallbacks };
+}

@@ -98,8 +98,18 @@ describe("memory promotions through patch_state and /state-flow-status", () => {
     expect(accepted!.isError).toBe(false);
     await h.command("/state-flow-status");
     const status = h.lastNotice()!.message;
-    expect(status).toContain("memory: owned by State Flow; memory-bearing scopes: global");
+    expect(status).toContain("memory-bearing scopes: global");
     expect(status).toContain("promotions: 1 pending, 1 accepted (p2 → notes://memo/42 @ r7)");
+    expect(status).toContain("owner mode: State Flow, with copies held by notes-app");
+    expect(status).toContain("fallback: not active");
+    const failed = { status: "failed", owner: "notes-app", error: "offline" };
+    const fail = { global: { working: { memory_promotions: { p1: failed } } }, final: true };
+    h.script(call("patch_state", fail), say("Noted."));
+    await h.prompt("The notes app is offline");
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toContain(
+      "fallback: active for 1 promotion(s) — p1 (failed, notes-app): its record names no body",
+    );
   });
 
   it("the only copy of a promoted body is kept until its promotion proves the destination holds it", async () => {

@@ -5,6 +5,7 @@ import {
   assertPromotedBodiesKept,
   bodyContentHash,
   bodyPointer,
+  memoryOwnership,
   assertPromotions,
   parseBodyPointer,
   promotionProblem,
@@ -178,5 +179,26 @@ describe("a promotion removes a body only with proof of an identical copy, whate
     expect(() => assertPromotedBodiesKept(before, after)).not.toThrow();
     const plain = states({}, { a: 1, b: 2 });
     expect(() => assertPromotedBodiesKept(plain, states({}, { a: 1 })), "no promotion at all").not.toThrow();
+  });
+});
+
+describe("memory ownership", () => {
+  it("shared once a promotion is accepted; each failed or unknown one activates State Flow's body as fallback", () => {
+    const records = {
+      a: { status: "accepted", owner: "notes", pointer: "n://1", revision: "r1" },
+      f: { status: "failed", owner: "wiki", body: "/cwd/working/plan" },
+      u: { status: "unknown", owner: "wiki", body: "/cwd/working/gone" },
+      p: { status: "pending", owner: "wiki" },
+    };
+    const scopes = states({ memory_promotions: records }, { plan: "x" });
+    const owned = memoryOwnership(readPromotions(records), scopes);
+    expect(owned.mode).toBe("shared");
+    expect(owned.externalOwners).toEqual(["notes"]);
+    expect(owned.fallbacks.map(({ record, kept }) => [record.id, kept])).toEqual([
+      ["f", true],
+      ["u", false],
+    ]);
+    const none = memoryOwnership(readPromotions({ p: records.p }), scopes);
+    expect(none).toEqual({ mode: "state-flow", externalOwners: [], fallbacks: [] });
   });
 });
