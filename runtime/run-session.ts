@@ -304,7 +304,7 @@ export class RunSession {
       };
     }
     try {
-      const provenance = knowledge?.owed(new Date());
+      const provenance = knowledge?.owed(new Date(), set);
       const current = (scope: "cwd") => readTemporalState(state.view, 0, scope).state.artifacts as JsonObject;
       const patch = replacingSkillArtifacts(set, knowledge?.open() ?? [], current);
       const { runtime, staged } = await store.commit(

@@ -128,8 +128,20 @@ function fallbackLine(ownership: MemoryOwnership): string {
   return `active for ${fallbacks.length} promotion(s) — ${named.join("; ")}${more}`;
 }
 
-function staleLine(invalidations: StatusInput["invalidations"]): string {
+const isMaintenance = (i: { reason: string }) => i.reason === "maintenance";
+
+/** The run's bounded maintenance selection (planArtifactMaintenance), apart from the stale ones. */
+function maintenanceLine(invalidations: StatusInput["invalidations"]): string {
   if ("unavailable" in invalidations) return `unavailable (${invalidations.unavailable})`;
+  const selected = invalidations.filter(isMaintenance).map((i) => i.path);
+  return selected.length === 0
+    ? "none selected for this run (no artifact is 30+ days old or of unknown age within the budget)"
+    : `${selected.join(", ")} — this run's bounded selection to reread and recompile`;
+}
+
+function staleLine(all: StatusInput["invalidations"]): string {
+  if ("unavailable" in all) return `unavailable (${all.unavailable})`;
+  const invalidations = all.filter((i) => !isMaintenance(i));
   if (invalidations.length === 0) return "none (no discovered Knowledge source is new or known to be stale)";
   const counts = new Map<string, number>();
   for (const { reason } of invalidations) counts.set(reason, (counts.get(reason) ?? 0) + 1);
@@ -206,8 +218,9 @@ function problemLines(input: StatusInput, effectiveTokens: number | null): strin
   if (input.toolsActive && input.missingTools.length > 0)
     problems.push(`State Flow's tools are not active (${input.missingTools.join(", ")}): runs are ordinary Pi`);
   if (input.pending?.lastError) problems.push(`the remote refused or did not answer: ${input.pending.lastError}`);
-  if (!("unavailable" in input.invalidations) && input.invalidations.length > 0)
-    problems.push(`${input.invalidations.length} Knowledge source(s) changed or new since their artifact was written`);
+  const stale = "unavailable" in input.invalidations ? [] : input.invalidations.filter((i) => i.reason !== "refresh");
+  const unwritten = stale.filter((i) => !isMaintenance(i)).length;
+  if (unwritten > 0) problems.push(`${unwritten} Knowledge source(s) changed or new since their artifact was written`);
   if (effectiveTokens !== null && effectiveTokens > LARGE_STATE_TOKENS)
     problems.push(`the state is large (${effectiveTokens.toLocaleString("en-US")} tokens with every request)`);
   return problems.length === 0 ? ["Problems: none found"] : ["Problems:", ...problems.map((p) => `  - ${p}`)];
@@ -288,6 +301,7 @@ export function renderStatus(input: StatusInput): string {
   const effective = Object.keys(effectiveState.artifacts).length;
   lines.push(`  artifacts: ${counts.join(", ")}, effective ${effective}`);
   lines.push(`  stale artifacts: ${staleLine(input.invalidations)}`);
+  lines.push(`  maintenance: ${maintenanceLine(input.invalidations)}`);
   const bearing = SCOPES.filter((scope) => {
     const state = rt.view.current[scope];
     return Object.keys(state.contract).length + Object.keys(state.working).length > 0;

@@ -36,7 +36,9 @@ export type StateFlowErrorCode =
   /** A patch recreating a retired store (contract.compiled_skills). */
   | "retired-store"
   /** A promotion removing a body without an accepted record proving an identical copy elsewhere. */
-  | "promotion-unproven";
+  | "promotion-unproven"
+  /** A refresh asked for a path that Knowledge discovery does not find. */
+  | "unknown-knowledge-source";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;
