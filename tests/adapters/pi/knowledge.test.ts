@@ -283,15 +283,22 @@ describe("Knowledge refresh and maintenance in runs", () => {
     h.script(
       call("read", { path: a }),
       call("patch_state", { final: true }),
-      call("patch_state", { global: { artifacts: { [a]: { description: "A, read" } } }, final: true }),
+      // The artifact was right: the same compilation records the read without a semantic change.
+      call("patch_state", { global: { artifacts: { [a]: { description: "A" } } }, final: true }),
       say("Maintained."),
     );
+    const global = h.accessor.read(0, "global").state;
+    expect(() => compiledAt(h, a), "no provenance yet").toThrow();
     await h.prompt("Maintain what is listed");
     const listed = section(contextText(h.contexts.at(-3)!));
     expect(listed, "one source per run (the default budget)").toContain(`- ${a}: maintenance`);
     expect(listed).not.toContain(b);
     expect(h.toolResults().at(-2)!.text).toContain(`You read ${a} (maintenance)`);
-    expect(h.toolResults().at(-1)!.isError).toBe(false);
+    const same = h.toolResults().at(-1)!;
+    expect(same.isError, same.text).toBe(false);
+    expect(same.text).toContain(`No semantic change: your compilation of ${a} equals its artifact`);
+    expect(compiledAt(h, a), "its provenance is recorded").toEqual(expect.any(String));
+    expect(h.accessor.read(0, "global").state, "no semantic change").toEqual(global);
     await h.command("/state-flow-status");
     expect(h.lastNotice()!.message).toContain("maintenance: none selected for this run");
     h.script(call("patch_state", { final: true }), say("ok"));
