@@ -39,7 +39,7 @@ import { INSPECT_COMMANDS, forkTarget, type ForkTarget, type InspectAnswer, type
 import type { RecordedRevision } from "./boundaries.ts";
 import { createFlowActor, type FlowInspection } from "./flow-actor.ts";
 import { carriedRequests, type RunTrigger, type Specification } from "../machines/specification.ts";
-import { errorMessage } from "../storage/core/errors.ts";
+import { StateFlowError, errorMessage } from "../storage/core/errors.ts";
 import type { Freshness } from "../machines/run.ts";
 
 export type { Draft, PatchAccepted } from "./run-session.ts";
@@ -351,6 +351,24 @@ export class FlowRuntime {
         refused: true,
       });
     return runSyncCommand(this.publication, args);
+  }
+
+  /** /state-flow-refresh (runtime/knowledge-upkeep.ts): a refusal says what to do and changes nothing. */
+  async refreshKnowledge(args: string): Promise<{ text: string; refused: boolean }> {
+    if (!isToolsActive(this.episode.getSnapshot())) {
+      return {
+        text:
+          "State Flow is not on for this branch, so no run would refresh anything: /state-flow-start, then ask " +
+          "again.",
+        refused: true,
+      };
+    }
+    try {
+      return { text: await this.knowledge.requestRefresh(args), refused: false };
+    } catch (error) {
+      if (!(error instanceof StateFlowError)) throw error;
+      return { text: error.message, refused: true };
+    }
   }
 
   status(): string {

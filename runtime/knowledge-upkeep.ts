@@ -1,15 +1,17 @@
 // The Knowledge side of a branch: each enabled run's discovery (started beside the run, awaited
 // before its first context), the global artifacts of sources that vanished, the retired
-// `contract.compiled_skills` migration at start, and the reads that oblige a compilation.
+// `contract.compiled_skills` migration at start, the reads that oblige a compilation, and the
+// refreshes a person asks for (/state-flow-refresh), which last until a run recompiles them.
 
-import { basename, join } from "node:path";
+import { realpathSync } from "node:fs";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import { parsePatchSet } from "../storage/core/cohort.ts";
 import { StateFlowError, errorMessage } from "../storage/core/errors.ts";
 import { scopeFiles } from "../storage/layout.ts";
 import type { BranchState } from "../storage/state-store.ts";
 import type { BranchBinding } from "./branch-binding.ts";
 import type { BranchHost } from "./host.ts";
-import { sourceHash } from "./knowledge-discovery.ts";
+import { discoverKnowledge, sourceHash } from "./knowledge-discovery.ts";
 import { KnowledgeRun, type Invalidations } from "./knowledge-run.ts";
 import { planLegacySkills } from "./legacy-skills.ts";
 import { legacySkillsNotice } from "./notices.ts";
@@ -17,6 +19,11 @@ import { legacySkillsNotice } from "./notices.ts";
 export class KnowledgeUpkeep {
   /** The current run's Knowledge (discovery, plan, obligations); null before the first enabled run. */
   run: KnowledgeRun | null = null;
+  /**
+   * Sources a person asked to refresh on this branch, each until a run compiles it. Held in memory:
+   * an explicit refresh is a request to the runs of this session, never a startup rebuild.
+   */
+  private readonly refreshes = new Set<string>();
 
   private readonly binding: BranchBinding;
   private readonly host: BranchHost;
@@ -32,7 +39,7 @@ export class KnowledgeUpkeep {
   startDiscovery(): void {
     const { identity, options } = this.binding;
     const metaPath = identity ? join(options.storeRoot, scopeFiles("global", identity).meta) : null;
-    this.run = new KnowledgeRun(this.knowledgeRoot, metaPath);
+    this.run = new KnowledgeRun(this.knowledgeRoot, metaPath, this.refreshes);
   }
 
   /**
@@ -112,5 +119,64 @@ export class KnowledgeUpkeep {
 
   invalidations(state: BranchState): Invalidations {
     return this.run?.invalidations(state) ?? { unavailable: "no enabled run has discovered Knowledge yet" };
+  }
+
+  /**
+   * /state-flow-refresh: `all`, or one source (absolute, or relative to the Knowledge root), enters
+   * the plan as `refresh` from the next context on; with no argument, what could be refreshed and
+   * what is asked for. Reads no source. A path discovery does not find is refused by name
+   * (`unknown-knowledge-source`) and changes nothing.
+   */
+  async requestRefresh(args: string): Promise<string> {
+    const found = await discoverKnowledge(this.knowledgeRoot);
+    const sources = found.sources.map((source) => source.path);
+    const shown = (paths: readonly string[]) =>
+      `${paths
+        .slice(0, 8)
+        .map((p) => relative(found.root, p))
+        .join(", ")}${paths.length > 8 ? ", …" : ""}`;
+    const wanted = args.trim();
+    if (wanted === "") {
+      const asked = [...this.refreshes].sort();
+      return (
+        `Knowledge sources under ${found.root}: ${sources.length === 0 ? "none" : shown(sources)}. Refresh asked ` +
+        `for: ${asked.length === 0 ? "none" : shown(asked)}. /state-flow-refresh <source> or all asks for one.`
+      );
+    }
+    if (sources.length === 0) {
+      throw new StateFlowError(
+        "unknown-knowledge-source",
+        `There is no Knowledge source to refresh: discovery finds no *.md under ${found.root}. Add Markdown ` +
+          "there, then ask again. Nothing changed.",
+      );
+    }
+    const paths = wanted === "all" ? sources : [this.sourceOf(found.root, wanted, sources)];
+    for (const path of paths) this.refreshes.add(path);
+    return (
+      `Refresh asked for ${paths.length} Knowledge source(s): ${shown(paths)}. From the next model request they ` +
+      "are listed under Artifact invalidations (refresh, or new without an artifact); the model reads and " +
+      "recompiles them there, which settles the request. Nothing was read now."
+    );
+  }
+
+  private sourceOf(root: string, wanted: string, sources: readonly string[]): string {
+    const candidates = [resolve(root, wanted)];
+    if (isAbsolute(wanted)) {
+      try {
+        candidates.push(realpathSync(wanted));
+      } catch {
+        // not there: refused below
+      }
+    }
+    const path = candidates.find((candidate) => sources.includes(candidate));
+    if (path) return path;
+    throw new StateFlowError(
+      "unknown-knowledge-source",
+      `${wanted} is not a Knowledge source: discovery under ${root} finds ${sources
+        .slice(0, 8)
+        .map((p) => relative(root, p))
+        .join(", ")}${sources.length > 8 ? ", …" : ""}. Give one of them (relative to that root, or absolute), ` +
+        "or /state-flow-refresh all. Nothing changed.",
+    );
   }
 }

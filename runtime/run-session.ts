@@ -9,6 +9,7 @@ import { StateFlowError, errorMessage } from "../storage/core/errors.ts";
 import type { JsonObject } from "../storage/core/json.ts";
 import { isJsonObject } from "../storage/core/json.ts";
 import { assertPromotedBodiesKept, assertPromotions } from "../storage/core/promotions.ts";
+import type { ProvenanceRecord } from "../storage/core/provenance.ts";
 import { applyScopePatch } from "../storage/core/scope-state.ts";
 import { readTemporalState } from "../storage/core/temporal.ts";
 import { fromPromise, waitFor, type Actor } from "xstate";
@@ -304,7 +305,7 @@ export class RunSession {
       };
     }
     try {
-      const provenance = knowledge?.owed(new Date());
+      const provenance = knowledge?.owed(new Date(), set);
       const current = (scope: "cwd") => readTemporalState(state.view, 0, scope).state.artifacts as JsonObject;
       const patch = replacingSkillArtifacts(set, knowledge?.open() ?? [], current);
       const { runtime, staged } = await store.commit(
@@ -335,6 +336,9 @@ export class RunSession {
         },
       };
     } catch (error) {
+      const noOp = error instanceof StateFlowError && error.code === "no-op-cohort";
+      const unchanged = noOp ? knowledge?.owed(new Date(), set) : undefined;
+      if (unchanged) return this.recordUnchanged(set, unchanged);
       this.toResolution({ type: "PATCH_REJECTED", reason: errorMessage(error) });
       // The refusal tells the model to re-read the scope and patch again: the cached view must
       // then show what the other session wrote, and the next patch must build on it.
@@ -343,6 +347,36 @@ export class RunSession {
         const stale = this.binding.state ?? state;
         this.binding.state = await store.refresh(stale).catch(() => stale);
       }
+      throw error;
+    }
+  }
+
+  /**
+   * A patch whose artifacts all equal the ones they recompile changes no semantic state, yet the
+   * reads it compiles are real: their provenance is published without a semantic step (as a config
+   * change is), so a refresh or a maintenance selection settles instead of being asked for again.
+   */
+  private async recordUnchanged(
+    set: PatchSet,
+    provenance: Partial<Record<"global" | "cwd", Record<string, ProvenanceRecord>>>,
+  ): Promise<PatchAccepted> {
+    const { store, state } = this.binding;
+    const paths = [...Object.keys(provenance.global ?? {}), ...Object.keys(provenance.cwd ?? {})];
+    try {
+      const message = `state-flow: recompiled unchanged ${paths.length} source(s)`;
+      const runtime = await store!.publishConfig(state!, state!.config, message, { provenance });
+      this.knowledge.run?.compiled(paths);
+      await this.binding.accept(runtime);
+      this.toResolution({ type: "PATCH_ACCEPTED", final: set.final });
+      const finalNote = set.final ? " Terminal eligibility latched: your next complete answer is accepted." : "";
+      return {
+        text:
+          `No semantic change: your compilation of ${paths.join(", ")} equals its artifact; the read is recorded as ` +
+          `compiled.${finalNote}`,
+        details: { transition: null, compiled: paths, revision: runtime.pointer.revision, final: set.final },
+      };
+    } catch (error) {
+      this.toResolution({ type: "PATCH_REJECTED", reason: errorMessage(error) });
       throw error;
     }
   }

@@ -6,7 +6,13 @@
 
 import { projectArtifacts } from "../storage/core/artifacts.ts";
 import type { JsonObject } from "../storage/core/json.ts";
-import { PROMOTION_STATUSES, readPromotions, type Promotions } from "../storage/core/promotions.ts";
+import {
+  PROMOTION_STATUSES,
+  memoryOwnership,
+  readPromotions,
+  type MemoryOwnership,
+  type Promotions,
+} from "../storage/core/promotions.ts";
 import { SCOPES, type ScopeState } from "../storage/core/scope-state.ts";
 import type { BranchState } from "../storage/state-store.ts";
 import type { PendingPublication } from "../machines/publication.ts";
@@ -101,8 +107,45 @@ function promotionsLine(promotions: Promotions): string {
   return `${counts.join(", ")}${details.length > 0 ? ` (${details.join("; ")})` : ""}`;
 }
 
-function staleLine(invalidations: StatusInput["invalidations"]): string {
+function ownerModeLine(ownership: MemoryOwnership): string {
+  if (ownership.mode === "state-flow") return "State Flow alone — no accepted promotion; every body is held here";
+  return (
+    `State Flow, with copies held by ${ownership.externalOwners.join(", ")} — accepted promotions may have ` +
+    "replaced their bodies here by pointers"
+  );
+}
+
+/** Bounded: at most three promotions are named. */
+function fallbackLine(ownership: MemoryOwnership): string {
+  const { fallbacks } = ownership;
+  if (fallbacks.length === 0) return "not active — no promotion failed or is of unknown outcome";
+  const named = fallbacks.slice(0, 3).map(({ record, kept }) => {
+    const body =
+      kept === null
+        ? "its record names no body"
+        : kept
+          ? `State Flow's ${record.body} is in use`
+          : `its named body ${record.body} is MISSING from state`;
+    return `${record.id} (${record.status}, ${record.owner}): ${body}`;
+  });
+  const more = fallbacks.length > named.length ? `; +${fallbacks.length - named.length} more` : "";
+  return `active for ${fallbacks.length} promotion(s) — ${named.join("; ")}${more}`;
+}
+
+const isMaintenance = (i: { reason: string }) => i.reason === "maintenance";
+
+/** The run's bounded maintenance selection (planArtifactMaintenance), apart from the stale ones. */
+function maintenanceLine(invalidations: StatusInput["invalidations"]): string {
   if ("unavailable" in invalidations) return `unavailable (${invalidations.unavailable})`;
+  const selected = invalidations.filter(isMaintenance).map((i) => i.path);
+  return selected.length === 0
+    ? "none selected for this run (no artifact is 30+ days old or of unknown age within the budget)"
+    : `${selected.join(", ")} — this run's bounded selection to reread and recompile`;
+}
+
+function staleLine(all: StatusInput["invalidations"]): string {
+  if ("unavailable" in all) return `unavailable (${all.unavailable})`;
+  const invalidations = all.filter((i) => !isMaintenance(i));
   if (invalidations.length === 0) return "none (no discovered Knowledge source is new or known to be stale)";
   const counts = new Map<string, number>();
   for (const { reason } of invalidations) counts.set(reason, (counts.get(reason) ?? 0) + 1);
@@ -188,8 +231,9 @@ function problemLines(input: StatusInput, effectiveTokens: number | null): strin
   const open = input.sync?.open ?? [];
   if (open.length > 0)
     problems.push(`${open.map((c) => c.scope).join(", ")} changed here and on another machine: choose a side (Sync)`);
-  if (!("unavailable" in input.invalidations) && input.invalidations.length > 0)
-    problems.push(`${input.invalidations.length} Knowledge source(s) changed or new since their artifact was written`);
+  const stale = "unavailable" in input.invalidations ? [] : input.invalidations.filter((i) => i.reason !== "refresh");
+  const unwritten = stale.filter((i) => !isMaintenance(i)).length;
+  if (unwritten > 0) problems.push(`${unwritten} Knowledge source(s) changed or new since their artifact was written`);
   if (effectiveTokens !== null && effectiveTokens > LARGE_STATE_TOKENS)
     problems.push(`the state is large (${effectiveTokens.toLocaleString("en-US")} tokens with every request)`);
   return problems.length === 0 ? ["Problems: none found"] : ["Problems:", ...problems.map((p) => `  - ${p}`)];
@@ -272,13 +316,16 @@ export function renderStatus(input: StatusInput): string {
   const effective = Object.keys(effectiveState.artifacts).length;
   lines.push(`  artifacts: ${counts.join(", ")}, effective ${effective}`);
   lines.push(`  stale artifacts: ${staleLine(input.invalidations)}`);
+  lines.push(`  maintenance: ${maintenanceLine(input.invalidations)}`);
   const bearing = SCOPES.filter((scope) => {
     const state = rt.view.current[scope];
     return Object.keys(state.contract).length + Object.keys(state.working).length > 0;
   });
-  lines.push(
-    `  memory: owned by State Flow; memory-bearing scopes: ${bearing.length > 0 ? bearing.join(", ") : "none"}`,
-  );
-  lines.push(`  promotions: ${promotionsLine(readPromotions(rt.view.current.global.working.memory_promotions))}`);
+  lines.push(`  memory-bearing scopes: ${bearing.length > 0 ? bearing.join(", ") : "none"}`);
+  const promotions = readPromotions(rt.view.current.global.working.memory_promotions);
+  const ownership = memoryOwnership(promotions, rt.view.current);
+  lines.push(`  owner mode: ${ownerModeLine(ownership)}`);
+  lines.push(`  fallback: ${fallbackLine(ownership)}`);
+  lines.push(`  promotions: ${promotionsLine(promotions)}`);
   return lines.join("\n");
 }

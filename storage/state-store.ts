@@ -381,21 +381,28 @@ export class StateStore {
     return retryTransient(() => migrateLegacyState(this.store, this.identity, options));
   }
 
-  /** Stop (or any config-only change): no semantic history step. */
-  async publishConfig(runtime: BranchState, config: SessionConfig, message: string): Promise<BranchState> {
-    return this.publishOnOwnBasis((ownBasis) => this.publishConfigOnce(runtime, config, message, ownBasis));
+  /** Stop (or any config- or provenance-only change): no semantic history step. */
+  async publishConfig(
+    runtime: BranchState,
+    config: SessionConfig,
+    message: string,
+    shared: SharedMetaOptions = {},
+  ): Promise<BranchState> {
+    return this.publishOnOwnBasis((ownBasis) => this.publishConfigOnce(runtime, config, message, shared, ownBasis));
   }
 
   private async publishConfigOnce(
     runtime: BranchState,
     config: SessionConfig,
     message: string,
+    shared: SharedMetaOptions,
     ownBasis: boolean,
   ): Promise<BranchState> {
     const { live, view } = ownBasis ? ownBasisOf(runtime) : await this.prepare(runtime);
     const unrecorded = { ...runtime.meta, lineage: view.lineage, predecessor: runtime.pointer.revision };
     const { writes, meta } = this.sessionWrites(view, unrecorded, live);
     writes.set(scopeFiles("session", this.identity).config!, utf8(serializeSessionConfig(config)));
+    if (shared.provenance) sharedMetaWrites(live.files, this.identity, view.streams, writes, shared);
     const receipt = await this.store.publish({ basis: live, writes, message, basisUnread: ownBasis });
     return this.afterPublish({ ...runtime, view, meta, config }, live, writes, receipt.pointer, receipt.hashes);
   }

@@ -550,6 +550,14 @@ export class StateFlowController {
     else process.stderr.write(`${text}\n`);
   }
 
+  /** /state-flow-refresh [source|all], answered where status is; a refusal as a warning. */
+  async refreshKnowledge(args: string, ctx: ExtensionContext): Promise<void> {
+    this.bind(ctx);
+    const { text, refused } = await this.runtime.refreshKnowledge(args);
+    if (ctx.hasUI) ctx.ui.notify(text, refused ? "warning" : "info");
+    else process.stderr.write(`${text}\n`);
+  }
+
   /**
    * /state-flow-show, -history and -diff, shown where status is; a refusal as a warning. The
    * selected branch's recorded revisions (with Pi's timestamps) are where older boundaries are read.

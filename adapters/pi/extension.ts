@@ -1,4 +1,4 @@
-// State Flow as a Pi extension: registers patch_state / read_state, the six commands and the
+// State Flow as a Pi extension: registers patch_state / read_state, its commands and the
 // lifecycle hooks, and forwards everything to the controller. This is the only module that
 // speaks Pi's extension API; it reads the agent-level configuration once, at load. An invalid
 // state-flow.json does not fail Pi's loading (Pi would exit for every project): State Flow then
@@ -111,6 +111,11 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
         await controller.syncCommand(args, ctx);
       },
     });
+    pi.registerCommand("state-flow-refresh", {
+      description: "Ask the next runs to reread and recompile Knowledge: /state-flow-refresh [source|all]",
+      handler: async (args, ctx) => controller.refreshKnowledge(args, ctx),
+    });
+
     pi.registerCommand("state-flow-fork", {
       description:
         "A new session from a boundary, with its own copy of this session's state there: /state-flow-fork <offset|id>",
@@ -181,6 +186,7 @@ function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): voi
     "state-flow-diff",
     "state-flow-fork",
     "state-flow-sync",
+    "state-flow-refresh",
   ]) {
     pi.registerCommand(name, { description, handler: async (_args, ctx) => report(ctx, false) });
   }

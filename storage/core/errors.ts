@@ -35,8 +35,10 @@ export type StateFlowErrorCode =
   | "invalid-promotion"
   /** A patch recreating a retired store (contract.compiled_skills). */
   | "retired-store"
-  /** A patch deleting a promoted body whose promotion lacks destination evidence. */
-  | "promotion-unproven";
+  /** A promotion removing a body without an accepted record proving an identical copy elsewhere. */
+  | "promotion-unproven"
+  /** A refresh asked for a path that Knowledge discovery does not find. */
+  | "unknown-knowledge-source";
 
 export class StateFlowError extends Error {
   readonly code: StateFlowErrorCode;

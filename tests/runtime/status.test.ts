@@ -91,12 +91,43 @@ describe("status", () => {
         },
       }),
     });
-    expect(text).toContain("memory: owned by State Flow; memory-bearing scopes: global, session");
+    expect(text).toContain("memory-bearing scopes: global, session");
     expect(text).toContain(
       "promotions: 1 failed, 1 invalid (a failed: offline; b invalid: an accepted promotion needs the exact " +
         "destination pointer and revision (non-empty strings))",
     );
     expect(renderStatus({ ...base, runtime: runtime() })).toContain("promotions: none");
+  });
+
+  it("owner mode and fallback activation follow the records and the state, never a constant", () => {
+    const line = (text: string, label: string) => text.split("\n").find((l) => l.startsWith(`  ${label}: `));
+    const alone = renderStatus({ ...base, runtime: runtime() });
+    expect(line(alone, "owner mode")).toBe(
+      "  owner mode: State Flow alone — no accepted promotion; every body is held here",
+    );
+    expect(line(alone, "fallback")).toBe("  fallback: not active — no promotion failed or is of unknown outcome");
+    const pending = { p0: { status: "pending", owner: "wiki", body: "/session/working/x" } };
+    const stillAlone = renderStatus({ ...base, runtime: runtime({ working: { memory_promotions: pending } }) });
+    expect(line(stillAlone, "owner mode"), "a pending promotion holds no copy yet").toBe(line(alone, "owner mode"));
+    expect(line(stillAlone, "fallback")).toBe(line(alone, "fallback"));
+    const records = {
+      ...pending,
+      p1: { status: "accepted", owner: "notes", pointer: "n://1", revision: "r1" },
+      p2: { status: "accepted", owner: "archive", pointer: "a://2", revision: "r2" },
+      p3: { status: "failed", owner: "notes", body: "/session/working/x", error: "offline" },
+      p4: { status: "unknown", owner: "wiki", body: "/global/working/plan" },
+      p5: { status: "unknown", owner: "wiki" },
+    };
+    const shared = renderStatus({ ...base, runtime: runtime({ working: { memory_promotions: records } }) });
+    expect(line(shared, "owner mode")).toBe(
+      "  owner mode: State Flow, with copies held by archive, notes — accepted promotions may have replaced " +
+        "their bodies here by pointers",
+    );
+    expect(line(shared, "fallback")).toBe(
+      "  fallback: active for 3 promotion(s) — p3 (failed, notes): State Flow's /session/working/x is in use; " +
+        "p4 (unknown, wiki): its named body /global/working/plan is MISSING from state; " +
+        "p5 (unknown, wiki): its record names no body",
+    );
   });
 
   it("says state[0]'s size per scope and per request; past the mark, one line suggests curation", () => {

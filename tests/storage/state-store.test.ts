@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StateFlowError } from "../../storage/core/errors.ts";
@@ -94,6 +94,29 @@ describe.each(["git", "file"] as const)("StateStore (%s)", (kind) => {
     const restarted = await store.start(reloaded, "off");
     expect(restarted.config.enabled).toBe(true);
     expect(readTemporalState(restarted.view, 1).state.working).toEqual({});
+  });
+
+  it("provenance alone is published like a config change: the global meta.json, no history step", async () => {
+    const root = temp.make();
+    const store = await open(kind, root, identity("s1"));
+    let runtime = await store.start(null, "off");
+    const source = "/k/a.md";
+    runtime = (await store.commit(runtime, { global: { artifacts: { [source]: { description: "A" } } } }, "t1"))
+      .runtime;
+    const record = {
+      sourceHash: `sha256:${"a".repeat(64)}`,
+      compilerRevision: "artifact-v1",
+      compiledAt: "2026-12-06T00:00:00.000Z",
+    };
+    const recorded = await store.publishConfig(runtime, runtime.config, "recompiled", {
+      provenance: { global: { [source]: record } },
+    });
+    expect(recorded.pointer.revision).not.toBe(runtime.pointer.revision);
+    expect(recorded.view.lineage).toEqual(runtime.view.lineage);
+    const meta = JSON.parse(readFileSync(join(root, "meta.json"), "utf8")) as { artifacts: Record<string, unknown> };
+    expect(meta.artifacts[source]).toEqual(record);
+    const reloaded = await store.loadPointer(recorded.pointer);
+    expect(reloaded.view.streams).toEqual(runtime.view.streams);
   });
 
   it("discardEmptyStart removes an empty start's session folder in one publication, and nothing more", async () => {

@@ -1,7 +1,7 @@
 // Knowledge discovery through a real Pi session: the runtime context's artifact_invalidations
 // lists the Markdown sources under <agentDir>/knowledge that have no artifact yet, nested alike,
 // never a symlink, an uppercase .MD or a file outside the root; a compiled source leaves the list.
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
@@ -38,7 +38,9 @@ describe("Knowledge sources in the runtime context", () => {
     h.script(call("patch_state", { final: true }), say("ok"));
     await h.prompt("Next");
     const next = section(contextText(h.contexts.at(-2)!));
-    expect(next, "a compiled source leaves the plan").not.toContain(join(root, "a.md"));
+    expect(next, "a compiled source leaves the invalidations").not.toContain(`${join(root, "a.md")}: new`);
+    // Compiled without a read, its age is unknown: the run's bounded maintenance selects it.
+    expect(next).toContain(`- ${join(root, "a.md")}: maintenance`);
     expect(next).toContain(`- ${join(root, "nested", "b.md")}: new`);
     await h.command("/state-flow-status");
     expect(h.lastNotice()!.message).toContain(`stale artifacts: 1 (1 new): ${join(root, "nested", "b.md")} (new)`);
@@ -195,5 +197,131 @@ describe("a removed Knowledge source", () => {
     const log = execFileSync("git", ["log", "--format=%s"], { cwd: h.storeRoot, env: h.env, encoding: "utf8" });
     expect(log).toContain("state-flow: knowledge removed 1 source(s)");
     expect(section(contextText(h.contexts[inferences]!))).not.toContain(source);
+  });
+});
+
+describe("Knowledge refresh and maintenance in runs", () => {
+  async function compiledSource(name = "a.md") {
+    const h = await harness();
+    const root = join(h.agentDir, "knowledge");
+    mkdirSync(root, { recursive: true });
+    const source = join(root, name);
+    writeFileSync(source, "# A\nfacts\n");
+    await h.command("/state-flow-start");
+    const artifact = { global: { artifacts: { [source]: { description: "A: the facts" } } }, final: true };
+    h.script(call("read", { path: source }), call("patch_state", artifact), say("Compiled."));
+    await h.prompt("Compile the new source");
+    return { h, source };
+  }
+  const compiledAt = (h: { storeRoot: string }, source: string) =>
+    (
+      JSON.parse(readFileSync(join(h.storeRoot, "meta.json"), "utf8")) as {
+        artifacts: Record<string, { compiledAt: string }>;
+      }
+    ).artifacts[source]!.compiledAt;
+
+  it("/state-flow-refresh lists a fresh source as refresh until a run recompiles it; a bad name: refused", async () => {
+    const { h, source } = await compiledSource();
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Anything to read?");
+    expect(section(contextText(h.contexts.at(-2)!)), "fresh: nothing listed").not.toContain(source);
+
+    await h.command("/state-flow-refresh b.md");
+    const refused = h.lastNotice()!;
+    expect(refused.level).toBe("warning");
+    expect(refused.message).toMatch(/^unknown-knowledge-source|b\.md is not a Knowledge source: discovery under/);
+    expect(refused.message).toContain("finds a.md. Give one of them (relative to that root, or absolute)");
+    await h.command("/state-flow-refresh a.md");
+    expect(h.lastNotice()!.level, "doing what the refusal says works").toBe("info");
+    expect(h.lastNotice()!.message).toContain("Refresh asked for 1 Knowledge source(s): a.md.");
+    await h.command("/state-flow-refresh");
+    expect(h.lastNotice()!.message).toContain("Refresh asked for: a.md.");
+
+    const before = compiledAt(h, source);
+    const refreshed = { global: { artifacts: { [source]: { description: "A: the facts, rechecked" } } }, final: true };
+    h.script(
+      call("read", { path: source }),
+      call("patch_state", { final: true }),
+      call("patch_state", refreshed),
+      say("Refreshed."),
+    );
+    await h.prompt("Do what is listed");
+    expect(section(contextText(h.contexts.at(-3)!))).toContain(`- ${source}: refresh`);
+    const [, unmet, done] = h.toolResults().slice(-3);
+    expect(unmet!.text).toContain(`You read ${source} (refresh)`);
+    expect(done!.isError, done!.text).toBe(false);
+    expect(compiledAt(h, source) > before, "the refresh recorded a new compilation").toBe(true);
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Anything left?");
+    expect(section(contextText(h.contexts.at(-2)!)), "the request is settled").not.toContain(source);
+  });
+
+  it("asked while State Flow is off, the refusal says to start it, and then it works", async () => {
+    const h = await harness();
+    mkdirSync(join(h.agentDir, "knowledge"), { recursive: true });
+    writeFileSync(join(h.agentDir, "knowledge", "a.md"), "# A\n");
+    await h.command("/state-flow-refresh all");
+    expect(h.lastNotice()!.message).toContain("State Flow is not on for this branch");
+    expect(h.lastNotice()!.message).toContain("/state-flow-start, then ask again");
+    await h.command("/state-flow-start");
+    await h.command("/state-flow-refresh all");
+    expect(h.lastNotice()!.message).toContain("Refresh asked for 1 Knowledge source(s): a.md.");
+  });
+
+  it("a run lists its bounded maintenance selection; reading it obliges the recompilation", async () => {
+    const h = await harness();
+    const root = join(h.agentDir, "knowledge");
+    mkdirSync(root, { recursive: true });
+    const [a, b] = [join(root, "a.md"), join(root, "b.md")];
+    writeFileSync(a, "# A\n");
+    writeFileSync(b, "# B\n");
+    await h.command("/state-flow-start");
+    // Written without a read: no provenance, so their age is unknown and maintenance may select them.
+    const both = { [a]: { description: "A" }, [b]: { description: "B" } };
+    h.script(call("patch_state", { global: { artifacts: both }, final: true }), say("Noted."));
+    await h.prompt("Note both sources");
+    h.script(
+      call("read", { path: a }),
+      call("patch_state", { final: true }),
+      // The artifact was right: the same compilation records the read without a semantic change.
+      call("patch_state", { global: { artifacts: { [a]: { description: "A" } } }, final: true }),
+      say("Maintained."),
+    );
+    const global = h.accessor.read(0, "global").state;
+    expect(() => compiledAt(h, a), "no provenance yet").toThrow();
+    await h.prompt("Maintain what is listed");
+    const listed = section(contextText(h.contexts.at(-3)!));
+    expect(listed, "one source per run (the default budget)").toContain(`- ${a}: maintenance`);
+    expect(listed).not.toContain(b);
+    expect(h.toolResults().at(-2)!.text).toContain(`You read ${a} (maintenance)`);
+    const same = h.toolResults().at(-1)!;
+    expect(same.isError, same.text).toBe(false);
+    expect(same.text).toContain(`No semantic change: your compilation of ${a} equals its artifact`);
+    expect(compiledAt(h, a), "its provenance is recorded").toEqual(expect.any(String));
+    expect(h.accessor.read(0, "global").state, "no semantic change").toEqual(global);
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toContain("maintenance: none selected for this run");
+    h.script(call("patch_state", { final: true }), say("ok"));
+    await h.prompt("Next run");
+    expect(section(contextText(h.contexts.at(-2)!)), "the next run selects the next one").toContain(
+      `- ${b}: maintenance`,
+    );
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toContain(`maintenance: ${b} — this run's bounded selection`);
+    expect(h.lastNotice()!.message, "maintenance is no problem").toContain("Problems: none found");
+  });
+
+  it("the model refreshes an unlisted source with a read and an artifact patch; a read alone owes none", async () => {
+    const { h, source } = await compiledSource();
+    const before = compiledAt(h, source);
+    h.script(call("read", { path: source }), call("patch_state", { final: true }), say("Answered from the source."));
+    await h.prompt("What exactly does the source say?");
+    expect(h.toolResults().at(-1)!.isError, "a read for a gap obliges no compilation").toBe(false);
+    expect(compiledAt(h, source)).toBe(before);
+    const better = { global: { artifacts: { [source]: { description: "A: the facts, better" } } }, final: true };
+    h.script(call("read", { path: source }), call("patch_state", better), say("Recompiled."));
+    await h.prompt("Your artifact for it is thin; refresh it");
+    expect(h.toolResults().at(-1)!.isError).toBe(false);
+    expect(compiledAt(h, source) > before, "its compilation is recorded").toBe(true);
   });
 });

@@ -2,10 +2,12 @@
 // loader lists: the model reads SKILL.md with Pi's own read, and the next patch_state must carry a
 // cwd artifact at that exact path with kind "skill" and a non-empty compilation; the cohort
 // records the executed bytes' hash and skill-artifact-v1 in cwd provenance.
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { bodyContentHash } from "../../../storage/core/promotions.ts";
 import { cwdKey } from "../../../storage/layout.ts";
 import { call, harnessFactory, say } from "../../support/pi-harness.ts";
 
@@ -96,8 +98,18 @@ describe("memory promotions through patch_state and /state-flow-status", () => {
     expect(accepted!.isError).toBe(false);
     await h.command("/state-flow-status");
     const status = h.lastNotice()!.message;
-    expect(status).toContain("memory: owned by State Flow; memory-bearing scopes: global");
+    expect(status).toContain("memory-bearing scopes: global");
     expect(status).toContain("promotions: 1 pending, 1 accepted (p2 → notes://memo/42 @ r7)");
+    expect(status).toContain("owner mode: State Flow, with copies held by notes-app");
+    expect(status).toContain("fallback: not active");
+    const failed = { status: "failed", owner: "notes-app", error: "offline" };
+    const fail = { global: { working: { memory_promotions: { p1: failed } } }, final: true };
+    h.script(call("patch_state", fail), say("Noted."));
+    await h.prompt("The notes app is offline");
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message).toContain(
+      "fallback: active for 1 promotion(s) — p1 (failed, notes-app): its record names no body",
+    );
   });
 
   it("the only copy of a promoted body is kept until its promotion proves the destination holds it", async () => {
@@ -113,7 +125,8 @@ describe("memory promotions through patch_state and /state-flow-status", () => {
       say("Recorded."),
     );
     await h.prompt("Promote the release plan to the notes app");
-    const proven = { ...record, status: "accepted", pointer: "notes://memo/42", revision: "r7", content: "sha256:9f…" };
+    const content = bodyContentHash("tag v2, then announce");
+    const proven = { ...record, status: "accepted", pointer: "notes://memo/42", revision: "r7", content };
     h.script(
       call("patch_state", { cwd: { working: { release_plan: null } } }),
       call("patch_state", {
@@ -126,10 +139,40 @@ describe("memory promotions through patch_state and /state-flow-status", () => {
     await h.prompt("The notes app has it now; drop our copy");
     const [refused, accepted] = h.toolResults().slice(-2);
     expect(refused!.isError).toBe(true);
-    expect(refused!.text).toContain("deletes /cwd/working/release_plan, the only accepted copy of the body");
-    expect(refused!.text).toContain("its record is pending, not accepted");
+    expect(refused!.text).toContain("removes /cwd/working/release_plan, which may be the only copy");
+    expect(refused!.text).toContain("promotion p1 promotes it, but that record is pending, not accepted");
+    expect(refused!.text, "the refusal names the proof to record").toContain(`"content":"${content}"`);
     expect(accepted!.isError, "doing what the refusal says works").toBe(false);
     expect(h.accessor.read(0, "cwd").state.working.release_plan).toBeUndefined();
     expect(h.accessor.read(0, "global").state.working.memory_promotions).toEqual({ p1: proven });
+  });
+
+  it("a record that names no body cannot replace one by a pointer; the refusal's proof can", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    const plan = { steps: ["tag v2", "announce"] };
+    h.script(call("patch_state", { cwd: { working: { release_plan: plan } }, final: true }), say("Noted."));
+    await h.prompt("Remember the release plan");
+    const head = () => execFileSync("git", ["-C", h.storeRoot, "rev-parse", "HEAD"], { env: h.env }).toString();
+    const before = head();
+    const record = { status: "accepted", owner: "notes-app", pointer: "notes://memo/42", revision: "r7" };
+    const stub = { cwd: { working: { release_plan: { steps: null, see: "notes://memo/42" } } } };
+    h.script(call("patch_state", { global: { working: { memory_promotions: { p1: record } } }, ...stub }), say("?"));
+    await h.prompt("The notes app has it; keep only a pointer");
+    const refused = h.toolResults().at(-1)!;
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toMatch(/memory_promotions\.p1: This patch removes \/cwd\/working\/release_plan\/steps/);
+    const hash = /"content":"(sha256:[0-9a-f]{64})"/.exec(refused.text)![1]!;
+    expect(hash).toBe(bodyContentHash(plan));
+    expect(head(), "nothing was written").toBe(before);
+    expect(h.accessor.read(0, "cwd").state.working.release_plan).toEqual(plan);
+    const proven = { ...record, content: hash, body: "/cwd/working/release_plan" };
+    h.script(
+      call("patch_state", { global: { working: { memory_promotions: { p1: proven } } }, ...stub, final: true }),
+      say("Promoted."),
+    );
+    await h.prompt("Record the proof and keep only the pointer");
+    expect(h.toolResults().at(-1)!.isError).toBe(false);
+    expect(h.accessor.read(0, "cwd").state.working.release_plan).toEqual({ see: "notes://memo/42" });
   });
 });

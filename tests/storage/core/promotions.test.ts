@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { StateFlowError } from "../../../storage/core/errors.ts";
+import { hashJson } from "../../../storage/core/json.ts";
 import {
   assertPromotedBodiesKept,
+  bodyContentHash,
+  bodyPointer,
+  memoryOwnership,
   assertPromotions,
   parseBodyPointer,
   promotionProblem,
@@ -84,17 +88,24 @@ describe("promoted bodies", () => {
     expect(promotionProblem({ status: "pending", owner: "n", body: "working.plan" })).toMatch(/body must be a JSON/);
   });
 
-  it("deleting a body whose promotion is not proven is refused; with content evidence it is allowed", () => {
+  it("deleting a named body whose promotion is not proven is refused; with its content hash it is allowed", () => {
     const plan = { plan: "ship v2" };
     const pending = { p1: { ...ACCEPTED, status: "pending" } };
     const before = states({ memory_promotions: pending }, plan);
     expect(refusedWith(() => assertPromotedBodiesKept(before, states({ memory_promotions: pending })))).toContain(
-      "its record is pending, not accepted",
+      "that record is pending, not accepted",
     );
     const noContent = states({ memory_promotions: { p1: ACCEPTED } });
-    expect(refusedWith(() => assertPromotedBodiesKept(before, noContent))).toContain("no destination pointer");
-    expect(refusedWith(() => assertPromotedBodiesKept(before, states({})))).toContain("also deletes its record");
-    const proven = states({ memory_promotions: { p1: { ...ACCEPTED, content: "sha256:abc" } } });
+    expect(refusedWith(() => assertPromotedBodiesKept(before, noContent))).toContain(
+      `that record's content is not ${hashJson("ship v2")}`,
+    );
+    expect(refusedWith(() => assertPromotedBodiesKept(before, states({})))).toContain("also deletes that record");
+    const excerpt = states({ memory_promotions: { p1: { ...ACCEPTED, content: "ship v2" } } });
+    expect(
+      refusedWith(() => assertPromotedBodiesKept(before, excerpt)),
+      "an excerpt is no identity",
+    ).toContain("content is not");
+    const proven = states({ memory_promotions: { p1: { ...ACCEPTED, content: bodyContentHash("ship v2") } } });
     expect(() => assertPromotedBodiesKept(before, proven)).not.toThrow();
   });
 
@@ -102,10 +113,92 @@ describe("promoted bodies", () => {
     const nested = { ...ACCEPTED, status: "failed", body: "/cwd/working/notes/plan" };
     const before = states({ memory_promotions: { p1: nested } }, { notes: { plan: "x", other: 1 } });
     const message = refusedWith(() => assertPromotedBodiesKept(before, states({ memory_promotions: { p1: nested } })));
-    expect(message).toContain("deletes /cwd/working/notes/plan");
+    expect(message).toContain("removes /cwd/working/notes,");
     const kept = states({ memory_promotions: { p1: nested } }, { notes: { plan: "x" } });
     expect(() => assertPromotedBodiesKept(before, kept)).not.toThrow();
     const never = states({ memory_promotions: { p1: nested } });
     expect(() => assertPromotedBodiesKept(never, never)).not.toThrow();
+  });
+});
+
+describe("a promotion removes a body only with proof of an identical copy, whatever its record names", () => {
+  const body = { steps: ["tag v2", "announce"], owner: "me" };
+  const hash = bodyContentHash(body);
+  const proof = { status: "accepted", owner: "notes", pointer: "notes://42", revision: "r7", content: hash };
+
+  it("the proof is the canonical hash of the body, however its keys are ordered", () => {
+    expect(hash).toBe(hashJson({ owner: "me", steps: ["tag v2", "announce"] }));
+    expect(hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(bodyPointer("cwd", ["artifacts", "/k/a.md"])).toBe("/cwd/artifacts/~1k~1a.md");
+  });
+
+  it("a record naming another body (or none) does not let the same patch delete this one", () => {
+    const before = states({}, { plan: body, other: "keep?" });
+    const namesPlan = { ...proof, body: "/cwd/working/plan" };
+    const message = refusedWith(() =>
+      assertPromotedBodiesKept(before, states({ memory_promotions: { p1: namesPlan } }, { plan: body })),
+    );
+    expect(message).toContain("removes /cwd/working/other");
+    expect(message).toContain("also writes promotion record(s) p1");
+    expect(message).toContain(`"content":"${bodyContentHash("keep?")}"`);
+    const unnamed = states({ memory_promotions: { p1: { status: "pending", owner: "notes" } } }, { plan: body });
+    expect(refusedWith(() => assertPromotedBodiesKept(before, unnamed))).toContain("removes /cwd/working/other");
+    // The advice: records in a patch of their own, other memory in another.
+    const recorded = states({ memory_promotions: { p1: namesPlan } }, { plan: body, other: "keep?" });
+    expect(() => assertPromotedBodiesKept(before, recorded)).not.toThrow();
+    const upkeep = states({ memory_promotions: { p1: namesPlan } }, { plan: body });
+    expect(() => assertPromotedBodiesKept(recorded, upkeep), "ordinary upkeep of an unpromoted body").not.toThrow();
+  });
+
+  it("replacing a body by a pointer is a removal: refused while unproven, allowed with its hash", () => {
+    const before = states({}, { plan: body });
+    const stub = { plan: { promoted: "notes://42" } };
+    const pending = states({ memory_promotions: { p1: { status: "pending", owner: "notes" } } }, stub);
+    const message = refusedWith(() => assertPromotedBodiesKept(before, pending));
+    expect(message).toContain(`"content":"${hash}","body":"/cwd/working/plan"`);
+    const wrong = states({ memory_promotions: { p1: { ...proof, content: bodyContentHash("tag v2") } } }, stub);
+    expect(refusedWith(() => assertPromotedBodiesKept(before, wrong))).toContain("no accepted record's content is");
+    expect(() => assertPromotedBodiesKept(before, states({ memory_promotions: { p1: proof } }, stub))).not.toThrow();
+  });
+
+  it("a record whose content hashes a body protects it in later patches, named or not", () => {
+    const pending = { p1: { status: "pending", owner: "notes", content: hash } };
+    const before = states({ memory_promotions: pending }, { plan: body });
+    expect(refusedWith(() => assertPromotedBodiesKept(before, states({ memory_promotions: pending })))).toContain(
+      "promotion p1 promotes it, but that record is pending",
+    );
+    const accepted = states({ memory_promotions: { p1: proof } }, { plan: body });
+    expect(() => assertPromotedBodiesKept(accepted, states({ memory_promotions: { p1: proof } }))).not.toThrow();
+  });
+
+  it("the hash of a body containing the removed value proves it; unrelated deletions need nothing", () => {
+    const notes = { plan: "x", other: 1 };
+    const record = { ...proof, content: bodyContentHash(notes) };
+    const before = states({ memory_promotions: { p1: record } }, { notes });
+    const after = states({ memory_promotions: { p1: { ...record, revision: "r8" } } }, { notes: { other: 1 } });
+    expect(() => assertPromotedBodiesKept(before, after)).not.toThrow();
+    const plain = states({}, { a: 1, b: 2 });
+    expect(() => assertPromotedBodiesKept(plain, states({}, { a: 1 })), "no promotion at all").not.toThrow();
+  });
+});
+
+describe("memory ownership", () => {
+  it("shared once a promotion is accepted; each failed or unknown one activates State Flow's body as fallback", () => {
+    const records = {
+      a: { status: "accepted", owner: "notes", pointer: "n://1", revision: "r1" },
+      f: { status: "failed", owner: "wiki", body: "/cwd/working/plan" },
+      u: { status: "unknown", owner: "wiki", body: "/cwd/working/gone" },
+      p: { status: "pending", owner: "wiki" },
+    };
+    const scopes = states({ memory_promotions: records }, { plan: "x" });
+    const owned = memoryOwnership(readPromotions(records), scopes);
+    expect(owned.mode).toBe("shared");
+    expect(owned.externalOwners).toEqual(["notes"]);
+    expect(owned.fallbacks.map(({ record, kept }) => [record.id, kept])).toEqual([
+      ["f", true],
+      ["u", false],
+    ]);
+    const none = memoryOwnership(readPromotions({ p: records.p }), scopes);
+    expect(none).toEqual({ mode: "state-flow", externalOwners: [], fallbacks: [] });
   });
 });
