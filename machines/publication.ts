@@ -203,6 +203,14 @@ export const publicationMachine = setup({
     /** The sync found the remote lacking this branch's commits: the held target can be pushed now. */
     syncFoundAhead: ({ context, event }) =>
       event.type === "SYNCED" && event.standing === "ahead" && context.pending !== null,
+    /** The sync found the remote lacking this branch's head while nothing is held (e.g. a remote added later). */
+    syncFoundUnpushedHead: ({ context, event }) =>
+      event.type === "SYNCED" &&
+      event.standing === "ahead" &&
+      event.head !== null &&
+      context.queued === null &&
+      context.inflight === null &&
+      context.pending === null,
     /** The sync found the branch equal to the remote's: the held target is there (published another way). */
     syncFoundEqual: ({ event }) => event.type === "SYNCED" && event.standing === "equal",
     /** The target is unreachable while a newer accepted target is queued behind the push. */
@@ -277,8 +285,17 @@ export const publicationMachine = setup({
         ? { inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null }
         : {},
     ),
+    /** Pushes the branch head the sync found unpublished (commits accepted before a remote, or by ended sessions). */
+    startPushHead: assign(({ event }) =>
+      event.type === "SYNCED" && event.head !== null
+        ? { inflight: event.head, queued: null, pending: null, attempts: 0, lastError: null }
+        : {},
+    ),
     askSync: sendTo("sync", { type: "SYNC" }),
-    tellSyncPushed: sendTo("sync", { type: "PUSHED" }),
+    tellSyncPushed: sendTo("sync", ({ context }) => ({
+      type: "PUSHED" as const,
+      target: context.lastResult?.target ?? "",
+    })),
     forwardToSync: sendTo("sync", ({ event }) => event),
     /** A route that publishes nothing drops a recovered pending target (the record then says settled). */
     dropPending: assign({ pending: null, attempts: 0, lastError: null }),
@@ -412,6 +429,7 @@ export const publicationMachine = setup({
             ],
             RUN_END: { actions: ["askSync"] },
             JOINED: { target: "pushing", actions: ["startPushJoined"] },
+            SYNCED: { guard: "syncFoundUnpushedHead", target: "pushing", actions: ["startPushHead"] },
           },
         },
         checking: {
@@ -520,6 +538,7 @@ export const publicationMachine = setup({
             ],
             RUN_END: { actions: ["askSync"] },
             JOINED: { target: "pushing", actions: ["startPushJoined"] },
+            SYNCED: { guard: "syncFoundUnpushedHead", target: "pushing", actions: ["startPushHead"] },
           },
         },
         waiting: {

@@ -66,7 +66,7 @@ export interface SyncContext {
 export type SyncEvent =
   | { type: "SYNC" }
   /** The publication pushed this branch's head: the remote has it now (no fetch needed to know). */
-  | { type: "PUSHED" }
+  | { type: "PUSHED"; target: string }
   /** The person's side for one conflicting scope, or for every one (no scope). */
   | { type: "CHOOSE"; side: Side; scope?: string };
 
@@ -75,7 +75,9 @@ export type SyncEmitted =
   | { type: "sync.settled"; finding: SyncFinding | null; error: string | null };
 
 /** What the parent hears. */
-export type SyncParentEvent = { type: "SYNCED"; standing: Standing } | { type: "JOINED"; target: string };
+export type SyncParentEvent =
+  /** `head`: this branch's head as the fetch found it (what an `ahead` branch has to push). */
+  { type: "SYNCED"; standing: Standing; head: string | null } | { type: "JOINED"; target: string };
 
 type DoneEvent<T> = { type: `xstate.done.actor.${string}`; output: T };
 const outputOf = <T>(event: { type: string }): T | undefined =>
@@ -155,7 +157,23 @@ export const syncMachine = setup({
         return { ...context.choices, ...Object.fromEntries(scopes.map((scope) => [scope, event.side])) };
       },
     }),
-    keepArrival: assign({ arrival: ({ event }) => outputOf<SyncArrival>(event) ?? null, error: () => null }),
+    /** The pushed commit is the branch's and the remote's head now. */
+    notePushed: assign({
+      finding: ({ context, event }) =>
+        event.type === "PUSHED" && context.finding && event.target !== ""
+          ? { ...context.finding, standing: "equal" as const, local: event.target, remoteHead: event.target }
+          : context.finding,
+    }),
+    keepArrival: assign(({ context, event }) => {
+      const arrival = outputOf<SyncArrival>(event) ?? null;
+      // A fast-forward leaves the branch at the remote's head: the finding says equal, at that commit.
+      const fastForwarded = arrival !== null && (event as { type: string }).type === "xstate.done.actor.fastForward";
+      const finding =
+        fastForwarded && context.finding
+          ? { ...context.finding, standing: "equal" as const, local: arrival.revision, remoteHead: arrival.revision }
+          : context.finding;
+      return { arrival, error: null, finding };
+    }),
     announceArrival: emit(({ event }) => ({
       type: "sync.arrived" as const,
       arrival: outputOf<SyncArrival>(event)!,
@@ -168,7 +186,8 @@ export const syncMachine = setup({
     }),
     tellStanding: enqueueActions(({ context, self, enqueue }) => {
       const standing = context.finding?.standing ?? "unreachable";
-      if ((self as { _parent?: unknown })._parent) enqueue.sendParent({ type: "SYNCED", standing });
+      const head = context.finding?.local ?? null;
+      if ((self as { _parent?: unknown })._parent) enqueue.sendParent({ type: "SYNCED", standing, head });
     }),
     settle: assign({ seq: ({ context }) => context.seq + 1 }),
     announceSettled: emit(({ context }) => ({
@@ -236,7 +255,7 @@ export const syncMachine = setup({
     ahead: {
       description: "The remote lacks this branch's newest commits: the publication pushes them (PUSHED: equal).",
       entry: ["settle", "tellStanding", "announceSettled"],
-      on: { SYNC: "fetching", PUSHED: "equal" },
+      on: { SYNC: "fetching", PUSHED: { target: "equal", actions: ["notePushed"] } },
     },
     behind: {
       description: "Behind, and the fast-forward failed (its error is kept); the next sync tries again.",

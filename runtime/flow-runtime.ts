@@ -92,7 +92,7 @@ export class FlowRuntime {
     const diagnostics = new Diagnostics(agentDir, enabled, options.storeRoot, (m) => host.notify(m, "warning"));
     // Each store generation's publication is spawned into the episode: one actor system for the branch.
     this.publication = new BranchPublication(
-      (m) => host.notify(m, "warning"),
+      (m, level) => host.notify(m, level ?? "warning"),
       undefined,
       (logic, input) => {
         this.episode.send({ type: "PUBLICATION_OPENED", logic, input });

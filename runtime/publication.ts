@@ -39,8 +39,8 @@ import {
 } from "../machines/publication.ts";
 import type { Side, SyncArrival } from "../machines/sync.ts";
 import type { FetchResult, GitPushResult, PendingRecord, RemoteAnswer } from "../storage/open-store.ts";
-import { providedSync, syncNow, syncView, watchArrivals, type SyncSide, type SyncView } from "./sync.ts";
-import { arrivalNotice, syncLines } from "./sync-report.ts";
+import { providedSync, syncNow, syncSideOf, syncView, watchArrivals, type SyncSide, type SyncView } from "./sync.ts";
+import { arrivalNotice, heldNotice, syncLines } from "./sync-report.ts";
 import type { BranchState } from "../storage/state-store.ts";
 
 import type { PublicationPolicy } from "../storage/core/codec.ts";
@@ -403,20 +403,6 @@ class MachinePublication implements PublicationDriver {
   }
 }
 
-/** The sync's view of a Git store: its remote's fetch and the store's sync; null without either. */
-function syncSideOf(git: GitPublicationSide): SyncSide | null {
-  const fetchBranch = git.remote.fetchBranch?.bind(git.remote);
-  const sync = git.sync;
-  if (!fetchBranch || !sync) return null;
-  return {
-    fetchBranch,
-    standing: (fetched) => sync.standing(fetched),
-    plan: (local, remoteHead, base) => sync.plan(local, remoteHead, base),
-    fastForward: (local, remoteHead, remote) => sync.fastForward(local, remoteHead, remote),
-    join: (standing, plan, choices) => sync.join(standing, plan, choices),
-  };
-}
-
 /** A Pusher over the Git backend (kept as a function so this module does not construct backends). */
 export function gitPusher(git: GitRemoteSide): Pusher {
   const publicationRemote = git.publicationRemote?.bind(git);
@@ -462,14 +448,21 @@ export interface GitPublicationSide {
  */
 export class BranchPublication {
   private driver: PublicationDriver | null = null;
-  private readonly notify: (message: string) => void;
+  /** What the person is told (level: "warning" unless said otherwise). */
+  private readonly notify: (message: string, level?: "info" | "warning") => void;
   private readonly inspect: Observer<InspectionEvent> | undefined;
   private readonly spawn: PublicationSpawner | undefined;
   /** The held revision the person was told about (a waiting publication is said once). */
   private said: string | null = null;
   private saidConflict: string | null = null;
+  /** A /state-flow-sync is running: what it finds is its answer, not a notice besides. */
+  private commanding = false;
 
-  constructor(notify: (message: string) => void, inspect?: Observer<InspectionEvent>, spawn?: PublicationSpawner) {
+  constructor(
+    notify: (message: string, level?: "info" | "warning") => void,
+    inspect?: Observer<InspectionEvent>,
+    spawn?: PublicationSpawner,
+  ) {
     this.notify = notify;
     this.inspect = inspect;
     this.spawn = spawn;
@@ -499,11 +492,7 @@ export class BranchPublication {
         if (this.driver?.summary.status === "waiting") {
           if (this.said === pending.revision) return; // held again by a newer target: said once
           this.said = pending.revision;
-          return this.notify(
-            `State Flow: another machine published to the remote first, so ${pending.revision.slice(0, 12)} is ` +
-              "held, not pushed again after every run; State Flow is bringing that machine's changes in " +
-              "(/state-flow-sync shows where it stands).",
-          );
+          return this.notify(heldNotice(pending.revision), "info");
         }
         this.notify(
           `State Flow: push of ${pending.revision.slice(0, 12)} is pending (${pending.lastError}); ` +
@@ -511,6 +500,7 @@ export class BranchPublication {
         );
       },
       onConflict: (lines) => {
+        if (this.commanding) return; // /state-flow-sync says it itself
         const text = `State Flow: ${lines.join("\n")}`;
         if (text !== this.saidConflict) this.notify(text); // the same finding again is not said again
         this.saidConflict = text;
@@ -523,15 +513,36 @@ export class BranchPublication {
       ...(this.inspect ? { inspect: this.inspect } : {}),
       ...(this.spawn ? { spawn: this.spawn } : {}),
       sync: git ? syncSideOf(git) : null,
-      onArrival: (arrival, joined) => this.notify(arrivalNotice(arrival, joined)),
+      onArrival: (arrival, joined) => this.notify(arrivalNotice(arrival, joined), "info"),
     });
-    // In the background: start and restore return once local state is established, never after the network.
-    void this.driver.sync().catch(() => undefined);
+    // In the background: start and restore return once local state is established, never after the network;
+    // after the restart's question to the remote (one remote process at a time).
+    const driver = this.driver;
+    void driver
+      .settled()
+      .then(() => (driver.syncView?.state === "idle" ? driver.sync() : null)) // (unless a command synced first)
+      .catch(() => undefined);
   }
 
   /** /state-flow-sync: fetch and classify now; what it found (null: no remote route). */
   sync(): Promise<SyncView | null> {
-    return this.driver?.sync() ?? Promise.resolve(null);
+    return this.commanded(() => this.driver?.sync() ?? Promise.resolve(null));
+  }
+
+  private async commanded<T>(work: () => Promise<T>): Promise<T> {
+    this.commanding = true;
+    try {
+      const result = await work();
+      await this.driver?.settled();
+      return result;
+    } finally {
+      this.commanding = false;
+    }
+  }
+
+  /** Resolves once no push, question or sync is in flight (each bounded by its remote command's limit). */
+  async settled(): Promise<void> {
+    await this.driver?.settled();
   }
 
   /** Pushes the pending target now (/state-flow-sync after a failed push). */
@@ -541,7 +552,7 @@ export class BranchPublication {
 
   /** /state-flow-sync keep-local|take-remote [scope]. */
   choose(side: Side, scope?: string): Promise<SyncView | null> {
-    return this.driver?.choose(side, scope) ?? Promise.resolve(null);
+    return this.commanded(() => this.driver?.choose(side, scope) ?? Promise.resolve(null));
   }
 
   get syncView(): SyncView | null {

@@ -20,8 +20,9 @@ export async function runSyncCommand(publication: BranchPublication, args: strin
   if (words.length === 0) {
     if (publication.syncView === null)
       return { text: syncLines(null).join("\n"), refused: publication.summary === null };
-    const view = await publication.sync();
-    const lines = syncLines(view);
+    const before = publication.summary?.lastPushed?.revision ?? null;
+    await publication.sync(); // the person asked: what it started (a push) is done before the answer
+    const lines = [...syncLines(publication.syncView), ...pushedLine(publication, before)];
     const pending = publication.pending;
     if (pending && publication.summary?.status === "pending") {
       const outcome = await publication.retry();
@@ -36,9 +37,15 @@ export async function runSyncCommand(publication: BranchPublication, args: strin
   const [choice, ...scopeWords] = words;
   const side = choice === "keep-local" ? "local" : choice === "take-remote" ? "remote" : null;
   if (side === null) return { text: `${USAGE}\n"${args.trim()}" is not one of them.`, refused: true };
-  const view = publication.syncView;
+  // The choice applies to what the remote holds now (a new Pi process has not classified yet): fetch first.
+  const view = publication.syncView === null ? null : await publication.sync();
   if (!view || (view.state !== "diverged" && view.state !== "unrelated") || view.open.length === 0) {
-    if (view?.state === "unrelated" && side === "remote") return answer(await publication.choose(side));
+    if (view?.state === "unrelated" && side === "remote") {
+      const before = publication.summary?.lastPushed?.revision ?? null;
+      await publication.choose(side);
+      const lines = [...syncLines(publication.syncView), ...pushedLine(publication, before)];
+      return { text: lines.join("\n"), refused: false };
+    }
     return {
       text: [`Nothing to choose: no scope is changed here and on another machine.`, ...syncLines(view)].join("\n"),
       refused: true,
@@ -53,13 +60,20 @@ export async function runSyncCommand(publication: BranchPublication, args: strin
       text: `"${rejoined}" is not a scope changed here and on another machine; those are: ${scopes.join(", ")}.`,
       refused: true,
     };
-  return answer(await publication.choose(side, scope));
+  const before = publication.summary?.lastPushed?.revision ?? null;
+  await publication.choose(side, scope);
+  return { text: [...syncLines(publication.syncView), ...pushedLine(publication, before)].join("\n"), refused: false };
+}
+
+/** What the push the command started did, in one line (none when it pushed nothing new). */
+function pushedLine(publication: BranchPublication, before: string | null): string[] {
+  const summary = publication.summary;
+  const last = summary?.lastPushed;
+  if (summary?.status === "confirmed" && last && last.revision !== before)
+    return [`Pushed ${last.revision.slice(0, 12)} to ${last.remote ?? "the remote"}.`];
+  return [];
 }
 
 function whyNot(outcome: Awaited<ReturnType<BranchPublication["retry"]>>): string {
   return "error" in outcome ? outcome.error : outcome.kind;
-}
-
-function answer(view: Parameters<typeof syncLines>[0]): SyncAnswer {
-  return { text: syncLines(view).join("\n"), refused: false };
 }

@@ -3,7 +3,6 @@
 // machines changed — the scope, both revisions, the changed paths and the two commands that settle
 // it. Words a Pi user knows: "another machine (remote origin)", not refs and merge bases.
 
-import type { PublicationSummary } from "./publication.ts";
 import type { SyncArrival } from "../machines/sync.ts";
 import type { SyncView } from "./sync.ts";
 
@@ -79,7 +78,11 @@ export function syncLines(view: SyncView | null): string[] {
 }
 
 /** The status's remote line while a push waits for another machine's changes to come in. */
-export function waitingLine(pending: string, summary: PublicationSummary | null, view: SyncView | null): string {
+export function waitingLine(
+  pending: string,
+  summary: { readonly lastPushed: { readonly remote: string | null } | null } | null,
+  view: SyncView | null,
+): string {
   const remote = view?.finding?.remote ?? summary?.lastPushed?.remote ?? "the remote";
   return (
     `Remote: waiting — another machine (remote ${remote}) published first; ${pending.slice(0, 12)} is pushed ` +
@@ -94,5 +97,14 @@ export function arrivalNotice(arrival: SyncArrival, joined: boolean): string {
   return (
     `State Flow: brought in another machine's changes (remote ${arrival.remote}; ${scopes}), ${how} at ` +
     `${arrival.revision.slice(0, 12)}; sessions adopt them at their next run.`
+  );
+}
+
+/** The one line a person reads when a push waits for another machine's changes to come in. */
+export function heldNotice(revision: string): string {
+  return (
+    `State Flow: another machine published to the remote first, so ${revision.slice(0, 12)} is held, not pushed ` +
+    "again after every run; State Flow is bringing that machine's changes in (/state-flow-sync shows where it " +
+    "stands)."
   );
 }

@@ -171,3 +171,20 @@ export function watchArrivals(
   const subscription = publication.subscribe({ next: attach, error: () => undefined });
   return () => subscription.unsubscribe();
 }
+
+/** The sync's view of a Git store: its remote's fetch and the store's sync; null without either. */
+export function syncSideOf(git: {
+  readonly remote: { fetchBranch?(signal?: AbortSignal): Promise<FetchResult> };
+  readonly sync?: Omit<SyncSide, "fetchBranch">;
+}): SyncSide | null {
+  const fetchBranch = git.remote.fetchBranch?.bind(git.remote);
+  const sync = git.sync;
+  if (!fetchBranch || !sync) return null;
+  return {
+    fetchBranch,
+    standing: (fetched) => sync.standing(fetched),
+    plan: (local, remoteHead, base) => sync.plan(local, remoteHead, base),
+    fastForward: (local, remoteHead, remote) => sync.fastForward(local, remoteHead, remote),
+    join: (standing, plan, choices) => sync.join(standing, plan, choices),
+  };
+}

@@ -234,8 +234,10 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "publication-push-newest-no-target",
     file: "machines/publication.ts",
-    from: "? { inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null }",
-    to: "? { queued: null, pending: null, attempts: 0, lastError: null }",
+    from:
+      'event.type === "ACCEPTED"\n' +
+      "        ? { inflight: event.target, queued: null, pending: null, attempts: 0, lastError: null }",
+    to: 'event.type === "ACCEPTED"\n        ? { queued: null, pending: null, attempts: 0, lastError: null }',
     why: "a push starts without naming the in-flight target, so the push actor pushes nothing",
   },
   {
@@ -269,7 +271,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     id: "publication-pushed-result-dropped",
     file: "machines/publication.ts",
-    from: '{ guard: "isPushed", target: "settling", actions: ["keepResult", "confirmInflight"] },',
+    from: '{ guard: "isPushed", target: "settling", actions: ["keepResult", "confirmInflight", "tellSyncPushed"] },',
     to: "",
     why: "a push's success result is dropped: the machine stays pushing a target the remote already has",
   },

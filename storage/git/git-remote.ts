@@ -193,6 +193,7 @@ export class GitRemote {
     const ref = await this.headBranch();
     const head = await this.remoteHead(remote, ref, signal);
     if ("error" in head) return { kind: "unanswered", detail: head.error };
+    if (head.head !== null) await this.learn(head.head, signal);
     return head.head !== null && (await this.isAncestor(revision, head.head)) ? { kind: "has" } : { kind: "lacks" };
   }
 
@@ -212,6 +213,18 @@ export class GitRemote {
     }
   }
 
+  /**
+   * Another machine's commit is unknown here until fetched: without it "is this revision contained in the
+   * remote's branch?" cannot be answered, and a revision the remote holds would look lacking.
+   */
+  private async learn(commit: string, signal?: AbortSignal): Promise<void> {
+    const known = await this.runner.exec(["cat-file", "-e", `${commit}^{commit}`]).then(
+      () => true,
+      () => false,
+    );
+    if (!known) await this.fetchBranch(signal).catch(() => undefined);
+  }
+
   private async isAncestor(revision: string, head: string): Promise<boolean> {
     try {
       await this.runner.exec(["merge-base", "--is-ancestor", revision, head]);
@@ -224,6 +237,8 @@ export class GitRemote {
   /** Whether `<remote>`'s `<ref>` is a commit this repository has that descends from (or is) `revision`. */
   private async remoteContains(remote: string, ref: string, revision: string): Promise<boolean> {
     const head = await this.remoteHead(remote, ref);
-    return "head" in head && head.head !== null && (await this.isAncestor(revision, head.head));
+    if (!("head" in head) || head.head === null) return false;
+    await this.learn(head.head);
+    return this.isAncestor(revision, head.head);
   }
 }

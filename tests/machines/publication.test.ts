@@ -266,6 +266,11 @@ function checkWaiting(
     if (s.after !== "remote.waiting" || n.pending !== held || s.pushes.length > 0)
       v.push(`I3.12 a rejected push of ${p.inflight} left ${s.after} holding ${n.pending}, not ${held}`);
   }
+  const idleLike = s.before === "remote.idle" || s.before === "remote.confirmed";
+  if (idleLike && event.type === "SYNCED" && event.standing === "ahead" && !holdsTarget(p)) {
+    if (s.pushes.length !== 1 || s.pushes[0]?.target !== event.head)
+      v.push(`I3.12 the remote lacks the head ${event.head}, yet it was not pushed (${s.after})`);
+  }
   if (s.before !== "remote.waiting") return v;
   if (event.type === "RUN_END" && (s.after !== "remote.waiting" || s.pushes.length > 0))
     v.push(`I3.12 a run end pushed the held ${p.pending} again (${s.after})`);
@@ -507,6 +512,11 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
   it("I3.12 check catches a rejected push treated as a failure (pushed again after every run)", () => {
     const { violations } = runSuite(publicationMachine.provide({ guards: { isRejected: () => false } }), 10_000);
     expect(violations.some((v) => v.startsWith("I3.12 a rejected push"))).toBe(true);
+  });
+
+  it("I3.12 check catches a head the remote lacks that nothing pushes (commits from before the remote)", () => {
+    const { violations } = runSuite(publicationMachine.provide({ guards: { syncFoundUnpushedHead: () => false } }));
+    expect(violations.some((v) => v.startsWith("I3.12 the remote lacks the head"))).toBe(true);
   });
 
   it("I3.12 check catches a sync that finds the remote lacking the held target and pushes nothing", () => {

@@ -51,7 +51,7 @@ function events(s: AnyMachineSnapshot): PathEvent[] {
   const choosing = s.matches("diverged") || s.matches("unrelated");
   return [
     { type: "SYNC" },
-    { type: "PUSHED" },
+    { type: "PUSHED", target: "p1" },
     { type: "CHOOSE", side: "remote" },
     ...(choosing
       ? ([

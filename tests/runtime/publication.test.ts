@@ -367,7 +367,7 @@ describe("publication policies", () => {
     expect(git(remote, env, "rev-parse", branch).trim()).toBe(revision);
   });
 
-  it("a revision the remote already contains is pushed, not pending; a diverged one is rejected (real git)", async () => {
+  it("a revision the remote already holds is pushed; one beside the remote's head: rejected (real git)", async () => {
     const { backend, commit, remote, root, env } = await gitStore();
     git(root, env, "remote", "add", "origin", remote);
     const older = await commit();

@@ -115,10 +115,13 @@ export function publicationEvents(s: AnyMachineSnapshot): PublicationPathEvent[]
       : []),
     ...(s.matches({ remote: "waiting" })
       ? ([
-          { type: "SYNCED", standing: "ahead" },
-          { type: "SYNCED", standing: "equal" },
-          { type: "SYNCED", standing: "diverged" },
+          { type: "SYNCED", standing: "ahead", head: "h1" },
+          { type: "SYNCED", standing: "equal", head: "h1" },
+          { type: "SYNCED", standing: "diverged", head: "h1" },
         ] as const)
+      : []),
+    ...(s.matches({ remote: "idle" }) || s.matches({ remote: "confirmed" })
+      ? [{ type: "SYNCED", standing: "ahead", head: "h1" } as const]
       : []),
     // A done event is offered in every state (where its actor does not run it must change nothing, I3.8); an
     // error event only where its actor runs: xstate makes an error event no state handles the machine's own

@@ -168,13 +168,23 @@ const OPEN_FINDINGS: Record<string, string> = {
     "never written (the machine announced pending, then settled); alone it passes",
 };
 
+/**
+ * The sync's events (SYNC, CHOOSE, JOINED, SYNCED) and a push the remote rejects need a second machine:
+ * tests/runtime/sync.test.ts drives them through two real stores; here the paths leave them out.
+ */
+const SYNC_EVENTS = ["SYNC", "CHOOSE", "JOINED", "SYNCED"];
+const withoutSync = (s: Parameters<typeof publicationEvents>[0]) =>
+  publicationEvents(s).filter(
+    (e) => !SYNC_EVENTS.includes(e.type) && !(e.type === "xstate.done.actor.push" && e.output.kind === "rejected"),
+  );
+
 function publicationPaths(): { generated: number; cases: PathCase[] } {
   let generated = 0;
   const cases: PathCase[] = [];
   for (const input of PUBLICATION_INPUTS) {
     const shortest = generatePaths<PublicationPathEvent>(
       publicationMachine,
-      { events: publicationEvents, serializeState: publicationStateKey, input },
+      { events: withoutSync, serializeState: publicationStateKey, input },
       { simple: false },
     ).filter((p) => p.kind === "shortest");
     generated += shortest.length;
@@ -341,9 +351,18 @@ class PublicationWorld {
 
   /** The adapter's actor took `key` next and reached what the pure actor reaches with the same event. */
   async observe(key: string): Promise<void> {
-    const n = this.seen;
-    await until(() => this.adapter.steps.length > n, `the adapter's publication to take ${key} — ${this.where()}`);
-    const step = this.adapter.steps[this.seen++]!;
+    await until(
+      () => this.adapter.steps.length > this.seen,
+      `the adapter's publication to take ${key} — ${this.where()}`,
+    );
+    let step = this.adapter.steps[this.seen++]!;
+    // The background sync with the remote (no second machine here: it finds the branch equal or ahead of a
+    // remote it pushes to) is taken by the pure actor as well, and is not one of the path's events.
+    while (SYNC_EVENTS.includes(step.event.type) && !SYNC_EVENTS.includes(key)) {
+      this.pure.send(step.event as never);
+      await until(() => this.adapter.steps.length > this.seen, `the adapter's publication to take ${key}`);
+      step = this.adapter.steps[this.seen++]!;
+    }
     const got = eventKey(step.event, this.selected);
     this.trail.push(key);
     if (got !== key) throw new Error(`the adapter's publication took ${got}, not ${key} — ${this.where()}`);
