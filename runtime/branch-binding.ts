@@ -13,7 +13,7 @@ import type { Actor } from "xstate";
 import { type episodeMachine } from "../machines/episode.ts";
 import { loadedBranch } from "../machines/episode-queries.ts";
 import type { BranchHost, CheckpointData } from "./host.ts";
-import type { BranchPublication } from "./publication.ts";
+import type { BranchPublication } from "./branch-publication.ts";
 
 export interface BindingOptions {
   /** Store root (SDK `repositoryRoot`, else state-flow.json's directory). */

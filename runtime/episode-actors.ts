@@ -12,7 +12,8 @@ import { forkedDetail } from "./fork-copy.ts";
 import type { BranchHost } from "./host.ts";
 import type { KnowledgeUpkeep } from "./knowledge-upkeep.ts";
 import { legacyMigratedNotice } from "./notices.ts";
-import type { BranchPublication, PublicationPolicy } from "./publication.ts";
+import type { BranchPublication } from "./branch-publication.ts";
+import type { PublicationPolicy } from "./publication.ts";
 import { frozenRuntime, restoreBranch } from "./restore-branch.ts";
 
 export class EpisodeActors {

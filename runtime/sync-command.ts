@@ -3,7 +3,7 @@
 // `take-remote [scope]`. A pending push that failed (the remote did not answer) is retried too.
 // Every refusal says what was wrong and what to run instead.
 
-import type { BranchPublication } from "./publication.ts";
+import type { BranchPublication } from "./branch-publication.ts";
 import { syncLines } from "./sync-report.ts";
 
 export interface SyncAnswer {

@@ -118,6 +118,13 @@ function viewOf(snapshot: SyncSnapshot): SyncView {
   return { state: String(snapshot.value), finding, open: openConflicts(snapshot.context), arrival, error };
 }
 
+/** Resolves once the sync is not fetching, fast-forwarding or joining (at once off the remote route). */
+export async function syncQuiet(publication: PublicationRef): Promise<void> {
+  const child = syncChild(publication);
+  if (!child) return;
+  await waitFor(child, (s: SyncSnapshot) => s.status !== "active" || !isSyncing(s)).catch(() => undefined);
+}
+
 /** Where the sync stands now; null when the publication is not on the remote route. */
 export function syncView(publication: PublicationRef): SyncView | null {
   const child = syncChild(publication);

@@ -4,7 +4,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BranchPublication, gitPusher, openPublication, type RecordStore } from "../../runtime/publication.ts";
+import { BranchPublication, gitPusher } from "../../runtime/branch-publication.ts";
+import { openPublication, type RecordStore } from "../../runtime/publication.ts";
 import { cwdKey } from "../../storage/layout.ts";
 import { openStore } from "../../storage/open-store.ts";
 import { parsePatchSet } from "../../storage/core/cohort.ts";

@@ -5,13 +5,8 @@ import type { GitPushResult, RemoteAnswer } from "../../storage/git/git-remote.t
 import { openGitBackend } from "../../storage/git/git-backend.ts";
 import { findGitExecutable } from "../../storage/git/git-runner.ts";
 import { cohortPaths, scopeFiles } from "../../storage/layout.ts";
-import {
-  createPublication,
-  gitPusher,
-  openPublication,
-  type PendingPublication,
-  type Pusher,
-} from "../../runtime/publication.ts";
+import { gitPusher } from "../../runtime/branch-publication.ts";
+import { createPublication, openPublication, type PendingPublication, type Pusher } from "../../runtime/publication.ts";
 import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
 
 const temps = new TempDirs();

@@ -6,7 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BranchPublication } from "../../runtime/publication.ts";
+import { BranchPublication } from "../../runtime/branch-publication.ts";
 import { arrivalNotice } from "../../runtime/sync-report.ts";
 import type { BranchState } from "../../storage/state-store.ts";
 import { openStore, type Store } from "../../storage/open-store.ts";

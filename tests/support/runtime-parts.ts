@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { BranchBinding, memoryCell } from "../../runtime/branch-binding.ts";
 import { EpisodeActors } from "../../runtime/episode-actors.ts";
 import { KnowledgeUpkeep } from "../../runtime/knowledge-upkeep.ts";
-import { BranchPublication } from "../../runtime/publication.ts";
+import { BranchPublication } from "../../runtime/branch-publication.ts";
 import type { SessionIdentity } from "../../runtime/session-identity.ts";
 import type { PublicationPolicy } from "../../storage/core/codec.ts";
 import { cwdKey } from "../../storage/layout.ts";
