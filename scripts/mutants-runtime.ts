@@ -245,7 +245,7 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   },
   {
     id: "publication-opened-twice",
-    file: "runtime/publication.ts",
+    file: "runtime/branch-publication.ts",
     from: "    if (this.driver) return;\n    const sessionKey",
     to: "    const sessionKey",
     why: "an effect run twice: a bound branch opens a second generation beside the first, both pushing",
@@ -253,7 +253,7 @@ export const RUNTIME_MUTANTS: readonly Mutant[] = [
   },
   {
     id: "publication-pending-notice-wrong-cause",
-    file: "runtime/publication.ts",
+    file: "runtime/branch-publication.ts",
     from: "is pending (${pending.lastError}); ",
     to: "is pending (${pending.revision}); ",
     why: "the notice of a pending push names the revision again instead of the error that kept it pending",

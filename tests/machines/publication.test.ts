@@ -409,7 +409,7 @@ function runSuite(machine: typeof publicationMachine, maxViolations = 20, sync =
       events: sync ? publicationEvents : withoutSync,
       serializeState: publicationStateKey,
       input,
-      maxSimplePaths: 20_000,
+      maxSimplePaths: 30_000,
     }),
     trace: () => ({ lastAccepted: null }),
     started: () => resetStarted(),
