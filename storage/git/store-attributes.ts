@@ -3,8 +3,11 @@
 // .gitattributes and core.attributesFile, so a user's `*.json text eol=lf` or `filter=…` still
 // applies to their own files but never converts, filters or re-encodes State Flow's: a user's
 // `git commit -a` then commits the same bytes State Flow would, and the next load is not
-// mistaken for a hand edit. The block is added once, under the publication lock, and a user's
-// own lines in that file are kept as they are.
+// mistaken for a hand edit. `-merge` makes a user's `git pull` or `git merge` stop with a conflict on
+// a store file both sides changed instead of merging its lines: two lineages' patch records joined
+// line by line would read as one history that never happened (State Flow joins lines scope by scope
+// itself, git-sync.ts). The block is added once, under the publication lock (an earlier block is
+// replaced), and a user's own lines in that file are kept as they are.
 
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -13,18 +16,23 @@ import { errnoOf } from "../store-error.ts";
 
 const BEGIN = "# state-flow: its store files are committed byte-exact (no eol conversion, filter or encoding)";
 const UNSET = "-text -eol -filter -ident -working-tree-encoding";
+const block = (begin: string, unset: string) =>
+  [begin, ...[CHECKPOINT_FILE, PATCHES_FILE, META_FILE, CONFIG_FILE].map((f) => `${f} ${unset}`)]
+    .map((line) => `${line}\n`)
+    .join("");
 
 /** The lines State Flow keeps in info/attributes. */
-export const STORE_ATTRIBUTES = [
-  BEGIN,
-  ...[CHECKPOINT_FILE, PATCHES_FILE, META_FILE, CONFIG_FILE].map((f) => `${f} ${UNSET}`),
-]
-  .map((line) => `${line}\n`)
-  .join("");
+export const STORE_ATTRIBUTES = block(
+  "# state-flow: its store files are committed byte-exact and never line-merged by git",
+  `${UNSET} -merge`,
+);
+/** The block an earlier version wrote (replaced where found). */
+const EARLIER_ATTRIBUTES = block(BEGIN, UNSET);
 
-/** `existing` with State Flow's block appended, or null when it already holds it. */
+/** `existing` with State Flow's block appended (or an earlier one replaced), or null when it already holds it. */
 export function withStoreAttributes(existing: string | null): string | null {
   if (existing?.includes(STORE_ATTRIBUTES)) return null;
+  if (existing?.includes(EARLIER_ATTRIBUTES)) return existing.replace(EARLIER_ATTRIBUTES, STORE_ATTRIBUTES);
   const prefix = existing === null || existing === "" ? "" : existing.endsWith("\n") ? existing : `${existing}\n`;
   return `${prefix}${STORE_ATTRIBUTES}`;
 }

@@ -17,7 +17,16 @@ describe("withStoreAttributes", () => {
     const once = withStoreAttributes(user)!;
     expect(once).toBe(`${user}\n${STORE_ATTRIBUTES}`);
     expect(withStoreAttributes(once)).toBeNull();
-    expect(STORE_ATTRIBUTES).toContain("checkpoint.json -text -eol -filter -ident -working-tree-encoding\n");
+    expect(STORE_ATTRIBUTES).toContain("checkpoint.json -text -eol -filter -ident -working-tree-encoding -merge\n");
+  });
+
+  it("replaces the block an earlier version wrote (without -merge), keeping the user's lines", () => {
+    const earlier =
+      "*.png binary\n# state-flow: its store files are committed byte-exact (no eol conversion, filter or encoding)\n" +
+      ["checkpoint.json", "patches.jsonl", "meta.json", "config.json"]
+        .map((f) => `${f} -text -eol -filter -ident -working-tree-encoding\n`)
+        .join("");
+    expect(withStoreAttributes(earlier)).toBe(`*.png binary\n${STORE_ATTRIBUTES}`);
   });
 
   it("ensureStoreAttributes writes info/attributes only when the block is missing", async () => {
@@ -59,5 +68,69 @@ describe("a user's git beside the store, with attributes that would rewrite the 
     for (const [path, b] of bytes(2))
       expect(git(root, env, "cat-file", "blob", `HEAD:${path}`), path).toBe(b.toString());
     expect(git(root, env, "status", "--porcelain")).toBe("");
+  });
+});
+
+describe("a user's own git merge of two machines' stores", () => {
+  // Two machines changed different lines of one store file: git alone would merge them silently into a
+  // file neither machine wrote (a meta.json describing neither side's pair).
+  const base = '{\n  "a": 1,\n  "b": 2,\n  "c": 3,\n  "d": 4\n}\n';
+  const ours = base.replace('"a": 1', '"a": 10');
+  const theirs = base.replace('"d": 4', '"d": 40');
+
+  function diverge(root: string, env: NodeJS.ProcessEnv, path: string, commit: (text: string) => Promise<void>) {
+    return async () => {
+      await commit(base);
+      const start = git(root, env, "rev-parse", "HEAD").trim();
+      await commit(ours);
+      git(root, env, "worktree", "add", "-q", "-b", "other", `${root}-other`, start);
+      writeFileSync(join(`${root}-other`, path), theirs);
+      git(`${root}-other`, env, "commit", "-q", "-am", "other machine");
+      try {
+        git(root, env, "merge", "-q", "--no-edit", "other");
+        return "merged";
+      } catch {
+        return "conflict";
+      }
+    };
+  }
+
+  it("stops with a conflict on a store file both changed instead of merging its lines", async () => {
+    const home = temps.make("sf-attrs-merge-");
+    const cfg = join(home, "gitconfig");
+    writeFileSync(cfg, "");
+    const env = { ...gitTestEnv(cfg), HOME: home };
+    const root = join(home, "state-flow");
+    const backend = (await openGitBackend({ root, binary: findGitExecutable()!, env, generation: "t", init: true }))!;
+    const { g } = cohortFixture();
+    const publish = async (text: string) => {
+      await backend.publish({
+        basis: await backend.loadCurrent([g.meta]),
+        writes: new Map([[g.meta, Buffer.from(text)]]),
+      });
+    };
+    expect(await diverge(root, env, g.meta, publish)()).toBe("conflict");
+    expect(git(root, env, "ls-files", "-u")).toContain(g.meta);
+    git(root, env, "merge", "--abort");
+    expect(readFileSync(join(root, g.meta), "utf8")).toBe(ours);
+  });
+
+  it("control: the same merge in a repository without State Flow's attributes joins the lines", async () => {
+    const home = temps.make("sf-attrs-plain-");
+    const cfg = join(home, "gitconfig");
+    writeFileSync(cfg, "");
+    const env = { ...gitTestEnv(cfg), HOME: home };
+    const root = join(home, "plain");
+    mkdirSync(root);
+    git(root, env, "init", "-q");
+    const commit = async (text: string) => {
+      writeFileSync(join(root, "meta.json"), text);
+      git(root, env, "add", "meta.json");
+      git(root, env, "commit", "-q", "-m", "c");
+    };
+    expect(await diverge(root, env, "meta.json", commit)()).toBe("merged");
+    expect(readFileSync(join(root, "meta.json"), "utf8")).toBe(
+      base.replace('"a": 1', '"a": 10').replace('"d": 4', '"d": 40'),
+    );
   });
 });
