@@ -20,8 +20,12 @@ export type Side = "local" | "remote";
 /** A scope changed on both sides since the merge base. */
 export interface SyncConflict {
   readonly scope: string;
+  /** The files each side changed. */
   readonly localPaths: readonly string[];
   readonly remotePaths: readonly string[];
+  /** A global or cwd scope: the state paths each side changed (what the person compares). */
+  readonly localChanges?: readonly string[];
+  readonly remoteChanges?: readonly string[];
 }
 
 /** What a fetch found (the `fetch` actor's output). */

@@ -10,10 +10,12 @@ const short = (revision: string | null) => (revision ?? "(none)").slice(0, 12);
 
 function conflictLines(view: SyncView): string[] {
   const f = view.finding!;
-  const lines = view.open.map(
-    (c) =>
-      `  - ${c.scope}: this machine changed ${c.localPaths.join(", ")}; the remote changed ${c.remotePaths.join(", ")}`,
-  );
+  // State paths where the scope's state could be read, else the files.
+  const lines = view.open.map((c) => {
+    const mine = c.localChanges?.length ? c.localChanges : c.localPaths;
+    const theirs = c.remoteChanges?.length ? c.remoteChanges : c.remotePaths;
+    return `  - ${c.scope}: this machine changed ${mine.join(", ")}; the remote changed ${theirs.join(", ")}`;
+  });
   const scopes = view.open.map((c) => c.scope);
   const one = scopes.length === 1 ? "" : " [scope]";
   lines.push(

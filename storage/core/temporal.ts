@@ -110,6 +110,11 @@ function streamMaxStep(stream: ScopeStream): number {
   return last ? last.step : stream.checkpoint.through.step;
 }
 
+/** A stream's current state (its checkpoint with every retained record applied). */
+export function streamState(stream: ScopeStream): ScopeState {
+  return materializeStream(stream);
+}
+
 /** Replays a stream up to (and including) `step`. */
 function materializeStream(stream: ScopeStream, step = Number.POSITIVE_INFINITY): ScopeState {
   if (stream.checkpoint.through.step > step) {

@@ -7,7 +7,9 @@
 // or the new one, never a mix, and what arrives is written 0600 in 0700 folders like every
 // publication. State Flow writes the two-parent commit itself; git never line-merges a store file.
 
-import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE } from "../core/codec.ts";
+import { CHECKPOINT_FILE, CONFIG_FILE, META_FILE, PATCHES_FILE, parseScopeStream } from "../core/codec.ts";
+import { canonicalJson, type JsonObject } from "../core/json.ts";
+import { streamState } from "../core/temporal.ts";
 import type { PublishReceipt, PublishRequest, StorePointer, CohortSnapshot } from "../backend.ts";
 import { StoreError } from "../store-error.ts";
 import { GitCommandError, type GitRunner } from "./git-runner.ts";
@@ -45,6 +47,9 @@ export interface ScopeConflict {
   readonly scope: string;
   readonly localPaths: readonly string[];
   readonly remotePaths: readonly string[];
+  /** A global or cwd scope: the state paths (`working.note`, `response`) each side changed since the base. */
+  readonly localChanges?: readonly string[];
+  readonly remoteChanges?: readonly string[];
 }
 
 /** How a diverged (or unrelated) line joins: which scopes come from the remote, which conflict. */
@@ -73,6 +78,26 @@ const EMPTY_TREE = {
   sha1: "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
   sha256: "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
 } as const;
+
+/** The `section.key` paths (and `response`) that differ between two scope states (null: an empty scope). */
+export function changedStatePaths(
+  before: { artifacts: JsonObject; contract: JsonObject; working: JsonObject; response: string } | null,
+  after: { artifacts: JsonObject; contract: JsonObject; working: JsonObject; response: string } | null,
+): string[] {
+  const changed: string[] = [];
+  for (const section of ["artifacts", "contract", "working"] as const) {
+    const b = before?.[section] ?? {};
+    const a = after?.[section] ?? {};
+    for (const key of new Set([...Object.keys(b), ...Object.keys(a)])) {
+      const x = b[key];
+      const y = a[key];
+      if (x === undefined || y === undefined ? x !== y : canonicalJson(x) !== canonicalJson(y))
+        changed.push(`${section}.${key}`);
+    }
+  }
+  if ((before?.response ?? "") !== (after?.response ?? "")) changed.push("response");
+  return changed;
+}
 
 export class GitSync {
   private readonly deps: GitSyncDeps;
@@ -135,8 +160,10 @@ export class GitSync {
     for (const [scope, paths] of theirs) {
       const own = mine.get(scope);
       if (!own) fromRemote.push(scope);
-      else if (!(await this.sameScope(local, remoteHead, [...new Set([...own, ...paths])])))
-        conflicts.push({ scope, localPaths: own, remotePaths: paths });
+      else if (!(await this.sameScope(local, remoteHead, [...new Set([...own, ...paths])]))) {
+        const changes = await this.stateChanges(scope, base, local, remoteHead).catch(() => null);
+        conflicts.push({ scope, localPaths: own, remotePaths: paths, ...(changes ?? {}) });
+      }
     }
     for (const scope of mine.keys()) if (!theirs.has(scope)) kept.push(scope);
     const localPatches = conflicts.flatMap((c) => c.localPaths).filter((p) => p.endsWith(PATCHES_FILE));
@@ -200,6 +227,30 @@ export class GitSync {
       basisUnread: true,
       ...commit,
     });
+  }
+
+  /**
+   * The state paths each side changed in a global or cwd scope since the base (none for a session or a file;
+   * null when a side's pair cannot be read: the files are named instead).
+   */
+  private async stateChanges(
+    scope: string,
+    base: string | null,
+    local: string,
+    remoteHead: string,
+  ): Promise<{ localChanges: string[]; remoteChanges: string[] } | null> {
+    if (scope !== "global" && !scope.startsWith("cwd ")) return null;
+    const name = scope === "global" ? "global" : "cwd";
+    const dir = scope === "global" ? "" : `${scope.slice(4)}/`;
+    const paths = [`${dir}${CHECKPOINT_FILE}`, `${dir}${PATCHES_FILE}`];
+    const stateAt = async (revision: string | null) => {
+      if (revision === null) return null;
+      const files = (await this.deps.loadRevision({ revision }, paths)).files;
+      const input = { checkpoint: files.get(paths[0]!) ?? null, patches: files.get(paths[1]!) ?? null };
+      return streamState(parseScopeStream(name, input, dir === "" ? name : dir.slice(0, -1)));
+    };
+    const [before, mine, theirs] = await Promise.all([stateAt(base), stateAt(local), stateAt(remoteHead)]);
+    return { localChanges: changedStatePaths(before, mine), remoteChanges: changedStatePaths(before, theirs) };
   }
 
   private async changedPaths(from: string, to: string): Promise<string[]> {

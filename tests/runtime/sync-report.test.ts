@@ -47,6 +47,11 @@ describe("what a person reads of the sync", () => {
       "  /state-flow-sync keep-local [scope]   keeps this machine's values (aaaaaaaaaaaa) for global, cwd --p--",
     );
     expect(lines).toContain("  /state-flow-sync take-remote [scope]  takes the remote's values (bbbbbbbbbbbb)");
+    // With the state paths known, those are named instead of the files.
+    const named = syncLines(
+      view("diverged", { open: [{ ...open[0]!, localChanges: ["working.width"], remoteChanges: ["working.width"] }] }),
+    );
+    expect(named).toContain("  - global: this machine changed working.width; the remote changed working.width");
   });
 
   it("unrelated histories are named; a store holding only its start is offered the remote's", () => {

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { GitBackend } from "../../../storage/git/git-backend.ts";
 import { openGitBackend } from "../../../storage/git/git-backend.ts";
-import { scopeOfPath } from "../../../storage/git/git-sync.ts";
+import { changedStatePaths, scopeOfPath } from "../../../storage/git/git-sync.ts";
 import { isStoreError } from "../../../storage/store-error.ts";
 import { GIT, gitBackendRepo } from "../../support/git-backend-fixture.ts";
 import { TempDirs, cohortFixture, git } from "../../support/store-fixtures.ts";
@@ -47,6 +47,22 @@ const standingOf = async (backend: GitBackend) => backend.sync.standing(await ba
 const read = (root: string, path: string) => git(root, process.env, "show", `HEAD:${path}`);
 
 describe("where the branch stands against the remote's", () => {
+  it("names the state paths two scope states differ in (keys added, changed, removed; the response)", () => {
+    const state = (working: Record<string, string>, response = "") => ({
+      artifacts: {},
+      contract: {},
+      working,
+      response,
+    });
+    expect(changedStatePaths(state({ a: "1", b: "2" }), state({ a: "1", b: "3", c: "4" }, "done"))).toEqual([
+      "working.b",
+      "working.c",
+      "response",
+    ]);
+    expect(changedStatePaths(null, state({ a: "1" }))).toEqual(["working.a"]);
+    expect(changedStatePaths(state({ a: "1" }), state({ a: "1" }))).toEqual([]);
+  });
+
   it("names each path's scope: global, a cwd, a session, or a file of no scope", () => {
     expect(scopeOfPath(g.patches)).toBe("global");
     expect(scopeOfPath(c.checkpoint)).toBe("cwd --tmp-project--");

@@ -100,6 +100,11 @@ async function sync(m: Machine, pick: () => "local" | "remote", tally: Tally): P
       const choices = new Map(plan.conflicts.map((c) => [c.scope, pick()] as const));
       if (plan.conflicts.length > 0) {
         tally.conflicts++;
+        // Named with the state paths each side changed (both wrote working.v there).
+        for (const c of plan.conflicts.filter((c) => c.scope === "global" || c.scope.startsWith("cwd "))) {
+          expect(c.localChanges).toContain("working.v");
+          expect(c.remoteChanges).toContain("working.v");
+        }
         // Named: joining without a side is refused and writes nothing; choosing one (the advice) works.
         const refused = await port.sync.join(standing, plan, new Map()).catch((e: Error) => e);
         expect(refused).toBeInstanceOf(Error);
