@@ -7,6 +7,8 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { bodyContentHash } from "../../../storage/core/promotions.ts";
 import { cwdKey } from "../../../storage/layout.ts";
 import { call, harnessFactory, say } from "../../support/pi-harness.ts";
@@ -75,6 +77,72 @@ describe("Skill compilation", () => {
     expect(later.map((r) => r.isError)).toEqual([true, false]);
     expect(later[0]!.text).toMatch(/sourceHash.*is runtime-owned provenance/);
     expect(h.accessor.read(0, "cwd").state.artifacts[path], "no field of v1 survives").toEqual(second);
+  });
+
+  it("a Skill read is matched by its final tool_call arguments after another extension rewrote them", async () => {
+    // Another extension, loaded after State Flow, redirects the model's read of notes.md to the Skill.
+    let skillPath = "";
+    const redirect = (pi: ExtensionAPI) => {
+      pi.on("tool_call", (event) => {
+        const input = event.input as { path?: string };
+        if (event.toolName === "read" && input.path === "notes.md") input.path = skillPath;
+      });
+    };
+    const h = await harness({ skills: true, extraExtensions: [redirect] });
+    const dir = join(h.cwd, ".pi", "skills", "todo-style");
+    mkdirSync(dir, { recursive: true });
+    skillPath = join(dir, "SKILL.md");
+    writeFileSync(skillPath, SKILL);
+    writeFileSync(join(h.cwd, "notes.md"), "plain notes\n");
+    await h.session.reload();
+    await h.command("/state-flow-start");
+    const skill = { description: "Todo output style", kind: "skill", compilation: { applies: "todo CLI output" } };
+    h.script(
+      call("read", { path: "notes.md" }),
+      call("patch_state", { session: { working: { read: "notes" } }, final: true }),
+      call("patch_state", { cwd: { artifacts: { [skillPath]: skill } }, final: true }),
+      say("Compiled."),
+    );
+    await h.prompt("Read the notes");
+    const [read, refused, accepted] = h.toolResults();
+    expect(read!.text, "the rewrite is what ran").toContain("# Todo style");
+    // Matched by the arguments the model sent (notes.md), this read would owe nothing and the first
+    // patch would be accepted.
+    expect(refused!.isError).toBe(true);
+    expect(refused!.text).toContain(`You read ${skillPath} (a Skill)`);
+    expect(accepted!.isError).toBe(false);
+    expect(h.accessor.read(0, "cwd").state.artifacts[skillPath]).toEqual(skill);
+  });
+
+  it("a read whose tool_call State Flow never saw is matched by its execution-start arguments", async () => {
+    const { h, path } = await withSkill();
+    await h.command("/state-flow-start");
+    // A read executed without a tool_call event reaching State Flow: Pi's runner delivers only the
+    // execution's start and end, as a Pi that emits no tool_call for it would.
+    const unseenRead = async () => {
+      const runner = h.session.extensionRunner;
+      await runner.emit({ type: "tool_execution_start", toolCallId: "unseen", toolName: "read", args: { path } });
+      await runner.emit({
+        type: "tool_execution_end",
+        toolCallId: "unseen",
+        toolName: "read",
+        result: { content: [{ type: "text", text: SKILL }] },
+        isError: false,
+      });
+      return fauxAssistantMessage([fauxToolCall("patch_state", { final: true })], { stopReason: "toolUse" });
+    };
+    const skill = { description: "Todo output style", kind: "skill", compilation: { applies: "todo CLI output" } };
+    h.script(
+      unseenRead as never,
+      call("patch_state", { cwd: { artifacts: { [path]: skill } }, final: true }),
+      say("Compiled."),
+    );
+    await h.prompt("Apply the todo style");
+    const [refused, accepted] = h.toolResults();
+    // Were the execution-start arguments ignored, nothing would be owed and final:true would pass.
+    expect(refused!.isError).toBe(true);
+    expect(refused!.text).toContain(`You read ${path} (a Skill)`);
+    expect(accepted!.isError).toBe(false);
   });
 });
 
