@@ -5,15 +5,18 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { bodyContentHash } from "../../../storage/core/promotions.ts";
 import { cwdKey } from "../../../storage/layout.ts";
+import { MEMORY_SKILL } from "../../../adapters/pi/skill-listing.ts";
 import { call, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 const SKILL = "---\nname: todo-style\ndescription: House style for todo CLI output\n---\n# Todo style\nShort lines.\n";
 
@@ -143,6 +146,35 @@ describe("Skill compilation", () => {
     expect(refused!.isError).toBe(true);
     expect(refused!.text).toContain(`You read ${path} (a Skill)`);
     expect(accepted!.isError).toBe(false);
+  });
+
+  it("memory curation never starts by itself: a state past the curation mark only gets a suggestion", async () => {
+    // The package's Skill, where Pi finds it, beside another Skill so Pi lists both to the model.
+    const { h } = await withSkill();
+    const memory = join(h.cwd, ".pi", "skills", MEMORY_SKILL);
+    mkdirSync(memory, { recursive: true });
+    writeFileSync(join(memory, "SKILL.md"), readFileSync(join(repoRoot, "skills", MEMORY_SKILL, "SKILL.md")));
+    await h.session.reload();
+    await h.command("/state-flow-start");
+    const notes = "n".repeat(40_000);
+    h.script(call("patch_state", { cwd: { working: { notes } }, final: true }), say("stored"));
+    await h.prompt("store the notes");
+    h.script(call("patch_state", { final: true }), say("second"));
+    await h.prompt("anything else");
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message, "the state is past the mark").toContain("consider curating it");
+    // Anything started in the background would ask the model (no scripted step is left, so it would fail
+    // visibly), read the Skill, or change the state; give it time to.
+    await new Promise((r) => setTimeout(r, 500));
+    await h.session.waitForIdle();
+    expect(h.contexts[0]!.systemPrompt, "the model could invoke it").toContain(`<name>${MEMORY_SKILL}</name>`);
+    expect(h.contexts, "one inference per scripted step, no more").toHaveLength(4);
+    expect(h.faux.state.callCount).toBe(4);
+    // What the run added (Pi 1.6 also keeps its system prompt, with the Skill listing, among them).
+    const trace = JSON.stringify(h.session.messages.filter((m) => (m.role as string) !== "system"));
+    expect(trace).not.toContain(`${MEMORY_SKILL}/SKILL.md`);
+    expect(trace).not.toContain(`/skill:${MEMORY_SKILL}`);
+    expect(h.accessor.read(0, "cwd").state.working).toEqual({ notes });
   });
 });
 
