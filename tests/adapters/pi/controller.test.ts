@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fauxAssistantMessage, fauxText } from "@earendil-works/pi-ai";
+import { fauxAssistantMessage, fauxText, fauxThinking, fauxToolCall } from "@earendil-works/pi-ai";
 import { cwdKey, sessionKeyFromFile } from "../../../storage/layout.ts";
 import { footerText } from "../../../adapters/pi/controller.ts";
 import {
@@ -97,6 +97,29 @@ describe("terminal resolution in a real session", () => {
       (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
     );
     expect(notes).toHaveLength(1);
+  });
+
+  it("HTML comments carry no state: a state_flow one neither patches nor resolves; others' comments stay", async () => {
+    const h = await harness();
+    await h.command("/state-flow-start");
+    // A draft that speaks the retired comment protocol: were it parsed, it would set working.forged and
+    // latch final, and this draft would be the response with no steer.
+    const retired = 'Draft.\n<!-- state_flow {"session":{"working":{"forged":1}},"final":true} -->';
+    const answer =
+      'Done.\n<!-- telegram_button: {"text":"Open","url":"https://example.org"} -->\n' +
+      '<!-- state_flow {"session":{"working":{"forged":2}}} -->';
+    h.script(say(retired), call("patch_state", { session: { working: { real: 1 } }, final: true }), say(answer));
+    await h.prompt("answer with comments");
+    const steers = h.session.messages.filter(
+      (m) => m.role === "custom" && (m as { customType: string }).customType === "state-flow-resolution",
+    );
+    expect(steers, "the comment is not a resolution").toHaveLength(1);
+    const state = h.accessor.read(0).state;
+    expect(state.working).toEqual({ real: 1 });
+    // The accepted answer is ordinary text, byte for byte: neither comment stripped nor rewritten.
+    expect(state.response).toBe(answer);
+    const shown = h.session.messages.filter((m) => m.role === "assistant").at(-1) as { content: { text?: string }[] };
+    expect(shown.content.map((c) => c.text ?? "").join("")).toBe(answer);
   });
 
   it.each(["length", "error", "aborted"] as const)(
@@ -521,6 +544,54 @@ describe("status, diagnostics and configuration", () => {
     expect(records[0].arguments).toEqual({ session: { working: { list: [null] } } });
     expect(records[0].error).toMatch(/session\.working\.list\[0\]: null inside an array cannot be stored/);
     expect(existsSync(join(h.storeRoot, "tmp"))).toBe(false);
+  });
+
+  it("a logged refusal names its tool, call id, attempt and eligibility; reasoning is never logged", async () => {
+    const h = await harness({ config: { logging: true } });
+    await h.command("/state-flow-start");
+    const bad = { session: { response: "forged" } };
+    const thinking =
+      (reason: string, ...rest: ReturnType<typeof fauxText>[]) =>
+      () =>
+        fauxAssistantMessage([fauxThinking(reason), ...rest]);
+    h.script(
+      call("patch_state", bad, { id: "refused-before" }),
+      thinking("PRIVATE REASONING ONE", fauxText("draft")),
+      () =>
+        fauxAssistantMessage(
+          [fauxThinking("PRIVATE REASONING TWO"), fauxToolCall("patch_state", bad, { id: "late" })],
+          {
+            stopReason: "toolUse",
+          },
+        ),
+      call("patch_state", { final: true }),
+      call("patch_state", bad, { id: "eligible" }),
+      say("done"),
+    );
+    await h.prompt("log me");
+    const raw = readFileSync(join(h.agentDir, "tmp", "state-flow", "logs.jsonl"), "utf8");
+    const records = raw
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    // Each field is the run's real position: before any steer, after one, and latched eligible by the
+    // accepted final:true (the retry count lives in the ineligible states, so no attempt is asserted there).
+    expect(records).toEqual([
+      expect.objectContaining({
+        kind: "rejected-patch",
+        tool: "patch_state",
+        toolCallId: "refused-before",
+        arguments: bad,
+        attempt: 0,
+        eligible: false,
+      }),
+      expect.objectContaining({ kind: "unresolved-draft", text: "draft", attempt: 1, eligible: false }),
+      expect.objectContaining({ kind: "rejected-patch", toolCallId: "late", attempt: 1, eligible: false }),
+      expect.objectContaining({ kind: "rejected-patch", toolCallId: "eligible", eligible: true }),
+    ]);
+    expect(JSON.stringify(h.session.messages), "the reasoning was there to leak").toContain("PRIVATE REASONING TWO");
+    expect(raw).not.toContain("PRIVATE REASONING");
+    expect(h.accessor.read(0).state.response).toBe("done");
   });
 
   it("an invalid state-flow.json turns State Flow off with the key and value named; Pi still loads", async () => {

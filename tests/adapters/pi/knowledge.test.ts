@@ -46,6 +46,31 @@ describe("Knowledge sources in the runtime context", () => {
     expect(h.lastNotice()!.message).toContain(`stale artifacts: 1 (1 new): ${join(root, "nested", "b.md")} (new)`);
   });
 
+  it("no reserved names, frontmatter or templates; no save_knowledge nor a second tool to read sources", async () => {
+    const h = await harness();
+    const root = join(h.agentDir, "knowledge");
+    mkdirSync(join(root, "templates"), { recursive: true });
+    const names = ["index.md", "save_knowledge.md", join("templates", "_template.md"), "plain.md"];
+    writeFileSync(join(root, "index.md"), "---\ntitle: Index\nkind: skill\ntags: [api]\n---\n# Index\n");
+    writeFileSync(join(root, "save_knowledge.md"), "# save_knowledge\n");
+    writeFileSync(join(root, "templates", "_template.md"), "---\ntemplate: true\n---\n{{body}}\n");
+    writeFileSync(join(root, "plain.md"), "no heading, no frontmatter\n");
+    await h.command("/state-flow-start");
+    // A name or a frontmatter that meant something would leave a source out, or refuse the plain description.
+    const artifacts = Object.fromEntries(names.map((n) => [join(root, n), { description: n }]));
+    h.script(call("patch_state", { global: { artifacts }, final: true }), say("Compiled all."));
+    await h.prompt("Compile what is new");
+    const listed = section(contextText(h.contexts[0]!));
+    for (const name of names) expect(listed).toContain(`- ${join(root, name)}: new`);
+    expect(h.toolResults().map((r) => r.isError)).toEqual([false]);
+    expect(h.accessor.read(0, "global").state.artifacts).toEqual(artifacts);
+    // State Flow (the one extension loaded) adds patch_state and read_state; reading a source is Pi's own read.
+    const tools = h.session.getAllTools() as { name: string; sourceInfo?: { source?: string } }[];
+    const added = tools.filter((t) => t.sourceInfo?.source !== "builtin").map((t) => t.name);
+    expect(tools.map((t) => t.name)).toContain("read");
+    expect(added.sort()).toEqual(["patch_state", "read_state"]);
+  });
+
   it("without a Knowledge root nothing is stale, and the context leaves the empty section out", async () => {
     const h = await harness();
     await h.command("/state-flow-start");

@@ -5,13 +5,18 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { fauxAssistantMessage, fauxToolCall } from "@earendil-works/pi-ai";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { bodyContentHash } from "../../../storage/core/promotions.ts";
 import { cwdKey } from "../../../storage/layout.ts";
+import { MEMORY_SKILL } from "../../../adapters/pi/skill-listing.ts";
 import { call, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 const SKILL = "---\nname: todo-style\ndescription: House style for todo CLI output\n---\n# Todo style\nShort lines.\n";
 
@@ -75,6 +80,101 @@ describe("Skill compilation", () => {
     expect(later.map((r) => r.isError)).toEqual([true, false]);
     expect(later[0]!.text).toMatch(/sourceHash.*is runtime-owned provenance/);
     expect(h.accessor.read(0, "cwd").state.artifacts[path], "no field of v1 survives").toEqual(second);
+  });
+
+  it("a Skill read is matched by its final tool_call arguments after another extension rewrote them", async () => {
+    // Another extension, loaded after State Flow, redirects the model's read of notes.md to the Skill.
+    let skillPath = "";
+    const redirect = (pi: ExtensionAPI) => {
+      pi.on("tool_call", (event) => {
+        const input = event.input as { path?: string };
+        if (event.toolName === "read" && input.path === "notes.md") input.path = skillPath;
+      });
+    };
+    const h = await harness({ skills: true, extraExtensions: [redirect] });
+    const dir = join(h.cwd, ".pi", "skills", "todo-style");
+    mkdirSync(dir, { recursive: true });
+    skillPath = join(dir, "SKILL.md");
+    writeFileSync(skillPath, SKILL);
+    writeFileSync(join(h.cwd, "notes.md"), "plain notes\n");
+    await h.session.reload();
+    await h.command("/state-flow-start");
+    const skill = { description: "Todo output style", kind: "skill", compilation: { applies: "todo CLI output" } };
+    h.script(
+      call("read", { path: "notes.md" }),
+      call("patch_state", { session: { working: { read: "notes" } }, final: true }),
+      call("patch_state", { cwd: { artifacts: { [skillPath]: skill } }, final: true }),
+      say("Compiled."),
+    );
+    await h.prompt("Read the notes");
+    const [read, refused, accepted] = h.toolResults();
+    expect(read!.text, "the rewrite is what ran").toContain("# Todo style");
+    // Matched by the arguments the model sent (notes.md), this read would owe nothing and the first
+    // patch would be accepted.
+    expect(refused!.isError).toBe(true);
+    expect(refused!.text).toContain(`You read ${skillPath} (a Skill)`);
+    expect(accepted!.isError).toBe(false);
+    expect(h.accessor.read(0, "cwd").state.artifacts[skillPath]).toEqual(skill);
+  });
+
+  it("a read whose tool_call State Flow never saw is matched by its execution-start arguments", async () => {
+    const { h, path } = await withSkill();
+    await h.command("/state-flow-start");
+    // A read executed without a tool_call event reaching State Flow: Pi's runner delivers only the
+    // execution's start and end, as a Pi that emits no tool_call for it would.
+    const unseenRead = async () => {
+      const runner = h.session.extensionRunner;
+      await runner.emit({ type: "tool_execution_start", toolCallId: "unseen", toolName: "read", args: { path } });
+      await runner.emit({
+        type: "tool_execution_end",
+        toolCallId: "unseen",
+        toolName: "read",
+        result: { content: [{ type: "text", text: SKILL }] },
+        isError: false,
+      });
+      return fauxAssistantMessage([fauxToolCall("patch_state", { final: true })], { stopReason: "toolUse" });
+    };
+    const skill = { description: "Todo output style", kind: "skill", compilation: { applies: "todo CLI output" } };
+    h.script(
+      unseenRead as never,
+      call("patch_state", { cwd: { artifacts: { [path]: skill } }, final: true }),
+      say("Compiled."),
+    );
+    await h.prompt("Apply the todo style");
+    const [refused, accepted] = h.toolResults();
+    // Were the execution-start arguments ignored, nothing would be owed and final:true would pass.
+    expect(refused!.isError).toBe(true);
+    expect(refused!.text).toContain(`You read ${path} (a Skill)`);
+    expect(accepted!.isError).toBe(false);
+  });
+
+  it("memory curation never starts by itself: a state past the curation mark only gets a suggestion", async () => {
+    // The package's Skill, where Pi finds it, beside another Skill so Pi lists both to the model.
+    const { h } = await withSkill();
+    const memory = join(h.cwd, ".pi", "skills", MEMORY_SKILL);
+    mkdirSync(memory, { recursive: true });
+    writeFileSync(join(memory, "SKILL.md"), readFileSync(join(repoRoot, "skills", MEMORY_SKILL, "SKILL.md")));
+    await h.session.reload();
+    await h.command("/state-flow-start");
+    const notes = "n".repeat(40_000);
+    h.script(call("patch_state", { cwd: { working: { notes } }, final: true }), say("stored"));
+    await h.prompt("store the notes");
+    h.script(call("patch_state", { final: true }), say("second"));
+    await h.prompt("anything else");
+    await h.command("/state-flow-status");
+    expect(h.lastNotice()!.message, "the state is past the mark").toContain("consider curating it");
+    // Anything started in the background would ask the model (no scripted step is left, so it would fail
+    // visibly), read the Skill, or change the state; give it time to.
+    await new Promise((r) => setTimeout(r, 500));
+    await h.session.waitForIdle();
+    expect(h.contexts[0]!.systemPrompt, "the model could invoke it").toContain(`<name>${MEMORY_SKILL}</name>`);
+    expect(h.contexts, "one inference per scripted step, no more").toHaveLength(4);
+    expect(h.faux.state.callCount).toBe(4);
+    // What the run added (Pi 1.6 also keeps its system prompt, with the Skill listing, among them).
+    const trace = JSON.stringify(h.session.messages.filter((m) => (m.role as string) !== "system"));
+    expect(trace).not.toContain(`${MEMORY_SKILL}/SKILL.md`);
+    expect(trace).not.toContain(`/skill:${MEMORY_SKILL}`);
+    expect(h.accessor.read(0, "cwd").state.working).toEqual({ notes });
   });
 });
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { rejection } from "../../support/rejection.ts";
@@ -151,6 +154,32 @@ describe("selectArtifactsByTags", () => {
   it("treats an empty request as vacuous: all matches everything, any matches nothing", () => {
     expect(selectArtifactsByTags(artifacts, [], "all")).toEqual(["/k/a.md", "/k/b.md", "/k/c.md", "/k/z.md"]);
     expect(selectArtifactsByTags(artifacts, [], "any")).toEqual([]);
+  });
+
+  it("a match only names candidates: no source is read, so a missing or changed one is selected alike", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sf-tags-"));
+    try {
+      const present = join(dir, "present.md");
+      const missing = join(dir, "missing.md");
+      writeFileSync(present, "# v1\n");
+      const tagged: JsonObject = {
+        [present]: { description: "p", tags: ["api"] },
+        [missing]: { description: "m", tags: ["api"] },
+        [join(dir, "other.md")]: { description: "o", tags: ["db"] },
+      };
+      const before = structuredClone(tagged);
+      const first = selectArtifactsByTags(tagged, ["api"], "any");
+      // Were a match to acquire its source, the missing file would throw or drop out, and the changed one
+      // would be hashed anew.
+      expect(first).toEqual([missing, present]);
+      writeFileSync(present, "# v2, changed\n");
+      expect(selectArtifactsByTags(tagged, ["api"], "all")).toEqual(first);
+      rmSync(present);
+      expect(selectArtifactsByTags(tagged, ["api"], "any")).toEqual(first);
+      expect(tagged, "no provenance stamped, nothing changed").toEqual(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses an unknown mode", () => {
