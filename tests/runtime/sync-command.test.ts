@@ -1,13 +1,10 @@
 // /state-flow-sync over a real Git store on a bare remote: fetch-and-report, a choice refused with
 // what to run instead (and following it works), and a scope named that no conflict holds.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BranchPublication } from "../../runtime/branch-publication.ts";
+import type { BranchPublication } from "../../runtime/branch-publication.ts";
 import { runSyncCommand } from "../../runtime/sync-command.ts";
-import type { BranchState } from "../../storage/state-store.ts";
-import { openStore, type Store } from "../../storage/open-store.ts";
-import { TempDirs, cohortFixture, git, gitTestEnv } from "../support/store-fixtures.ts";
+import { TempDirs, cohortFixture, git } from "../support/store-fixtures.ts";
+import { publishFiles, syncMachine } from "../support/sync-machines.ts";
 
 const temps = new TempDirs();
 const opened: BranchPublication[] = [];
@@ -17,41 +14,14 @@ afterEach(() => {
 });
 const { g } = cohortFixture();
 
-async function publish(store: Store, path: string, text: string): Promise<string> {
-  const basis = await store.loadCurrent([path]);
-  return (await store.publish({ basis, writes: new Map([[path, Buffer.from(text)]]) })).pointer.revision;
-}
-
-async function machine(bare: string, clone: boolean) {
-  const home = temps.make("sf-sync-cmd-");
-  writeFileSync(join(home, "gitconfig"), "");
-  const env = gitTestEnv(join(home, "gitconfig"));
-  const root = join(home, "state-flow");
-  if (clone) git(home, env, "clone", "-q", bare, root);
-  const store = await openStore({ root, env, initGit: true });
-  if (!clone) git(root, env, "remote", "add", "origin", bare);
-  const publication = new BranchPublication(() => undefined);
-  opened.push(publication);
-  const open = (revision: string) =>
-    publication.open(
-      {
-        identity: { sessionKey: "2026-01-01T00-00-00-000Z_s" },
-        config: { remotePublication: "turn-end" },
-        pointer: { revision },
-      } as unknown as BranchState,
-      store.publication,
-    );
-  return { store, root, env, publication, open };
-}
-
 describe("/state-flow-sync", () => {
   it("fetches and reports; a choice with nothing to choose is refused; a divergence's advice works", async () => {
     const bare = temps.make("sf-sync-cmd-bare-");
     git(bare, process.env, "init", "-q", "--bare");
-    const a = await machine(bare, false);
-    const a0 = await publish(a.store, g.checkpoint, "g0");
+    const a = await syncMachine(temps, opened, { bare, clone: false });
+    const a0 = await publishFiles(a.store, { [g.checkpoint]: "g0" });
     git(a.root, a.env, "push", "-q", "origin", "HEAD");
-    const b = await machine(bare, true);
+    const b = await syncMachine(temps, opened, { bare, clone: true });
     await b.open(a0);
     expect((await runSyncCommand(b.publication, "")).text).toBe(
       "Sync: up to date with remote origin (" + a0.slice(0, 12) + ")",
@@ -63,9 +33,9 @@ describe("/state-flow-sync", () => {
     expect(wrong).toMatchObject({ refused: true });
     expect(wrong.text).toMatch(/^Usage: \/state-flow-sync/);
 
-    await publish(a.store, g.checkpoint, "by a");
+    await publishFiles(a.store, { [g.checkpoint]: "by a" });
     git(a.root, a.env, "push", "-q", "origin", "HEAD");
-    await publish(b.store, g.checkpoint, "by b");
+    await publishFiles(b.store, { [g.checkpoint]: "by b" });
     const found = await runSyncCommand(b.publication, "");
     expect(found.text).toMatch(/both changed global:/);
     const elsewhere = await runSyncCommand(b.publication, "take-remote cwd");

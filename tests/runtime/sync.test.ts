@@ -3,14 +3,11 @@
 // machine that is behind, saying so in one line; a push the remote rejects waits for the sync, which
 // joins the lines scope by scope and pushes the joined head; a scope changed on both sides waits for
 // the person's side, and following the advice works.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BranchPublication } from "../../runtime/branch-publication.ts";
+import type { BranchPublication } from "../../runtime/branch-publication.ts";
 import { arrivalNotice } from "../../runtime/sync-report.ts";
-import type { BranchState } from "../../storage/state-store.ts";
-import { openStore, type Store } from "../../storage/open-store.ts";
-import { TempDirs, cohortFixture, git, gitTestEnv } from "../support/store-fixtures.ts";
+import { TempDirs, cohortFixture, git } from "../support/store-fixtures.ts";
+import { publishFiles, syncMachine } from "../support/sync-machines.ts";
 
 const temps = new TempDirs();
 const opened: BranchPublication[] = [];
@@ -19,37 +16,6 @@ afterEach(() => {
   temps.cleanup();
 });
 const { g, s } = cohortFixture();
-
-async function publish(store: Store, writes: Record<string, string>): Promise<string> {
-  const paths = Object.keys(writes);
-  const basis = await store.loadCurrent(paths);
-  const bytes = new Map(paths.map((path) => [path, Buffer.from(writes[path]!)]));
-  return (await store.publish({ basis, writes: bytes })).pointer.revision;
-}
-
-async function machine(name: string, bare: string, clone: boolean) {
-  const home = temps.make(`sf-sync-${name}-`);
-  const cfg = join(home, "gitconfig");
-  writeFileSync(cfg, "");
-  const env = gitTestEnv(cfg);
-  const root = join(home, "state-flow");
-  if (clone) git(home, env, "clone", "-q", bare, root);
-  const store = await openStore({ root, env, initGit: true });
-  if (!clone) git(root, env, "remote", "add", "origin", bare);
-  const notices: string[] = [];
-  const publication = new BranchPublication((message) => notices.push(message));
-  opened.push(publication);
-  const open = (revision: string) =>
-    publication.open(
-      {
-        identity: { sessionKey: `2026-01-01T00-00-00-000Z_${name}` },
-        config: { remotePublication: "turn-end" },
-        pointer: { revision },
-      } as unknown as BranchState,
-      store.publication,
-    );
-  return { store, root, env, notices, publication, open };
-}
 
 const until = async (check: () => boolean, what: string) => {
   for (let i = 0; i < 400 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
@@ -60,21 +26,23 @@ describe("sync through the branch's publication (real git, two machines)", () =>
   it("a machine behind is fast-forwarded in the background at open and says so in one line", async () => {
     const bare = temps.make("sf-sync-bare-");
     git(bare, process.env, "init", "-q", "--bare");
-    const a = await machine("a", bare, false);
-    const a0 = await publish(a.store, { [g.checkpoint]: "g0", [g.meta]: "m0" });
+    const a = await syncMachine(temps, opened, { bare, clone: false, name: "a" });
+    const a0 = await publishFiles(a.store, { [g.checkpoint]: "g0", [g.meta]: "m0" });
     await a.open(a0);
     await a.publication.accepted(a0, false);
     a.publication.runEnd();
     await until(() => a.publication.syncView?.state === "equal", "a's push (the sync then knows it is equal)");
-    const b = await machine("b", bare, true);
-    const a1 = await publish(a.store, { [g.checkpoint]: "g1 from a" });
+    const b = await syncMachine(temps, opened, { bare, clone: true, name: "b" });
+    const a1 = await publishFiles(a.store, { [g.checkpoint]: "g1 from a" });
     await a.publication.accepted(a1, false);
     a.publication.runEnd();
     await until(() => git(bare, a.env, "rev-parse", "HEAD").trim() === a1, "a1 on the remote");
     await b.open(a0);
     await until(() => b.notices.length > 0, "b's arrival notice");
-    expect(b.notices).toEqual([arrivalNotice({ revision: a1, remote: "origin", scopes: ["global"] }, false)]);
-    expect(b.notices[0]).toMatch(/another machine's changes \(remote origin; global\), fast-forwarded/);
+    expect(b.notices.map((n) => n.text)).toEqual([
+      arrivalNotice({ revision: a1, remote: "origin", scopes: ["global"] }, false),
+    ]);
+    expect(b.notices[0]?.text).toMatch(/another machine's changes \(remote origin; global\), fast-forwarded/);
     expect(git(b.root, b.env, "rev-parse", "HEAD").trim()).toBe(a1);
     expect(b.publication.syncView?.state).toBe("equal");
   });
@@ -82,18 +50,18 @@ describe("sync through the branch's publication (real git, two machines)", () =>
   it("a rejected push waits, the sync joins both machines' scopes and the joined head is pushed", async () => {
     const bare = temps.make("sf-sync-bare-");
     git(bare, process.env, "init", "-q", "--bare");
-    const a = await machine("a", bare, false);
-    const a0 = await publish(a.store, { [g.checkpoint]: "g0" });
+    const a = await syncMachine(temps, opened, { bare, clone: false, name: "a" });
+    const a0 = await publishFiles(a.store, { [g.checkpoint]: "g0" });
     git(a.root, a.env, "push", "-q", "origin", "HEAD");
-    const b = await machine("b", bare, true);
+    const b = await syncMachine(temps, opened, { bare, clone: true, name: "b" });
     await b.open(a0);
     await until(() => b.publication.syncView?.state === "equal", "b's first sync");
-    const a1 = await publish(a.store, { [g.checkpoint]: "g1 from a" });
+    const a1 = await publishFiles(a.store, { [g.checkpoint]: "g1 from a" });
     git(a.root, a.env, "push", "-q", "origin", "HEAD");
-    const b1 = await publish(b.store, { [s.checkpoint]: "b's own session" });
+    const b1 = await publishFiles(b.store, { [s.checkpoint]: "b's own session" });
     await b.publication.accepted(b1, false);
     b.publication.runEnd();
-    await until(() => b.notices.some((n) => n.includes("joined")), "b's join");
+    await until(() => b.notices.some((n) => n.text.includes("joined")), "b's join");
     await until(() => b.publication.summary?.status === "confirmed", "the joined head's push");
     const head = git(bare, b.env, "rev-parse", "HEAD").trim();
     expect(git(b.root, b.env, "rev-list", "--parents", "-n1", head).trim().split(" ").slice(1)).toEqual([b1, a1]);
@@ -105,15 +73,15 @@ describe("sync through the branch's publication (real git, two machines)", () =>
   it("a scope both machines changed waits for a side; take-remote joins and pushes", async () => {
     const bare = temps.make("sf-sync-bare-");
     git(bare, process.env, "init", "-q", "--bare");
-    const a = await machine("a", bare, false);
-    const a0 = await publish(a.store, { [g.checkpoint]: "g0" });
+    const a = await syncMachine(temps, opened, { bare, clone: false, name: "a" });
+    const a0 = await publishFiles(a.store, { [g.checkpoint]: "g0" });
     git(a.root, a.env, "push", "-q", "origin", "HEAD");
-    const b = await machine("b", bare, true);
+    const b = await syncMachine(temps, opened, { bare, clone: true, name: "b" });
     await b.open(a0);
     await until(() => b.publication.syncView?.state === "equal", "b's first sync");
-    await publish(a.store, { [g.checkpoint]: "global by a" });
+    await publishFiles(a.store, { [g.checkpoint]: "global by a" });
     git(a.root, a.env, "push", "-q", "origin", "HEAD");
-    const b1 = await publish(b.store, { [g.checkpoint]: "global by b" });
+    const b1 = await publishFiles(b.store, { [g.checkpoint]: "global by b" });
     await b.publication.accepted(b1, false);
     b.publication.runEnd();
     await until(() => b.publication.syncView?.state === "diverged", "b's divergence");
