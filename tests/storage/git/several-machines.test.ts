@@ -5,11 +5,16 @@
 // git commands in the stores. At the end every machine holds the same branch and the same state; no
 // machine lost one of its own session transitions; every shared scope holds a value one machine
 // wrote, whole (its checkpoint/patches pair proven by its meta record); every divergence was named
-// and every named recovery worked.
-import { join } from "node:path";
-import { writeFileSync } from "node:fs";
+// and every named recovery worked. Some syncs run in a child process killed with SIGKILL at a random
+// moment (during the fetch, the fast-forward, the join or the push); the next sync recovers by doing
+// what the refusal it meets says.
+import { spawnSync } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../../storage/core/temporal.ts";
+import { KILL_POINTS } from "../../../storage/fs/crash-points.ts";
 import { cwdKey } from "../../../storage/layout.ts";
 import { openStore, type Store } from "../../../storage/open-store.ts";
 import { StateStore, type BranchState } from "../../../storage/state-store.ts";
@@ -18,6 +23,8 @@ import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
 const temps = new TempDirs();
 afterAll(() => temps.cleanup());
 
+const syncChild = resolve(dirname(fileURLToPath(import.meta.url)), "../../fixtures/sync-child.ts");
+const POINTS = KILL_POINTS.filter((point) => !point.startsWith("branch."));
 const MACHINES = 3;
 const TRANSITIONS = Number(process.env.STATE_FLOW_MACHINES_TRANSITIONS ?? 50);
 
@@ -70,12 +77,55 @@ async function current(m: Machine): Promise<BranchState> {
 }
 
 interface Tally {
+  kills: number;
+  remedies: number;
   pushes: number;
   fastForwards: number;
   joins: number;
   divergences: number;
   conflicts: number;
   recoveries: number;
+}
+
+/**
+ * A sync in a child process SIGKILLed after `ms` (if still running); then the in-process sync, which
+ * follows what a refusal says: a publication lock or a git lock left by the killed process is removed.
+ */
+async function killedSync(
+  m: Machine,
+  kill: { ms: number } | { at: string },
+  pick: () => "local" | "remote",
+  tally: Tally,
+): Promise<void> {
+  const run = spawnSync(
+    process.execPath,
+    ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", syncChild, m.root],
+    {
+      env: { ...m.env, PATH: process.env.PATH, ...("at" in kill ? { STATE_FLOW_KILL_AT: `${kill.at}#1` } : {}) },
+      encoding: "utf8",
+      ...("ms" in kill ? { timeout: kill.ms, killSignal: "SIGKILL" as const } : {}),
+    },
+  );
+  if (run.signal === "SIGKILL") tally.kills++;
+  await withRemedy(() => sync(m, pick, tally), tally);
+}
+
+/**
+ * Runs `work`, doing what a refusal says when a killed process left a lock behind (State Flow's
+ * publication lock of a process that is gone, or git's own `.lock`), then running it again.
+ */
+async function withRemedy<T>(work: () => Promise<T>, tally: Tally): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const text = String(error);
+      const lock = /Remove (\S+) and retry/.exec(text)?.[1] ?? /Unable to create '([^']+\.lock)'/.exec(text)?.[1];
+      if (!lock || attempt > 3) throw error;
+      rmSync(lock, { force: true });
+      tally.remedies++;
+    }
+  }
 }
 
 /** One sync as the runtime runs it; a conflict is settled by the side `pick` chooses (the person). */
@@ -88,6 +138,8 @@ async function sync(m: Machine, pick: () => "local" | "remote", tally: Tally): P
     case "ahead": {
       const pushed = await port.remote.pushRevision(standing.local);
       if (pushed.kind === "pushed") tally.pushes++;
+      // (a push killed mid-way can leave the remote's own ref lock: git's words say which)
+      if (pushed.kind === "failed") throw new Error(`${m.name}: the push failed: ${pushed.detail}`);
       return pushed.kind;
     }
     case "behind":
@@ -116,6 +168,9 @@ async function sync(m: Machine, pick: () => "local" | "remote", tally: Tally): P
       tally.joins++;
       return "diverged";
     }
+    case "unreachable":
+      // (a fetch killed mid-way can leave git's lock on the tracking ref: git's words say which)
+      throw new Error(`${m.name}: the remote could not be fetched: ${standing.detail}`);
     default:
       throw new Error(`${m.name}: unexpected standing ${standing.kind}`);
   }
@@ -129,17 +184,20 @@ describe("several machines on one remote", () => {
     git(bare, process.env, "init", "-q", "--bare");
     const first = await machine("m0", bare, true);
     await current(first);
-    await sync(first, () => "local", {
+    const tally: Tally = {
+      kills: 0,
+      remedies: 0,
       pushes: 0,
       fastForwards: 0,
       joins: 0,
       divergences: 0,
       conflicts: 0,
       recoveries: 0,
-    });
+    };
+    await sync(first, () => "local", tally); // the first push: the remote's branch starts here
+    tally.pushes = 0;
     const machines = [first];
     for (let i = 1; i < MACHINES; i++) machines.push(await machine(`m${i}`, bare, false));
-    const tally: Tally = { pushes: 0, fastForwards: 0, joins: 0, divergences: 0, conflicts: 0, recoveries: 0 };
     const written = { global: new Set<string>(), cwd: new Set<string>() };
     const pick = (): "local" | "remote" => (rnd() < 0.5 ? "local" : "remote");
     let n = 0;
@@ -149,16 +207,23 @@ describe("several machines on one remote", () => {
       const value = `${m.name}-${++n}`;
       written[scope].add(value);
       m.own.push(n);
-      const runtime = await current(m);
+
       const patches = { [scope]: { working: { v: value } }, session: { working: { own: [...m.own] } } };
-      m.runtime = (await m.state.commit(runtime, patches, value)).runtime;
+      // (a remedy followed, the session reads the store again, as its next run would)
+      m.runtime = (await withRemedy(async () => m.state.commit(await current(m), patches, value), tally)).runtime;
       // The user's own git in the store, now and then: it must change nothing State Flow relies on.
       if (rnd() < 0.1) git(m.root, m.env, "gc", "-q", "--auto");
       if (rnd() < 0.1) git(m.root, m.env, "fetch", "-q", "origin");
-      if (rnd() < 0.6) await sync(m, pick, tally);
+      const r = rnd();
+      // Killed at a random moment (mostly the fetch), or at a random write step of the fast-forward or join.
+      const point = POINTS[Math.floor(rnd() * POINTS.length)]!;
+      if (r < 0.08) await killedSync(m, { ms: 50 + Math.floor(rnd() * 400) }, pick, tally);
+      else if (r < 0.16) await killedSync(m, { at: point }, pick, tally);
+      else if (r < 0.6) await withRemedy(() => sync(m, pick, tally), tally);
     }
     // Every machine syncs until all are equal (a round robin; each round can only bring lines together).
-    for (let round = 0; round < 4; round++) for (const m of machines) await sync(m, pick, tally);
+    for (let round = 0; round < 4; round++)
+      for (const m of machines) await withRemedy(() => sync(m, pick, tally), tally);
     const heads = machines.map((m) => git(m.root, m.env, "rev-parse", "HEAD").trim());
     expect(new Set(heads).size, `seed ${seed}`).toBe(1);
     const states = await Promise.all(machines.map(current));
@@ -184,6 +249,7 @@ describe("several machines on one remote", () => {
     expect(tally.divergences).toBeGreaterThan(0);
     expect(tally.conflicts).toBeGreaterThan(0);
     expect(tally.recoveries).toBe(tally.conflicts);
+    expect(tally.kills).toBeGreaterThan(0);
     console.log(`[machines] seed ${seed}: ${MACHINES}×${TRANSITIONS} transitions, ${JSON.stringify(tally)}`);
   }, 300_000);
 });
