@@ -132,12 +132,21 @@ export class GitRemote {
     const tracking = `refs/remotes/${remote}/${ref.slice("refs/heads/".length)}`;
     const args = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags"];
     args.push("--no-write-fetch-head", "--no-recurse-submodules", remote, `+${ref}:${tracking}`);
-    try {
-      await this.remoteCommand(args, "fetch", signal);
-    } catch (error) {
-      const stderr = error instanceof GitCommandError ? error.stderr : String(error);
-      if (/couldn't find remote ref/i.test(stderr)) return { kind: "fetched", remote, tracking, head: null };
-      return { kind: "unanswered", remote, detail: stderr.trim() || `git fetch ${remote} failed` };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.remoteCommand(args, "fetch", signal);
+        break;
+      } catch (error) {
+        const stderr = error instanceof GitCommandError ? error.stderr : String(error);
+        if (/couldn't find remote ref/i.test(stderr)) return { kind: "fetched", remote, tracking, head: null };
+        // Another fetch (another session, or one a killed process left running) updated the tracking ref at
+        // the same moment: once it is done, fetching again is what it needs.
+        if (attempt < 2 && /cannot lock ref|but expected|\.lock': File exists/i.test(stderr) && !signal?.aborted) {
+          await new Promise((done) => setTimeout(done, 300));
+          continue;
+        }
+        return { kind: "unanswered", remote, detail: stderr.trim() || `git fetch ${remote} failed` };
+      }
     }
     const head = (await this.runner.execText(["rev-parse", "--verify", "--quiet", tracking]).catch(() => "")).trim();
     return { kind: "fetched", remote, tracking, head: head === "" ? null : head };

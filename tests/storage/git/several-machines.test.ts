@@ -120,8 +120,14 @@ async function withRemedy<T>(work: () => Promise<T>, tally: Tally): Promise<T> {
       return await work();
     } catch (error) {
       const text = String(error);
+      if (attempt > 3) throw error;
+      // A git a killed process left running still updates the tracking ref: what git says, "try again", works.
+      if (/cannot lock ref .* but expected/.test(text)) {
+        await new Promise((done) => setTimeout(done, 500));
+        continue;
+      }
       const lock = /Remove (\S+) and retry/.exec(text)?.[1] ?? /Unable to create '([^']+\.lock)'/.exec(text)?.[1];
-      if (!lock || attempt > 3) throw error;
+      if (!lock) throw error;
       rmSync(lock, { force: true });
       tally.remedies++;
     }
