@@ -15,7 +15,8 @@
 import { assign, emit, enqueueActions, fromPromise, setup, type SnapshotFrom } from "xstate";
 
 export type Standing = "equal" | "ahead" | "behind" | "diverged" | "unrelated" | "unreachable" | "local-only";
-export type Side = "local" | "remote";
+/** A conflicting scope's choice: this machine's values, the remote's, or this machine's changes re-applied on it. */
+export type Side = "local" | "remote" | "reapply";
 
 /** A scope changed on both sides since the merge base. */
 export interface SyncConflict {
@@ -48,6 +49,8 @@ export interface SyncArrival {
   readonly revision: string;
   readonly remote: string;
   readonly scopes: readonly string[];
+  /** Scopes chosen "reapply": how many of this machine's transitions became new ones, how many it already had. */
+  readonly reapplied?: Readonly<Record<string, { readonly applied: number; readonly present: number }>>;
 }
 
 export interface JoinRequest {
@@ -57,7 +60,7 @@ export interface JoinRequest {
 
 export interface SyncContext {
   finding: SyncFinding | null;
-  /** The person's side per conflicting scope (cleared by a new fetch). */
+  /** The person's side per conflicting scope (cleared when the lines move or the join they led to failed). */
   choices: Record<string, Side>;
   /** The last fast-forward or join (null: none in this actor). */
   arrival: SyncArrival | null;
@@ -133,9 +136,16 @@ export const syncMachine = setup({
       (event.scope === undefined || openConflicts(context).some((c) => c.scope === event.scope)),
   },
   actions: {
+    /** A side chosen for a scope stands while the lines it was chosen for do (the same two heads). */
     keepFinding: assign({
       finding: ({ event }) => outputOf<SyncFinding>(event) ?? null,
-      choices: () => ({}),
+      choices: ({ context, event }) => {
+        const next = outputOf<SyncFinding>(event);
+        const prev = context.finding;
+        if (!next || !prev || next.local !== prev.local || next.remoteHead !== prev.remoteHead) return {};
+        const scopes = new Set(next.conflicts.map((c) => c.scope));
+        return Object.fromEntries(Object.entries(context.choices).filter(([scope]) => scopes.has(scope)));
+      },
       error: () => null,
     }),
     noteFetchFailed: assign(({ context, event }) => {
@@ -153,7 +163,8 @@ export const syncMachine = setup({
       };
       return { finding, choices: {}, error: detail };
     }),
-    noteFailed: assign({ error: ({ event }) => errorOf(event, "bringing the remote's line in failed") }),
+    /** The sides chosen led to a join that failed (a re-apply refused, a lock): the person chooses again. */
+    noteFailed: assign({ error: ({ event }) => errorOf(event, "bringing the remote's line in failed"), choices: {} }),
     keepChoice: assign({
       choices: ({ context, event }) => {
         if (event.type !== "CHOOSE") return context.choices;

@@ -24,7 +24,18 @@ function conflictLines(view: SyncView): string[] {
     `  /state-flow-sync keep-local${one}   keeps this machine's values (${short(f.local)}) for ${scopes.join(", ")}`,
     `  /state-flow-sync take-remote${one}  takes the remote's values (${short(f.remoteHead)})`,
   );
+  if (scopes.some((scope) => !scope.startsWith("session ")))
+    lines.push(`  /state-flow-sync re-apply${one}     applies this machine's changes again on top of the remote's`);
   return lines;
+}
+
+/** What became of this machine's transitions in each scope chosen "re-apply". */
+function reappliedLines(arrival: SyncArrival | null): string[] {
+  return Object.entries(arrival?.reapplied ?? {}).map(([scope, { applied, present }]) => {
+    const held = present > 0 ? ` (${present} the remote already held)` : "";
+    const count = `${applied} transition${applied === 1 ? "" : "s"}`;
+    return `Re-applied on the remote's ${scope}: ${count} of this machine${held}`;
+  });
 }
 
 /** The sync's standing in a few lines (first line: the summary status shows). */
@@ -36,6 +47,7 @@ export function syncLines(view: SyncView | null): string[] {
     ? [
         `Last brought in: ${view.arrival.scopes.join(", ") || "no scope"} from another machine (remote ` +
           `${view.arrival.remote}) at ${short(view.arrival.revision)}`,
+        ...reappliedLines(view.arrival),
       ]
     : [];
   switch (view.state) {

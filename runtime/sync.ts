@@ -18,7 +18,14 @@ import {
   type SyncFinding,
   type SyncSnapshot,
 } from "../machines/sync.ts";
-import { scopeOfPath, type FetchResult, type JoinPlan, type SideChoice, type Standing } from "../storage/open-store.ts";
+import {
+  scopeOfPath,
+  type FetchResult,
+  type JoinPlan,
+  type JoinReceipt,
+  type SideChoice,
+  type Standing,
+} from "../storage/open-store.ts";
 import type { PublishReceipt } from "../storage/backend.ts";
 
 /** What sync needs of a Git store: the remote's fetch and the store's sync (storage/git/git-sync.ts). */
@@ -31,7 +38,7 @@ export interface SyncSide {
     standing: { local: string; remoteHead: string; remote: string },
     plan: JoinPlan,
     choices: ReadonlyMap<string, SideChoice>,
-  ): Promise<PublishReceipt>;
+  ): Promise<JoinReceipt>;
 }
 
 /** The finding for a standing, with the scopes each side changed when the lines diverged or are unrelated. */
@@ -89,8 +96,12 @@ export function providedSync(side: SyncSide | null) {
         const standing = { local: finding.local, remoteHead: finding.remoteHead, remote: finding.remote };
         const plan: JoinPlan = { ...finding, kept: [] };
         const receipt = await side.join(standing, plan, new Map(Object.entries(choices)));
-        const taken = [...finding.fromRemote, ...Object.keys(choices).filter((scope) => choices[scope] === "remote")];
-        return arrivalOf(receipt, finding.remote, taken.sort());
+        const taken = [...finding.fromRemote, ...Object.keys(choices).filter((scope) => choices[scope] !== "local")];
+        const reapplied = Object.fromEntries(
+          Object.entries(receipt.reapplied).map(([scope, { applied, present }]) => [scope, { applied, present }]),
+        );
+        const arrival = arrivalOf(receipt, finding.remote, taken.sort());
+        return Object.keys(reapplied).length > 0 ? { ...arrival, reapplied } : arrival;
       }),
     },
   });

@@ -23,7 +23,7 @@ import type { LoadCurrentOptions, PublishRequest, StoreBackend, StorePointer } f
 
 export type * from "./backend.ts";
 export type { FetchResult, GitPushResult, RemoteAnswer } from "./git/git-remote.ts";
-export type { JoinPlan, SideChoice, Standing } from "./git/git-sync.ts";
+export type { JoinPlan, JoinReceipt, SideChoice, Standing } from "./git/git-sync.ts";
 export { scopeOfPath } from "./git/git-sync.ts";
 export type { PendingRecord } from "./git/pending-record.ts";
 

@@ -29,6 +29,7 @@ export type StoreErrorCode =
   | "ref-moved" // a writer that ignores git's index.lock moved the branch while a commit was being installed
   | "push-failed" // a remote push attempt failed (publication stays pending)
   | "sync-conflict" // a scope changed on this machine and on the remote: the person chooses a side
+  | "reapply-refused" // this machine's transitions of a scope do not apply to the remote's state
   | "invalid-pending-record" // a session's pending-publication record is not one
   | "ambiguous-snapshot" // a scope holds both a legacy state.json and a current checkpoint
   | "orphaned-tail" // a legacy state.json beside a patches.jsonl that has no checkpoint

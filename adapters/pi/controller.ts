@@ -542,7 +542,7 @@ export class StateFlowController {
       refuse("The fork was cancelled (by another extension's session_before_fork): nothing changed.");
   }
 
-  /** /state-flow-sync [keep-local|take-remote [scope]]: shown where status is, a refusal as a warning. */
+  /** /state-flow-sync [keep-local|take-remote|re-apply [scope]]: shown where status is, a refusal as a warning. */
   async syncCommand(args: string, ctx: ExtensionContext): Promise<void> {
     this.bind(ctx);
     const { text, refused } = await this.runtime.sync(args);

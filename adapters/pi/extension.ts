@@ -105,7 +105,7 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
     pi.registerCommand("state-flow-sync", {
       description:
         "Bring another machine's changes in from the store's remote now, or choose a side for a scope both " +
-        "changed: /state-flow-sync [keep-local|take-remote [scope]]",
+        "changed: /state-flow-sync [keep-local|take-remote|re-apply [scope]]",
       handler: async (args, ctx) => {
         await ctx.waitForIdle();
         await controller.syncCommand(args, ctx);

@@ -14,6 +14,7 @@ import type { PublishReceipt, PublishRequest, StorePointer, CohortSnapshot } fro
 import { StoreError } from "../store-error.ts";
 import { GitCommandError, type GitRunner } from "./git-runner.ts";
 import type { FetchResult } from "./git-remote.ts";
+import { reapplyScope, type Reapplied, type ReapplySource } from "./reapply.ts";
 
 /** Where the store's branch stands against the publication remote's, after a fetch. */
 export type Standing =
@@ -63,8 +64,16 @@ export interface JoinPlan {
   readonly localStartOnly: boolean;
 }
 
-/** A person's choice for a conflicting scope: this branch's side, or the remote's. */
-export type SideChoice = "local" | "remote";
+/**
+ * A person's choice for a conflicting scope: this branch's side, the remote's, or this branch's transitions
+ * re-applied as new transitions on top of the remote's state (reapply.ts).
+ */
+export type SideChoice = "local" | "remote" | "reapply";
+
+/** A join's receipt, with what became of this machine's transitions in each re-applied scope. */
+export interface JoinReceipt extends PublishReceipt {
+  readonly reapplied: Readonly<Record<string, Omit<Reapplied, "writes">>>;
+}
 
 export interface GitSyncDeps {
   readonly runner: GitRunner;
@@ -174,52 +183,85 @@ export class GitSync {
 
   /**
    * Joins the fetched line: one commit with both heads as parents whose tree is this branch's, with the
-   * remote's files for the scopes the remote alone changed and for conflicting scopes chosen "remote".
-   * A conflicting scope without a choice refuses the join (nothing written).
+   * remote's files for the scopes the remote alone changed and for conflicting scopes chosen "remote", and
+   * this branch's transitions re-applied on the remote's state for those chosen "reapply". A conflicting
+   * scope without a choice refuses the join (nothing written), as does a re-apply the remote's state refuses.
    */
   async join(
     standing: { readonly local: string; readonly remoteHead: string; readonly remote: string },
     plan: JoinPlan,
     choices: ReadonlyMap<string, SideChoice>,
-  ): Promise<PublishReceipt> {
+  ): Promise<JoinReceipt> {
     const open = plan.conflicts.filter((c) => !choices.has(c.scope));
     if (open.length > 0)
       throw new StoreError(
         "sync-conflict",
         `Cannot join ${standing.remote}'s line: ${open.map((c) => c.scope).join(", ")} changed on this machine ` +
           `and on the remote. Nothing was written. Choose a side: /state-flow-sync keep-local (this machine's ` +
-          `values) or /state-flow-sync take-remote (the remote's), optionally followed by the scope.`,
+          `values), /state-flow-sync take-remote (the remote's) or /state-flow-sync re-apply (this machine's ` +
+          `changes on top of the remote's), optionally followed by the scope.`,
       );
-    const taken = new Set([
-      ...plan.fromRemote,
-      ...plan.conflicts.filter((c) => choices.get(c.scope) === "remote").map((c) => c.scope),
-    ]);
+    const chosen = (side: SideChoice) =>
+      plan.conflicts.filter((c) => choices.get(c.scope) === side).map((c) => c.scope);
+    const taken = new Set([...plan.fromRemote, ...chosen("remote")]);
+    const extra = new Map<string, Buffer>();
+    const reapplied: Record<string, Omit<Reapplied, "writes">> = {};
+    const base = chosen("reapply").length > 0 ? await this.mergeBase(standing.local, standing.remoteHead) : null;
+    for (const scope of chosen("reapply")) {
+      const { writes, ...outcome } = await reapplyScope(this.source(), scope, { ...standing, base });
+      for (const [path, bytes] of writes) extra.set(path, bytes);
+      reapplied[scope] = outcome;
+    }
     const paths = await this.changedPaths(standing.local, standing.remoteHead);
     const remoteScopes = paths.filter((path) => taken.has(scopeOfPath(path)));
-    const scopes = [...taken].sort().join(", ") || "none";
-    return this.bringIn(standing.local, remoteScopes, standing.remoteHead, {
-      parents: [standing.local, standing.remoteHead],
-      message: `state-flow: join ${standing.remote} (${standing.remoteHead.slice(0, 12)}); from it: ${scopes}`,
-    });
+    const from = [...taken].sort().join(", ") || "none";
+    const again = Object.keys(reapplied).length > 0 ? `; re-applied on it: ${Object.keys(reapplied).join(", ")}` : "";
+    const receipt = await this.bringIn(
+      standing.local,
+      remoteScopes,
+      standing.remoteHead,
+      {
+        parents: [standing.local, standing.remoteHead],
+        message: `state-flow: join ${standing.remote} (${standing.remoteHead.slice(0, 12)}); from it: ${from}${again}`,
+      },
+      extra,
+    );
+    return { ...receipt, reapplied };
   }
 
-  /** Publishes `paths` as `source` has them on top of `local` (basis: `local`'s bytes), with the given parents. */
+  /** The branch's commits and files, for reading a scope's transitions back (reapply.ts). */
+  private source(): ReapplySource {
+    return {
+      commits: async (from, to, paths) => {
+        const range = from === null ? [to] : [`${from}..${to}`];
+        const out = await this.deps.runner.execText(["rev-list", "--reverse", ...range, "--", ...paths]);
+        return out.split("\n").filter((line) => line !== "");
+      },
+      files: async (revision, paths) => (await this.deps.loadRevision({ revision }, paths)).files,
+    };
+  }
+
+  /**
+   * Publishes `paths` as `source` has them, and `extra`'s bytes, on top of `local` (basis: `local`'s bytes),
+   * with the given parents.
+   */
   private async bringIn(
     local: string,
     paths: readonly string[],
     source: string,
     commit: Pick<PublishRequest, "parents" | "reuse" | "message">,
+    extra: ReadonlyMap<string, Buffer> = new Map(),
   ): Promise<PublishReceipt> {
     // A line that changed no file still needs a cohort to move the branch: the global meta.json, unchanged.
-    const members = paths.length > 0 ? paths : [META_FILE];
+    const members = paths.length > 0 || extra.size > 0 ? [...new Set([...paths, ...extra.keys()])] : [META_FILE];
     const [before, after] = await Promise.all([
       this.deps.loadRevision({ revision: local }, members),
       this.deps.loadRevision({ revision: source }, members),
     ]);
     const writes = new Map<string, Buffer | null>();
     for (const path of members) {
-      const bytes = after.files.get(path) ?? null;
-      if (paths.length > 0 || bytes !== null) writes.set(path, bytes);
+      const bytes = extra.get(path) ?? after.files.get(path) ?? null;
+      if (paths.length > 0 || extra.size > 0 || bytes !== null) writes.set(path, bytes);
     }
     return this.deps.publish({
       basis: { pointer: { revision: local }, hashes: before.hashes },

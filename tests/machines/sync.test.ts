@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createActor, fromPromise, type AnyMachineSnapshot } from "xstate";
+import { assign, createActor, fromPromise, type AnyMachineSnapshot } from "xstate";
 import { assertFullCoverage, formatReport, runPathSuite, type StepInfo } from "../../machines/graph.ts";
 import { flattenValue } from "../../machines/state-value.ts";
 import {
@@ -30,6 +30,8 @@ const FINDINGS: SyncFinding[] = [
   { ...base, standing: "behind" },
   { ...base, standing: "diverged", fromRemote: ["global"] },
   { ...base, standing: "diverged", conflicts: [conflict("global"), conflict("cwd --p--")] },
+  // the remote moved on: the same scopes conflict between other heads (a side chosen before no longer stands)
+  { ...base, remoteHead: "r2", standing: "diverged", conflicts: [conflict("global"), conflict("cwd --p--")] },
   { ...base, standing: "unrelated", conflicts: [conflict("global"), conflict("cwd --p--")], localStartOnly: true },
   { ...base, standing: "unreachable", detail: "no answer" },
   { ...base, standing: "local-only", remote: null },
@@ -96,7 +98,13 @@ function checkStep(step: StepInfo<PathEvent>): string[] {
             ? "idle"
             : f.standing;
     if (after !== expected) v.push(`I6.1 ${f.standing} led to ${after}, not ${expected}`);
-    if (JSON.stringify(n.choices) !== "{}") v.push("I6.1 a new finding kept the old choices");
+    // A side stands while the lines it was chosen for do: kept exactly for the scopes still conflicting between
+    // the same two heads, and none otherwise.
+    const same = p.finding !== null && f.local === p.finding.local && f.remoteHead === p.finding.remoteHead;
+    const asked = new Set(f.conflicts.map((c) => c.scope));
+    const expectedChoices = same ? Object.fromEntries(Object.entries(p.choices).filter(([s]) => asked.has(s))) : {};
+    if (JSON.stringify(n.choices) !== JSON.stringify(expectedChoices))
+      v.push(`I6.1 a new finding kept ${JSON.stringify(n.choices)}, not ${JSON.stringify(expectedChoices)}`);
   }
   if (event.type === "xstate.error.actor.fetch" && (after !== "unreachable" || n.finding?.standing !== "unreachable"))
     v.push(`I6.1 a failed fetch left ${after} (${n.finding?.standing})`);
@@ -119,6 +127,8 @@ function checkStep(step: StepInfo<PathEvent>): string[] {
     v.push(`I6.3 a failed fast-forward left ${after} (${n.error})`);
   if (event.type === "xstate.error.actor.join" && (after !== "diverged" || n.error !== "index locked"))
     v.push(`I6.3 a failed join left ${after} (${n.error})`);
+  if (event.type === "xstate.error.actor.join" && Object.keys(n.choices).length > 0)
+    v.push("I6.3 a failed join kept the sides that led to it");
   // I6.4: each settled standing is counted and announced once
   const settled = step.emitted.filter((e) => e.type === "sync.settled");
   const entered = SETTLED.includes(after) && (before !== after || event.type.startsWith("xstate.done"));
@@ -184,6 +194,21 @@ describe("sync negative controls", () => {
       }),
     );
     expect(violations.some((v) => v.startsWith("I6.1") || v.startsWith("I6.2"))).toBe(true);
+  });
+});
+
+describe("sync negative controls: sides across fetches", () => {
+  const fetched = (event: { type: string }) => (event as { output?: SyncFinding }).output ?? null;
+  it("I6.1 check catches a side dropped by a fetch that found the same lines", () => {
+    const dropping = assign({ finding: ({ event }) => fetched(event), choices: () => ({}), error: () => null });
+    const { violations } = runSuite(syncMachine.provide({ actions: { keepFinding: dropping as never } }));
+    expect(violations.some((v) => v.startsWith("I6.1 a new finding kept {}"))).toBe(true);
+  });
+
+  it("I6.1 check catches a side kept after the remote moved on", () => {
+    const keeping = assign({ finding: ({ event }) => fetched(event), error: () => null });
+    const { violations } = runSuite(syncMachine.provide({ actions: { keepFinding: keeping as never } }));
+    expect(violations.some((v) => /^I6\.1 a new finding kept \{"/.test(v))).toBe(true);
   });
 });
 

@@ -20,6 +20,21 @@ const view = (state: string, extra: Partial<SyncView> = {}, f: object = {}): Syn
 });
 
 describe("what a person reads of the sync", () => {
+  it("after a re-apply, says how many of this machine's transitions became new ones on the remote's scope", () => {
+    const arrival = {
+      revision: "c".repeat(40),
+      remote: "origin",
+      scopes: ["global"],
+      reapplied: { global: { applied: 2, present: 1 }, "cwd --p--": { applied: 1, present: 0 } },
+    };
+    expect(syncLines(view("ahead", { arrival }))).toEqual([
+      "Sync: remote origin lacks this machine's newest changes; they are pushed",
+      "Last brought in: global from another machine (remote origin) at cccccccccccc",
+      "Re-applied on the remote's global: 2 transitions of this machine (1 the remote already held)",
+      "Re-applied on the remote's cwd --p--: 1 transition of this machine",
+    ]);
+  });
+
   it("names every standing in a Pi user's words, never a clean answer it did not check", () => {
     expect(syncLines(null)[0]).toMatch(/^Sync: no remote to share state with/);
     expect(syncLines(view("idle"))[0]).toBe("Sync: not fetched yet in this session (/state-flow-sync fetches now)");
@@ -47,6 +62,12 @@ describe("what a person reads of the sync", () => {
       "  /state-flow-sync keep-local [scope]   keeps this machine's values (aaaaaaaaaaaa) for global, cwd --p--",
     );
     expect(lines).toContain("  /state-flow-sync take-remote [scope]  takes the remote's values (bbbbbbbbbbbb)");
+    expect(lines).toContain(
+      "  /state-flow-sync re-apply [scope]     applies this machine's changes again on top of the remote's",
+    );
+    // A session folder travels whole: re-applying is not offered for it.
+    const session = [{ scope: "session --p--/s1", localPaths: ["--p--/s1/meta.json"], remotePaths: ["x"] }];
+    expect(syncLines(view("diverged", { open: session })).join("\n")).not.toMatch(/re-apply/);
     // With the state paths known, those are named instead of the files.
     const named = syncLines(
       view("diverged", { open: [{ ...open[0]!, localChanges: ["working.width"], remoteChanges: ["working.width"] }] }),

@@ -1,13 +1,15 @@
 // Several machines, one bare remote, real stores: each machine accepts State Flow transitions on
 // global, cwd and its own session, then syncs the way the runtime does (fetch, classify; ahead:
-// push; behind: fast-forward; diverged: join scope by scope, a scope both changed settled by a side
-// chosen at random, as a person would with /state-flow-sync). Between them the user runs their own
-// git commands in the stores. At the end every machine holds the same branch and the same state; no
-// machine lost one of its own session transitions; every shared scope holds a value one machine
-// wrote, whole (its checkpoint/patches pair proven by its meta record); every divergence was named
-// and every named recovery worked. Some syncs run in a child process killed with SIGKILL at a random
-// moment (during the fetch, the fast-forward, the join or the push); the next sync recovers by doing
-// what the refusal it meets says.
+// push; behind: fast-forward; diverged: join scope by scope, a scope both changed settled by a choice
+// made at random — keep-local, take-remote or re-apply —, as a person would with /state-flow-sync).
+// Between them the user runs their own git commands in the stores. At the end every machine holds
+// the same branch and the same state; no machine lost one of its own session transitions; every
+// shared scope holds values machines wrote, whole (its checkpoint/patches pair proven by its meta
+// record); every divergence was named and every named recovery worked. Some syncs run in a child
+// process killed with SIGKILL at a random moment (during the fetch, the fast-forward, the join or the
+// push); the next sync recovers by doing what the refusal it meets says. A second run settles every
+// conflict by re-applying: then nothing is dropped by a choice, and the shared state every machine
+// ends with is the serial replay of every accepted transition.
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -76,6 +78,8 @@ async function current(m: Machine): Promise<BranchState> {
   return m.runtime;
 }
 
+type Choice = "local" | "remote" | "reapply";
+
 interface Tally {
   kills: number;
   remedies: number;
@@ -94,7 +98,7 @@ interface Tally {
 async function killedSync(
   m: Machine,
   kill: { ms: number } | { at: string },
-  pick: () => "local" | "remote",
+  pick: () => Choice,
   tally: Tally,
 ): Promise<void> {
   const run = spawnSync(
@@ -135,7 +139,7 @@ async function withRemedy<T>(work: () => Promise<T>, tally: Tally): Promise<T> {
 }
 
 /** One sync as the runtime runs it; a conflict is settled by the side `pick` chooses (the person). */
-async function sync(m: Machine, pick: () => "local" | "remote", tally: Tally): Promise<string> {
+async function sync(m: Machine, pick: () => Choice, tally: Tally): Promise<string> {
   const port = m.store.publication!;
   const standing = await port.sync.standing(await port.remote.fetchBranch());
   switch (standing.kind) {
@@ -166,7 +170,9 @@ async function sync(m: Machine, pick: () => "local" | "remote", tally: Tally): P
         // Named: joining without a side is refused and writes nothing; choosing one (the advice) works.
         const refused = await port.sync.join(standing, plan, new Map()).catch((e: Error) => e);
         expect(refused).toBeInstanceOf(Error);
-        expect(String(refused)).toMatch(/changed on this machine and on the remote.*keep-local.*take-remote/s);
+        expect(String(refused)).toMatch(
+          /changed on this machine and on the remote.*keep-local.*take-remote.*re-apply/s,
+        );
         expect(git(m.root, m.env, "rev-parse", "HEAD").trim()).toBe(standing.local);
         tally.recoveries++;
       }
@@ -182,80 +188,100 @@ async function sync(m: Machine, pick: () => "local" | "remote", tally: Tally): P
   }
 }
 
-describe("several machines on one remote", () => {
-  it(`${MACHINES} machines × ${TRANSITIONS} transitions on global, cwd and their sessions converge`, async () => {
-    const seed = Number(process.env.STATE_FLOW_MACHINES_SEED ?? 31);
-    const rnd = random(seed);
-    const bare = temps.make("sf-machines-bare-");
-    git(bare, process.env, "init", "-q", "--bare");
-    const first = await machine("m0", bare, true);
-    await current(first);
-    const tally: Tally = {
-      kills: 0,
-      remedies: 0,
-      pushes: 0,
-      fastForwards: 0,
-      joins: 0,
-      divergences: 0,
-      conflicts: 0,
-      recoveries: 0,
-    };
-    await sync(first, () => "local", tally); // the first push: the remote's branch starts here
-    tally.pushes = 0;
-    const machines = [first];
-    for (let i = 1; i < MACHINES; i++) machines.push(await machine(`m${i}`, bare, false));
-    const written = { global: new Set<string>(), cwd: new Set<string>() };
-    const pick = (): "local" | "remote" => (rnd() < 0.5 ? "local" : "remote");
-    let n = 0;
-    for (let k = 0; k < TRANSITIONS * MACHINES; k++) {
-      const m = machines[k % MACHINES]!;
-      const scope = rnd() < 0.5 ? "global" : "cwd";
-      const value = `${m.name}-${++n}`;
-      written[scope].add(value);
-      m.own.push(n);
+const RUNS = [
+  { name: "sides chosen at random, syncs killed", transitions: TRANSITIONS, kills: true, pick: "random" },
+  { name: "every conflict re-applied: a serial replay", transitions: 20, kills: false, pick: "reapply" },
+] as const;
 
-      const patches = { [scope]: { working: { v: value } }, session: { working: { own: [...m.own] } } };
-      // (a remedy followed, the session reads the store again, as its next run would)
-      m.runtime = (await withRemedy(async () => m.state.commit(await current(m), patches, value), tally)).runtime;
-      // The user's own git in the store, now and then: it must change nothing State Flow relies on.
-      if (rnd() < 0.1) git(m.root, m.env, "gc", "-q", "--auto");
-      if (rnd() < 0.1) git(m.root, m.env, "fetch", "-q", "origin");
-      const r = rnd();
-      // Killed at a random moment (mostly the fetch), or at a random write step of the fast-forward or join.
-      const point = POINTS[Math.floor(rnd() * POINTS.length)]!;
-      if (r < 0.08) await killedSync(m, { ms: 50 + Math.floor(rnd() * 400) }, pick, tally);
-      else if (r < 0.16) await killedSync(m, { at: point }, pick, tally);
-      else if (r < 0.6) await withRemedy(() => sync(m, pick, tally), tally);
-    }
-    // Every machine syncs until all are equal (a round robin; each round can only bring lines together).
-    for (let round = 0; round < 4; round++)
-      for (const m of machines) await withRemedy(() => sync(m, pick, tally), tally);
-    const heads = machines.map((m) => git(m.root, m.env, "rev-parse", "HEAD").trim());
-    expect(new Set(heads).size, `seed ${seed}`).toBe(1);
-    const states = await Promise.all(machines.map(current));
-    const view = (s: BranchState, scope: "global" | "cwd") => readTemporalState(s.view, 0, scope).state.working.v;
-    for (const scope of ["global", "cwd"] as const) {
-      const values = states.map((s) => view(s, scope));
-      expect(new Set(values).size).toBe(1);
-      expect(written[scope].has(String(values[0]))).toBe(true);
-    }
-    // Nothing lost: every store holds each machine's session, byte for byte, with all its transitions.
-    for (const m of machines) {
-      expect(readTemporalState(states[machines.indexOf(m)]!.view, 0, "session").state.working.own).toEqual(m.own);
-      const folder = join(cwdKey(CWD), identityOf(m.name).sessionKey);
-      for (const file of ["checkpoint.json", "patches.jsonl", "meta.json"]) {
-        const bytes = await Promise.all(machines.map((other) => other.store.readFile(join(folder, file))));
-        expect(new Set(bytes.map((b) => b?.toString("base64"))).size, `${folder}/${file}`).toBe(1);
+describe("several machines on one remote", () => {
+  it.each(RUNS)(
+    `${MACHINES} machines × $transitions transitions on global, cwd and sessions converge: $name`,
+    async (run) => {
+      const seed = Number(process.env.STATE_FLOW_MACHINES_SEED ?? 31);
+      const rnd = random(seed);
+      const bare = temps.make("sf-machines-bare-");
+      git(bare, process.env, "init", "-q", "--bare");
+      const first = await machine("m0", bare, true);
+      await current(first);
+      const tally: Tally = {
+        kills: 0,
+        remedies: 0,
+        pushes: 0,
+        fastForwards: 0,
+        joins: 0,
+        divergences: 0,
+        conflicts: 0,
+        recoveries: 0,
+      };
+      await sync(first, () => "local", tally); // the first push: the remote's branch starts here
+      tally.pushes = 0;
+      const machines = [first];
+      for (let i = 1; i < MACHINES; i++) machines.push(await machine(`m${i}`, bare, false));
+      const written = { global: new Set<string>(), cwd: new Set<string>() };
+      const sides = ["local", "remote", "reapply"] as const;
+      const pick = (): Choice => (run.pick === "reapply" ? "reapply" : sides[Math.floor(rnd() * 3)]!);
+      // Each machine's newest value per shared scope: what a serial replay of every transition ends with.
+      const newest = { global: new Map<string, number>(), cwd: new Map<string, number>() };
+      let n = 0;
+      for (let k = 0; k < run.transitions * MACHINES; k++) {
+        const m = machines[k % MACHINES]!;
+        const scope = rnd() < 0.5 ? "global" : "cwd";
+        const value = `${m.name}-${++n}`;
+        written[scope].add(value);
+        newest[scope].set(m.name, n);
+        m.own.push(n);
+
+        const shared = { working: { v: value, [m.name]: n } };
+        const patches = { [scope]: shared, session: { working: { own: [...m.own] } } };
+        // (a remedy followed, the session reads the store again, as its next run would)
+        m.runtime = (await withRemedy(async () => m.state.commit(await current(m), patches, value), tally)).runtime;
+        // The user's own git in the store, now and then: it must change nothing State Flow relies on.
+        if (rnd() < 0.1) git(m.root, m.env, "gc", "-q", "--auto");
+        if (rnd() < 0.1) git(m.root, m.env, "fetch", "-q", "origin");
+        const r = rnd();
+        // Killed at a random moment (mostly the fetch), or at a random write step of the fast-forward or join.
+        const point = POINTS[Math.floor(rnd() * POINTS.length)]!;
+        if (run.kills && r < 0.08) await killedSync(m, { ms: 50 + Math.floor(rnd() * 400) }, pick, tally);
+        else if (run.kills && r < 0.16) await killedSync(m, { at: point }, pick, tally);
+        else if (r < 0.6) await withRemedy(() => sync(m, pick, tally), tally);
       }
-    }
-    for (const m of machines) {
-      expect(git(m.root, m.env, "status", "--porcelain")).toBe("");
-      git(m.root, m.env, "fsck", "--strict", "--no-dangling", "--no-progress");
-    }
-    expect(tally.divergences).toBeGreaterThan(0);
-    expect(tally.conflicts).toBeGreaterThan(0);
-    expect(tally.recoveries).toBe(tally.conflicts);
-    expect(tally.kills).toBeGreaterThan(0);
-    console.log(`[machines] seed ${seed}: ${MACHINES}×${TRANSITIONS} transitions, ${JSON.stringify(tally)}`);
-  }, 300_000);
+      // Every machine syncs until all are equal (a round robin; each round can only bring lines together).
+      for (let round = 0; round < 4; round++)
+        for (const m of machines) await withRemedy(() => sync(m, pick, tally), tally);
+      const heads = machines.map((m) => git(m.root, m.env, "rev-parse", "HEAD").trim());
+      expect(new Set(heads).size, `seed ${seed}`).toBe(1);
+      const states = await Promise.all(machines.map(current));
+      const view = (s: BranchState, scope: "global" | "cwd") => readTemporalState(s.view, 0, scope).state.working;
+      for (const scope of ["global", "cwd"] as const) {
+        const values = states.map((s) => JSON.stringify(view(s, scope)));
+        expect(new Set(values).size).toBe(1);
+        const { v, ...byMachine } = view(states[0]!, scope);
+        expect(written[scope].has(String(v))).toBe(true);
+        // Each machine's key holds a value it wrote there; with every conflict re-applied, its newest (none dropped).
+        for (const [name, value] of Object.entries(byMachine))
+          expect(written[scope].has(`${name}-${value}`)).toBe(true);
+        if (run.pick === "reapply")
+          expect(byMachine, `${scope}, seed ${seed}`).toEqual(Object.fromEntries(newest[scope]));
+      }
+      // Nothing lost: every store holds each machine's session, byte for byte, with all its transitions.
+      for (const m of machines) {
+        expect(readTemporalState(states[machines.indexOf(m)]!.view, 0, "session").state.working.own).toEqual(m.own);
+        const folder = join(cwdKey(CWD), identityOf(m.name).sessionKey);
+        for (const file of ["checkpoint.json", "patches.jsonl", "meta.json"]) {
+          const bytes = await Promise.all(machines.map((other) => other.store.readFile(join(folder, file))));
+          expect(new Set(bytes.map((b) => b?.toString("base64"))).size, `${folder}/${file}`).toBe(1);
+        }
+      }
+      for (const m of machines) {
+        expect(git(m.root, m.env, "status", "--porcelain")).toBe("");
+        git(m.root, m.env, "fsck", "--strict", "--no-dangling", "--no-progress");
+      }
+      expect(tally.divergences).toBeGreaterThan(0);
+      expect(tally.conflicts).toBeGreaterThan(0);
+      expect(tally.recoveries).toBe(tally.conflicts);
+      if (run.kills) expect(tally.kills).toBeGreaterThan(0);
+      console.log(`[machines] ${run.name}, seed ${seed}: ${MACHINES}×${run.transitions}, ${JSON.stringify(tally)}`);
+    },
+    300_000,
+  );
 });
