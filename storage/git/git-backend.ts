@@ -7,6 +7,7 @@
 import { lstat, realpath } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { readOwnedFile } from "../fs/fs-safe.ts";
+import { keepPrivate } from "../fs/private-modes.ts";
 import { StoreError, errnoOf } from "../store-error.ts";
 import type {
   CohortSnapshot,
@@ -91,6 +92,12 @@ export async function openGitBackend(options: OpenGitOptions): Promise<GitBacken
       { file: root },
     );
   }
+  // A store cloned from the remote arrives with the umask's modes: private from its first open.
+  await keepPrivate(root).catch((error: unknown) => {
+    throw new StoreError("io-failed", `Cannot make the state store ${root} private (0700/0600): ${String(error)}`, {
+      file: root,
+    });
+  });
   const info: GitRepoInfo = {
     root,
     gitDir,
