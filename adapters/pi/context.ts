@@ -371,6 +371,7 @@ export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeCo
     "```json",
     stable,
     "```",
+    "", // (a provider may join a message's text blocks with nothing between them: each ends its line)
   ].join("\n");
 
   const run: string[] = [];
@@ -407,7 +408,7 @@ export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeCo
   const own = input.runTransitions ?? [];
   if (own.length > 0) volatile.push("", "## This run's transitions (newest first)", ...transitionLines(own));
   if (input.resolutionNote) volatile.push("", "## Resolution", input.resolutionNote);
-  return { stable: stableText, run: run.join("\n"), volatile: volatile.join("\n") };
+  return { stable: stableText, run: `${run.join("\n")}\n`, volatile: volatile.join("\n") };
 }
 
 /** The runtime context as one text (its parts in order, the volatile part last). */

@@ -236,6 +236,9 @@ describe("renderRuntimeContext", () => {
     );
     expect(parts.volatile).toMatch(/## Resolution\nAttempt 2 of 3$/);
     expect(parts.run + parts.volatile, "each path once").not.toContain('"lang"');
+    // Sent as separate text blocks, which a provider may join with nothing between: each block ends its line.
+    expect(parts.stable + parts.run).toContain('```\nstate[0].response: "Done before."');
+    expect(parts.run + parts.volatile).toMatch(/\n## state\[0\], continued/);
   });
 
   it("leaves empty fields and sections out, but says an invalidation plan that could not be made", () => {
