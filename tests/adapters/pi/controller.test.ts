@@ -575,7 +575,7 @@ describe("status, diagnostics and configuration", () => {
       .split("\n")
       .map((l) => JSON.parse(l));
     // Each field is the run's real position: before any steer, after one, and latched eligible by the
-    // accepted final:true (the retry count lives in the ineligible states, so no attempt is asserted there).
+    // accepted final:true, still after that one steer (eligibility does not reset the count).
     expect(records).toEqual([
       expect.objectContaining({
         kind: "rejected-patch",
@@ -587,7 +587,7 @@ describe("status, diagnostics and configuration", () => {
       }),
       expect.objectContaining({ kind: "unresolved-draft", text: "draft", attempt: 1, eligible: false }),
       expect.objectContaining({ kind: "rejected-patch", toolCallId: "late", attempt: 1, eligible: false }),
-      expect.objectContaining({ kind: "rejected-patch", toolCallId: "eligible", eligible: true }),
+      expect.objectContaining({ kind: "rejected-patch", toolCallId: "eligible", attempt: 1, eligible: true }),
     ]);
     expect(JSON.stringify(h.session.messages), "the reasoning was there to leak").toContain("PRIVATE REASONING TWO");
     expect(raw).not.toContain("PRIVATE REASONING");
