@@ -57,6 +57,11 @@ export interface ResolutionContext {
   candidate: string | null;
   /** The drafts discarded so far (their ids): no later projection of the run shows them. */
   discarded: readonly number[];
+  /**
+   * Hidden steers sent so far. The ladder's state says it only while the run is ineligible; a refusal
+   * logged after final:true latched (spec 001: the log names the attempt) still needs the number.
+   */
+  steers: number;
 }
 
 const draftId = (event: ResolutionMachineEvent): number => (event.type === "DRAFT" ? (event.id ?? 0) : 0);
@@ -92,6 +97,7 @@ export function createResolutionMachine(maxSteers: number) {
                 target: retryState(n + 1),
                 actions: [
                   "keepDiscarded",
+                  "countSteer",
                   "recordUnresolvedDraft",
                   { type: "steerHiddenSameRun", params: { attempt: n + 1 } },
                 ],
@@ -119,6 +125,7 @@ export function createResolutionMachine(maxSteers: number) {
     },
     actions: {
       keepDiscarded: assign({ discarded: ({ context, event }) => [...context.discarded, draftId(event)] }),
+      countSteer: assign({ steers: ({ context }) => context.steers + 1 }),
       // Host actions: the runtime supplies them (`provide`); these stand-ins emit what they stand for.
       /** Records on the branch that an unresolved draft was discarded (not the answer). */
       recordUnresolvedDraft: emit(({ event }) => discardedDraft("unresolved", event)),
@@ -146,7 +153,7 @@ export function createResolutionMachine(maxSteers: number) {
     },
   }).createMachine({
     id: "resolution",
-    context: { candidate: null, discarded: [] },
+    context: { candidate: null, discarded: [], steers: 0 },
     // The machine's output: the final state's verdict, with the drafts discarded on the way.
     output: ({ context, event }) => ({
       accepted: (event as unknown as { output: { accepted: boolean } }).output.accepted,
@@ -223,14 +230,9 @@ export function isTerminalEligible(s: ResolutionSnapshot): boolean {
 export function isResponseCommitted(s: ResolutionSnapshot): boolean {
   return s.matches("accepted");
 }
-/** Hidden steers issued so far, read from the retry state the run is in. */
+/** Hidden steers issued so far in this answer, whatever state it is in now (eligible included). */
 export function steersUsed(s: ResolutionSnapshot): number {
-  const value = s.value as unknown;
-  if (typeof value === "object" && value !== null && "ineligible" in value) {
-    const sub = (value as { ineligible: string }).ineligible;
-    return sub === "fresh" ? 0 : Number(sub.slice("retry".length));
-  }
-  return s.matches("exhausted") ? MAX_RESOLUTION_STEERS : 0;
+  return s.context.steers;
 }
 /** Steering is over for this answer (accepted, uncommitted or exhausted). */
 export function isResolutionSettled(s: ResolutionSnapshot): boolean {

@@ -4,6 +4,7 @@
 // happens next.
 
 import { join } from "node:path";
+import { reuseAnchoredCohort } from "../storage/adoption.ts";
 import { readTemporalState } from "../storage/core/temporal.ts";
 import type { RestoreResult } from "../machines/restore.ts";
 import { checkpointOf, type BranchBinding } from "./branch-binding.ts";
@@ -65,9 +66,9 @@ export class EpisodeActors {
 
   /**
    * `adoptGit`: commits the active branch's exact current file cohort into Git (initializing the
-   * repository when needed) with a config-only publication, binds the branch to that commit and
-   * hands publication to a Git-backed generation. On failure nothing changed in the files and the
-   * branch keeps its file-only store.
+   * repository when needed) with a config-only publication, or reuses the revision that already
+   * holds it identically; binds the branch to that commit and hands publication to a Git-backed
+   * generation. On failure nothing changed in the files and the branch keeps its file-only store.
    */
   async adoptIntoGit(): Promise<void> {
     const fileStore = this.binding.store;
@@ -75,7 +76,10 @@ export class EpisodeActors {
     try {
       if (!current) throw new Error("no runtime is selected on this branch");
       const store = await this.binding.openStateStore(true);
-      const state = await store.start(current, current.config.remotePublication);
+      // Git may already hold this exact cohort (another session's start initialized it over these
+      // files): its owner revision is reused, and only a cohort it does not hold is committed.
+      const state =
+        (await reuseAnchoredCohort(store, current)) ?? (await store.start(current, current.config.remotePublication));
       // The file-only publication has nothing to publish; the Git-backed one recovers this revision
       // as pending and pushes it once (as after a start).
       this.publication.close();

@@ -12,6 +12,7 @@
 // how to recover. A legacy journal or any other file beside state.json is neither read nor touched.
 
 import { randomUUID } from "node:crypto";
+import { lstatSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CHECKPOINT_FILE, PATCHES_FILE, parseScopeStream, serializeScopeStream } from "./core/codec.ts";
@@ -198,6 +199,21 @@ async function keepOldBytes(root: string, plan: LegacyMigrationPlan): Promise<st
 }
 
 /**
+ * Whether any of this session's scope directories has an entry named state.json: three lstat calls,
+ * no read, no git process. Anything there but "no such entry" counts (a symlink, an unreadable
+ * directory): the planner then reads it and refuses it by name.
+ */
+export function holdsLegacyState(root: string, keys: ScopeKeys): boolean {
+  return filesOf(keys).some(({ state }) => {
+    try {
+      return lstatSync(join(root, state), { throwIfNoEntry: false }) !== undefined;
+    } catch (error) {
+      return errnoOf(error) !== "ENOTDIR";
+    }
+  });
+}
+
+/**
  * Plans, publishes and verifies the migration of this session's legacy state.json files; null when
  * there is none. On a failure after publication the old bytes are restored exactly, unless the
  * published files changed meanwhile: then nothing is overwritten and `migration-failed` names them.
@@ -207,6 +223,11 @@ export async function migrateLegacyState(
   keys: ScopeKeys,
   options: MigrateOptions = {},
 ): Promise<LegacyMigrationResult | null> {
+  // A canonical store (no state.json beside this session's scopes) skips planning altogether (spec
+  // 001: every start would otherwise read the cohort once more, under the store's lock rules, for
+  // nothing). A state.json that only Git's HEAD still holds is the user's deletion, which the next
+  // commit's complete worktree delta records.
+  if (!holdsLegacyState(store.root, keys)) return null;
   const snapshot = await store.loadCurrent(legacyPaths(keys)).catch((error: unknown) => {
     throw untrackedLegacyState(store, error);
   });

@@ -272,7 +272,9 @@ export class StateStore {
       return null; // an unreadable live meta is not evidence of anything; the branch's own pointer decides
     }
     if (predecessor !== revision) return null;
-    const pointer = this.store.git ? await this.store.git.lastCommitOf(metaPath) : live.pointer;
+    // "self": the commit that last wrote the config/meta pair, not HEAD (unrelated commits may follow it).
+    const pair = [scopeFiles("session", this.identity).config!, metaPath];
+    const pointer = this.store.git ? await this.store.git.lastCommitOf(pair) : live.pointer;
     if (pointer === null || recorded.has(pointer.revision)) return null;
     const successor = await this.loadPointer(pointer).catch(() => null);
     return successor?.meta.predecessor === revision ? successor : null;

@@ -168,9 +168,9 @@ export class GitBackend implements StoreBackend {
     return this.reader.loadCurrent(paths, options);
   }
 
-  /** The newest commit of the current branch that changed `path`; null when none did. One git process. */
-  lastCommitOf(path: string): Promise<StorePointer | null> {
-    return this.reader.lastCommitOf(path);
+  /** The newest commit of the current branch that changed any of `paths`; null when none did. One git process. */
+  lastCommitOf(paths: readonly string[]): Promise<StorePointer | null> {
+    return this.reader.lastCommitOf(paths);
   }
 
   loadRevision(pointer: StorePointer, paths: readonly string[]): Promise<CohortSnapshot> {

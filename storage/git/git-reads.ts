@@ -142,15 +142,19 @@ export class GitReader {
     return { pointer: { revision }, files, hashes };
   }
 
-  /** The newest commit of the current branch that changed `path`; null when none did. One git process. */
-  async lastCommitOf(path: string): Promise<StorePointer | null> {
-    assertGitPath(path);
+  /**
+   * The newest commit of the current branch that changed any of `paths`; null when none did. One git
+   * process. (A runtime's `revision: "self"` is this commit for its config/meta pair: commits that
+   * leave the pair alone, the user's or other scopes', do not change it.)
+   */
+  async lastCommitOf(paths: readonly string[]): Promise<StorePointer | null> {
+    for (const path of paths) assertGitPath(path);
     let out: string;
     try {
-      out = (await this.repo.runner.execText(["log", "-1", "--format=%H", "--", path])).trim();
+      out = (await this.repo.runner.execText(["log", "-1", "--format=%H", "--", ...paths])).trim();
     } catch (error) {
       if (error instanceof GitCommandError && /does not have any commits/i.test(error.stderr)) return null;
-      throw gitFailed(`Finding the commit that last wrote ${path}`, error);
+      throw gitFailed(`Finding the commit that last wrote ${paths.join(", ")}`, error);
     }
     return out === "" ? null : { revision: out };
   }

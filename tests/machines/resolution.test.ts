@@ -112,8 +112,8 @@ export function checkResolutionStep(step: StepInfo<ResolutionMachineEvent>, trac
   }
   if (trace.steers > 2) v.push(`I2.5 ${trace.steers} steers on one path exceed the budget of 2`);
   const used = Math.min(trace.steers, SPEC_STEERS);
-  if ((after.startsWith("ineligible") || after === "exhausted") && steersUsed(next as never) !== used)
-    v.push("I2.5 steersUsed disagrees with emitted steers");
+  // In every state: a refusal logged after final:true latched names the attempt it came at (spec 001 2.8).
+  if (steersUsed(next as never) !== used) v.push(`I2.5 steersUsed disagrees with emitted steers in ${after}`);
   // I2.6
   if (commits && !(before === "candidate" && event.type === "TURN_END"))
     v.push(`I2.6 response committed from ${before} on ${event.type}`);

@@ -5,6 +5,7 @@ import { execSync } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../storage/core/temporal.ts";
+import { FILE_JOURNAL_NAME } from "../../storage/cohort-basis.ts";
 import { cwdKey, scopeFiles } from "../../storage/layout.ts";
 import { LEGACY_STATE_FILE, legacyPaths, planLegacyMigration } from "../../storage/legacy-migration.ts";
 import { openStore } from "../../storage/open-store.ts";
@@ -114,6 +115,25 @@ async function refusal(work: Promise<unknown>): Promise<StoreError> {
 }
 
 describe.each(["file", "git"] as const)("legacy state.json migration (%s)", (kind) => {
+  it(
+    "a canonical store skips the planning: it reads nothing, " + "even while another writer is mid-publication",
+    async () => {
+      const f = fixture(kind);
+      const store = await open(f);
+      await store.start(null, "off"); // checkpoints only: the canonical format
+      // Another host's publisher is mid-publication (its lock and journal on disk): every read of the
+      // cohort waits for it, so a migration that planned would be refused as lock-held.
+      const journal = kind === "git" ? store.store.git!.journalPath : join(f.root, FILE_JOURNAL_NAME);
+      const owner = { pid: 999999, host: "another-host", generation: "other", purpose: "publication" };
+      writeFileSync(store.store.lockPath, JSON.stringify({ ...owner, createdAt: new Date().toISOString() }));
+      writeFileSync(journal, "{}");
+      expect(await store.migrateLegacy()).toBeNull();
+      // A state.json beside one of its scopes is a predecessor format: that store plans, and so waits.
+      writeFileSync(join(f.root, legacyPath("global")), `${JSON.stringify(STATES.global)}\n`);
+      expect(await refusal(store.migrateLegacy())).toMatchObject({ code: "lock-held" });
+    },
+  );
+
   it("plans from one snapshot without writing anything", async () => {
     const f = fixture(kind);
     writeLegacy(f, legacyFiles());

@@ -7,7 +7,7 @@ import { acquirePublicationLock } from "../../storage/fs/lock.ts";
 import { StateStore, type BranchState, type SessionIdentity } from "../../storage/state-store.ts";
 import { StoreError, isStoreError } from "../../storage/store-error.ts";
 import { openStore } from "../../storage/open-store.ts";
-import { availableOffsets, readTemporalState } from "../../storage/core/temporal.ts";
+import { availableOffsets, headBoundary, readTemporalState } from "../../storage/core/temporal.ts";
 import { SnapshotOracle, stableStringify } from "../support/oracle.ts";
 import { TempDirs, git, gitTestEnv } from "../support/store-fixtures.ts";
 
@@ -330,6 +330,54 @@ describe("a Git store that went file-only while two sessions worked", () => {
       strict: true,
     });
   });
+});
+
+describe('revision "self" in a Git store', () => {
+  it(
+    '"self" is the last commit owning the config/meta pair: the user\'s own commit and another ' +
+      "session's commits after it do not change it; a config-only change does",
+    async () => {
+      const root = temp.make();
+      const id = identity("A");
+      const a = await open("git", root, id);
+      const started = await a.start(null, "off");
+      const recorded = (await a.commit(started, { session: { working: { n: 1 } } }, "a1")).runtime;
+      // Killed after this publication, before Pi recorded it: only its "self" names its commit.
+      const unrecorded = (await a.commit(recorded, { session: { working: { n: 2 } } }, "a2")).runtime;
+      // Unrelated commits follow: the user commits a file of their own in the store repository, and
+      // another session starts and patches the shared cwd scope (a member of A's cohort, not of its pair).
+      writeFileSync(join(root, "NOTES.md"), "mine\n");
+      git(root, process.env, "add", "NOTES.md");
+      git(root, process.env, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "my notes");
+      const b = await open("git", root, identity("B"));
+      await b.commit(await b.start(null, "off"), { cwd: { contract: { by: "B" } } }, "b1");
+      const head = git(root, process.env, "rev-parse", "HEAD").trim();
+      expect(git(root, process.env, "rev-list", "--count", `${unrecorded.pointer.revision}..HEAD`).trim()).toBe("3");
+      const session = scopeFiles("session", id);
+      const pair = [session.config!, session.meta];
+      // HEAD holds A's pair byte for byte, yet "self" resolves to the commit that wrote it…
+      for (const path of pair) {
+        expect(git(root, process.env, "show", `HEAD:${path}`)).toBe(readFileSync(join(root, path), "utf8"));
+      }
+      expect(await a.store.git!.lastCommitOf(pair)).toEqual(unrecorded.pointer);
+      // …so the unrecorded cohort is found as that commit, not as HEAD (whose A files read the same).
+      const found = await a.unrecordedSuccessor(
+        recorded.pointer.revision,
+        new Set([started.pointer.revision, recorded.pointer.revision]),
+      );
+      expect(found?.pointer).toEqual(unrecorded.pointer);
+      expect(found?.pointer.revision).not.toBe(head);
+      // A config-only change (a stop) owns the pair next: "self" advances, with no semantic step.
+      const stopped = await a.publishConfig(found!, { ...found!.config, enabled: false }, "state-flow: stop");
+      expect(await a.store.git!.lastCommitOf(pair)).toEqual(stopped.pointer);
+      expect(stopped.meta.counters).toEqual(unrecorded.meta.counters);
+      // (its lineage starts afresh at step 2: it adopted B's cwd, which left it; no step is added)
+      expect(headBoundary(stopped.view.lineage).step).toBe(headBoundary(unrecorded.view.lineage).step);
+      expect(readTemporalState(stopped.view, 0, "session").state).toEqual(
+        readTemporalState(unrecorded.view, 0, "session").state,
+      );
+    },
+  );
 });
 
 describe("file-only store adopted into Git later", () => {

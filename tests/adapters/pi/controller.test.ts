@@ -575,7 +575,7 @@ describe("status, diagnostics and configuration", () => {
       .split("\n")
       .map((l) => JSON.parse(l));
     // Each field is the run's real position: before any steer, after one, and latched eligible by the
-    // accepted final:true (the retry count lives in the ineligible states, so no attempt is asserted there).
+    // accepted final:true, still after that one steer (eligibility does not reset the count).
     expect(records).toEqual([
       expect.objectContaining({
         kind: "rejected-patch",
@@ -587,7 +587,7 @@ describe("status, diagnostics and configuration", () => {
       }),
       expect.objectContaining({ kind: "unresolved-draft", text: "draft", attempt: 1, eligible: false }),
       expect.objectContaining({ kind: "rejected-patch", toolCallId: "late", attempt: 1, eligible: false }),
-      expect.objectContaining({ kind: "rejected-patch", toolCallId: "eligible", eligible: true }),
+      expect.objectContaining({ kind: "rejected-patch", toolCallId: "eligible", attempt: 1, eligible: true }),
     ]);
     expect(JSON.stringify(h.session.messages), "the reasoning was there to leak").toContain("PRIVATE REASONING TWO");
     expect(raw).not.toContain("PRIVATE REASONING");
@@ -747,6 +747,36 @@ describe("adopting an active file-only branch into Git", () => {
       expect(h.accessor.episode()).toBe("active.steady");
       expect(h.accessor.read(0, "session").state.working).toEqual({ offline: true, online: true });
       // hot history kept across the adoption
+      expect(h.accessor.read(2, "session").state.working).toEqual({ offline: true });
+    },
+  );
+
+  it(
+    "git installed later, when another session's start already committed this branch's exact cohort: " +
+      "/state-flow-start binds the branch to that commit and commits nothing",
+    async () => {
+      const { execFileSync } = await import("node:child_process");
+      const h = await harness({ git: false, sessionKind: "file", config: { remotePublication: "off" } });
+      const git = (...args: string[]) =>
+        execFileSync("git", args, { cwd: h.storeRoot, env: { ...h.env, PATH: process.env.PATH }, encoding: "utf8" });
+      await h.command("/state-flow-start");
+      h.script(call("patch_state", { session: { working: { offline: true } }, final: true }), say("ok"));
+      await h.prompt("before git");
+      // Another session, with git, starts on the same store: it initializes the repository over the files.
+      const other = await harness({ shareWith: h, config: { remotePublication: "off" } });
+      await other.command("/state-flow-start");
+      const owner = git("log", "-1", "--format=%H", "--", sessionDir(h)).trim();
+      const commits = git("rev-list", "--count", "HEAD").trim();
+
+      h.env.PATH = process.env.PATH; // git is installed here too
+      await h.command("/state-flow-start");
+      expect(h.lastNotice()!.message).toMatch(/adopted this branch's file-only store into Git/);
+      expect(entriesOf(h).at(-1)).toBe(owner); // the revision that owns the cohort, reused
+      expect(git("rev-list", "--count", "HEAD").trim()).toBe(commits); // nothing committed
+      expect(h.accessor.read(0, "session").state.working).toEqual({ offline: true });
+      h.script(call("patch_state", { session: { working: { offline: false } }, final: true }), say("online"));
+      await h.prompt("after git");
+      expect(entriesOf(h).at(-1)).toBe(git("rev-parse", "HEAD").trim());
       expect(h.accessor.read(2, "session").state.working).toEqual({ offline: true });
     },
   );

@@ -1,7 +1,9 @@
 // Knowledge discovery through a real Pi session: the runtime context's artifact_invalidations
 // lists the Markdown sources under <agentDir>/knowledge that have no artifact yet, nested alike,
 // never a symlink, an uppercase .MD or a file outside the root; a compiled source leaves the list.
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
@@ -349,4 +351,66 @@ describe("Knowledge refresh and maintenance in runs", () => {
     expect(h.toolResults().at(-1)!.isError).toBe(false);
     expect(compiledAt(h, source) > before, "its compilation is recorded").toBe(true);
   });
+});
+
+/** Every entry under `dir` (its .git included), by relative path: a file's bytes' hash, a link's target. */
+function treeSnapshot(dir: string, prefix = ""): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(join(dir, prefix)).sort()) {
+    const rel = prefix === "" ? name : join(prefix, name);
+    const stat = lstatSync(join(dir, rel));
+    if (stat.isDirectory()) Object.assign(out, { [`${rel}/`]: "dir" }, treeSnapshot(dir, rel));
+    else if (stat.isSymbolicLink()) out[rel] = `-> ${readlinkSync(join(dir, rel))}`;
+    else
+      out[rel] = createHash("sha256")
+        .update(readFileSync(join(dir, rel)))
+        .digest("hex");
+  }
+  return out;
+}
+
+describe("a Knowledge root that is its own Git repository, beside the state store", () => {
+  it(
+    "state publication never touches it: its files, index, HEAD, refs, locks " + "and remote stay byte for byte",
+    async () => {
+      const h = await harness();
+      const root = join(h.agentDir, "knowledge");
+      const remote = join(h.root, "knowledge-remote.git");
+      const git = (cwd: string, ...args: string[]) => execFileSync("git", args, { cwd, env: h.env, encoding: "utf8" });
+      mkdirSync(root, { recursive: true });
+      const source = join(root, "a.md");
+      writeFileSync(source, "# A\nfacts\n");
+      git(root, "init", "-q");
+      git(root, "add", "a.md");
+      git(root, "commit", "-qm", "user: my notes");
+      git(h.root, "init", "-q", "--bare", remote);
+      git(root, "remote", "add", "origin", remote);
+      // The user's work in progress there: a staged edit, an unstaged one on top of it, an untracked file.
+      writeFileSync(source, "# A\nmore facts\n");
+      git(root, "add", "a.md");
+      writeFileSync(source, "# A\nmore facts, unstaged\n");
+      writeFileSync(join(root, "draft.md"), "# Draft\n");
+      const before = { knowledge: treeSnapshot(root), remote: treeSnapshot(remote) };
+
+      await h.command("/state-flow-start");
+      const artifact = { global: { artifacts: { [source]: { description: "A: the facts" } } }, final: true };
+      h.script(call("read", { path: source }), call("patch_state", artifact), say("Compiled."));
+      await h.prompt("Compile the new source");
+      expect(h.toolResults().map((r) => [r.tool, r.isError])).toEqual([
+        ["read", false],
+        ["patch_state", false],
+      ]);
+      await h.command("/state-flow-stop");
+      await h.command("/state-flow-start");
+
+      // Start, the compilation (with its provenance), the answer, stop and restart were all published…
+      const store = git(h.storeRoot, "log", "--format=%s").trim().split("\n");
+      expect(store.length).toBeGreaterThanOrEqual(5);
+      expect(JSON.parse(readFileSync(join(h.storeRoot, "meta.json"), "utf8")).artifacts[source]).toBeDefined();
+      // …to the state store only: the Knowledge repository and its remote are exactly as the user left them.
+      expect(treeSnapshot(root)).toEqual(before.knowledge);
+      expect(treeSnapshot(remote)).toEqual(before.remote);
+      expect(git(root, "log", "--format=%s")).toBe("user: my notes\n");
+    },
+  );
 });
