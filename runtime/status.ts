@@ -196,6 +196,8 @@ function remoteLine(input: StatusInput): string | null {
   if (pending && remote.status === "waiting") return waitingLine(pending.revision, remote, input.sync ?? null);
   if (pending) {
     const why = pending.lastError ? ` (${pending.attempts} failed: ${pending.lastError})` : "";
+    // (at work now: "pushed again after the next run" would be wrong)
+    if (remote.status === "pushing") return `Remote: pushing ${pending.revision.slice(0, 12)} now${why}`;
     return (
       `Remote: pending — ${pending.revision.slice(0, 12)} is not pushed yet${why}; pushed again after the next ` +
       "run (/state-flow-sync tries now)"

@@ -212,6 +212,10 @@ describe("status summary (plain words first)", () => {
       "Problems:",
       "  - the remote refused or did not answer: ssh: connect to host: timed out",
     ]);
+    // A push at work is said so, not "pushed again after the next run".
+    expect(summary({ remote: { status: "pushing", lastPushed: null }, pending })[2]).toBe(
+      "Remote: pushing eeeeeeeeeeee now (2 failed: ssh: connect to host: timed out)",
+    );
     const pushed = { status: "confirmed" as const, lastPushed: { revision: "f".repeat(40), remote: "origin" } };
     expect(summary({ remote: pushed })[2]).toBe("Remote: origin: up to date (last push ffffffffffff)");
     expect(summary({ storeKind: "file", remote: { status: "file-only", lastPushed: null } }).slice(1, 3)).toEqual([
