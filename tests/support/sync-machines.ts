@@ -52,3 +52,18 @@ export async function syncMachine(
     );
   return { store, root, env, notices, publication, open };
 }
+
+/**
+ * A machine's Git store with a git identity of its own: the first one a new store given `bare` as its
+ * origin, every other one `bare` cloned before its first start (the README's second machine).
+ */
+export async function machineStore(temps: TempDirs, name: string, bare: string, first: boolean) {
+  const home = temps.make(`sf-machine-${name}-`);
+  writeFileSync(join(home, "gitconfig"), `[user]\n\tname = ${name}\n\temail = ${name}@machines.invalid\n`);
+  const env = gitTestEnv(join(home, "gitconfig"));
+  const root = join(home, "state-flow");
+  if (!first) git(home, env, "clone", "-q", bare, root);
+  const store = await openStore({ root, env, initGit: true });
+  if (first) git(root, env, "remote", "add", "origin", bare);
+  return { root, env, store };
+}

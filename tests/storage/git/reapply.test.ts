@@ -4,16 +4,14 @@
 // the session at its next run and by the other machine through a fast-forward); one the remote
 // already holds adds nothing; one the remote's state refuses refuses the whole choice, writes
 // nothing, and the two sides it names instead work; a session scope is not re-applied.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../../storage/core/temporal.ts";
 import { reapplyScope, sharedScopePaths } from "../../../storage/git/reapply.ts";
 import { cwdKey } from "../../../storage/layout.ts";
-import { openStore } from "../../../storage/open-store.ts";
 import { StateStore, type BranchState } from "../../../storage/state-store.ts";
 import { isStoreError } from "../../../storage/store-error.ts";
-import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
+import { TempDirs, git } from "../../support/store-fixtures.ts";
+import { machineStore } from "../../support/sync-machines.ts";
 
 const temps = new TempDirs();
 afterAll(() => temps.cleanup());
@@ -21,13 +19,7 @@ afterAll(() => temps.cleanup());
 const CWD = "/work/project";
 
 async function machine(name: string, bare: string, first: boolean) {
-  const home = temps.make(`sf-reapply-${name}-`);
-  writeFileSync(join(home, "gitconfig"), `[user]\n\tname = ${name}\n\temail = ${name}@machines.invalid\n`);
-  const env = gitTestEnv(join(home, "gitconfig"));
-  const root = join(home, "state-flow");
-  if (!first) git(home, env, "clone", "-q", bare, root);
-  const store = await openStore({ root, env, initGit: true });
-  if (first) git(root, env, "remote", "add", "origin", bare);
+  const { root, env, store } = await machineStore(temps, name, bare, first);
   const identity = { cwd: CWD, cwdKey: cwdKey(CWD), sessionId: name, sessionKey: `2026-12-06T00-00-00-000Z_${name}` };
   const state = new StateStore(store, identity);
   let runtime: BranchState | null = null;

@@ -11,16 +11,17 @@
 // conflict by re-applying: then nothing is dropped by a choice, and the shared state every machine
 // ends with is the serial replay of every accepted transition.
 import { spawnSync } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTemporalState } from "../../../storage/core/temporal.ts";
 import { KILL_POINTS } from "../../../storage/fs/crash-points.ts";
 import { cwdKey } from "../../../storage/layout.ts";
-import { openStore, type Store } from "../../../storage/open-store.ts";
+import type { Store } from "../../../storage/open-store.ts";
 import { StateStore, type BranchState } from "../../../storage/state-store.ts";
-import { TempDirs, git, gitTestEnv } from "../../support/store-fixtures.ts";
+import { TempDirs, git } from "../../support/store-fixtures.ts";
+import { machineStore } from "../../support/sync-machines.ts";
 
 const temps = new TempDirs();
 afterAll(() => temps.cleanup());
@@ -62,13 +63,7 @@ const identityOf = (name: string) => ({
 });
 
 async function machine(name: string, bare: string, first: boolean): Promise<Machine> {
-  const home = temps.make(`sf-machines-${name}-`);
-  writeFileSync(join(home, "gitconfig"), `[user]\n\tname = ${name}\n\temail = ${name}@machines.invalid\n`);
-  const env = gitTestEnv(join(home, "gitconfig"));
-  const root = join(home, "state-flow");
-  if (!first) git(home, env, "clone", "-q", bare, root);
-  const store = await openStore({ root, env, initGit: true });
-  if (first) git(root, env, "remote", "add", "origin", bare);
+  const { root, env, store } = await machineStore(temps, name, bare, first);
   return { name, root, env, store, state: new StateStore(store, identityOf(name)), own: [], runtime: null };
 }
 
