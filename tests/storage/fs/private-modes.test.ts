@@ -14,7 +14,7 @@ afterEach(() => temps.cleanup());
 const mode = (path: string) => statSync(path).mode & 0o777;
 
 describe("a store made private at its first open", () => {
-  it("a clone of the remote: root, folders and files tightened, .git and symlinks left, no change git sees", async () => {
+  it("a clone of the remote: root, folders and files tightened, .git and symlinks left, git sees nothing", async () => {
     const home = temps.make("sf-private-");
     writeFileSync(join(home, "gitconfig"), "[user]\n\tname = t\n\temail = t@private.invalid\n");
     const env = gitTestEnv(join(home, "gitconfig"));
