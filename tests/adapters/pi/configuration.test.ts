@@ -2,7 +2,8 @@
 // state-flow.json nor a later autoStart; the store follows `directory` while the configuration stays in
 // the agent dir; a `directory` override starts a new store and migrates nothing; the SDK's
 // `repositoryRoot` moves the store but not Knowledge discovery (`knowledgeRoot` moves that); a resumed branch
-// keeps its stored policy; patch_state runs sequentially (executionMode, as 001 asks).
+// keeps its stored policy; patch_state runs sequentially (executionMode, as 001 asks). autoStart never re-enables a
+// stopped branch (only genuinely new sessions), and the file is read at load: an edit waits for /reload.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -21,6 +22,49 @@ describe("configuration (001 Usage and activation)", () => {
     expect(readFileSync(file)).toEqual(before);
     const next = await harness({ shareWith: first });
     expect(next.accessor.episode(), "autoStart still applies to a genuinely new session").toBe("active.steady");
+  });
+
+  it(
+    "autoStart after a stop: reload, resume and /tree keep the branch stopped; " + "only a new session starts",
+    async () => {
+      const h = await harness({ sessionKind: "file", config: { autoStart: true } });
+      expect(h.accessor.episode()).toBe("active.steady");
+      h.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("on"));
+      await h.prompt("Before the stop");
+      const anchor = h.session.sessionManager.getLeafId()!;
+      await h.command("/state-flow-stop");
+      await h.session.reload();
+      expect(h.accessor.episode(), "a reload is no new session").toBe("passive");
+      const resumed = await harness({ shareWith: h, openFile: h.session.sessionFile! });
+      expect(resumed.accessor.episode(), "a resumed branch keeps its stored enablement").toBe("passive");
+      expect(resumed.activeTools).not.toContain("patch_state");
+      await resumed.session.navigateTree(anchor);
+      expect(resumed.accessor.episode(), "so does /tree").toBe("passive");
+      const fresh = await harness({ shareWith: h, sessionKind: "file" });
+      expect(fresh.accessor.episode()).toBe("active.steady");
+    },
+  );
+
+  it("state-flow.json is read when State Flow loads: an edit changes nothing until /reload", async () => {
+    const h = await harness({ config: { logging: false } });
+    await h.command("/state-flow-start");
+    const log = join(h.agentDir, "tmp", "state-flow", "logs.jsonl");
+    const refusedRun = (n: number) => {
+      h.script(call("patch_state", { session: { response: `forged ${n}` } }), call("patch_state", { final: true }));
+      h.script(say(`answer ${n}`));
+      return h.prompt(`Run ${n}`);
+    };
+    writeFileSync(join(h.agentDir, "state-flow.json"), JSON.stringify({ logging: true }));
+    await refusedRun(1);
+    expect(h.toolResults()[0]!.isError, "a refusal logging: true would log").toBe(true);
+    expect(existsSync(log), "the edit is not read yet").toBe(false);
+    await h.session.reload();
+    expect(h.accessor.episode()).toBe("active.steady");
+    await refusedRun(2);
+    const logged = readFileSync(log, "utf8").trim().split("\n");
+    expect(logged.map((line) => (JSON.parse(line) as { arguments: unknown }).arguments)).toEqual([
+      { session: { response: "forged 2" } },
+    ]);
   });
 
   it("the store follows `directory`; the configuration file stays where Pi's agent dir is", async () => {
