@@ -4,12 +4,21 @@
 // `repositoryRoot` moves the store but not Knowledge discovery (`knowledgeRoot` moves that); a resumed branch
 // keeps its stored policy; patch_state runs sequentially (executionMode, as 001 asks). autoStart never re-enables a
 // stopped branch (only genuinely new sessions), and the file is read at load: an edit waits for /reload.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { call, contextText, harnessFactory, say } from "../../support/pi-harness.ts";
 
 const harness = harnessFactory();
+
+/** Every file under `dir` (its .git included) with its bytes: a change anywhere shows. */
+function treeBytes(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const path of readdirSync(dir, { recursive: true, encoding: "utf8" }).sort())
+    if (statSync(join(dir, path)).isFile()) out[path] = readFileSync(join(dir, path)).toString("base64");
+  return out;
+}
 
 describe("configuration (001 Usage and activation)", () => {
   it("a stop changes neither state-flow.json nor autoStart: the next new session starts again", async () => {
@@ -76,6 +85,7 @@ describe("configuration (001 Usage and activation)", () => {
     expect(existsSync(join(elsewhere, ".git")), "the store is created at `directory`").toBe(true);
     expect(existsSync(h.storeRoot), "nothing at the default place").toBe(false);
     expect(existsSync(join(elsewhere, "state-flow.json")), "the configuration does not move with it").toBe(false);
+    expect(JSON.parse(readFileSync(join(h.agentDir, "state-flow.json"), "utf8"))).toEqual({ directory: elsewhere });
   });
 
   it("a `directory` override starts a new store: nothing is migrated, the old store is left as it is", async () => {
@@ -83,13 +93,21 @@ describe("configuration (001 Usage and activation)", () => {
     await old.command("/state-flow-start");
     old.script(call("patch_state", { global: { contract: { lang: "TS" } }, final: true }), say("noted"));
     await old.prompt("Remember: TypeScript");
-    const oldGlobal = readFileSync(join(old.storeRoot, "checkpoint.json"));
+    const oldStore = treeBytes(old.storeRoot);
+    const git = (dir: string, ...args: string[]) =>
+      execFileSync("git", args, { cwd: dir, env: old.env, encoding: "utf8" });
+    const oldHead = git(old.storeRoot, "rev-parse", "HEAD").trim();
     const moved = join(old.root, "moved-store");
     writeFileSync(join(old.agentDir, "state-flow.json"), JSON.stringify({ directory: moved }));
     const h = await harness({ shareWith: old });
     await h.command("/state-flow-start");
+    h.script(call("patch_state", { global: { working: { here: true } }, final: true }), say("noted"));
+    await h.prompt("A first note in the new store");
     expect(h.accessor.read(0, "global").state.contract).toEqual({});
-    expect(readFileSync(join(old.storeRoot, "checkpoint.json"))).toEqual(oldGlobal);
+    expect(treeBytes(old.storeRoot), "the old store, its .git included, is left byte for byte").toEqual(oldStore);
+    // No Git object came over either: the new repository's history starts at its own first commit.
+    expect(() => git(moved, "cat-file", "-e", oldHead), "the old head is not in the new store").toThrow();
+    expect(git(moved, "rev-list", "--max-parents=0", "HEAD").trim().split("\n")).toHaveLength(1);
   });
 
   it("SDK repositoryRoot moves the store, not Knowledge discovery; knowledgeRoot moves that", async () => {
@@ -104,6 +122,7 @@ describe("configuration (001 Usage and activation)", () => {
     const moved = await harness({ shareWith: probe, extensionOptions: { repositoryRoot } });
     await moved.command("/state-flow-start");
     expect(existsSync(join(repositoryRoot, ".git"))).toBe(true);
+    expect(existsSync(moved.storeRoot), "nothing at the default place").toBe(false);
     moved.script(call("patch_state", { final: true }), say("ok"));
     await moved.prompt("What is new?");
     const seen = contextText(moved.contexts.at(-2)!);
