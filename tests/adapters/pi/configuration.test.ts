@@ -24,11 +24,16 @@ describe("configuration (001 Usage and activation)", () => {
   it("a stop changes neither state-flow.json nor autoStart: the next new session starts again", async () => {
     const first = await harness({ config: { autoStart: true } });
     const file = join(first.agentDir, "state-flow.json");
-    const before = readFileSync(file);
+    // Bytes, inode and modification time: a rewrite with the same bytes still shows.
+    const identity = () => {
+      const { ino, mtimeNs, ctimeNs } = statSync(file, { bigint: true });
+      return { bytes: readFileSync(file, "utf8"), ino, mtimeNs, ctimeNs };
+    };
+    const before = identity();
     expect(first.accessor.episode()).toBe("active.steady");
     await first.command("/state-flow-stop");
     expect(first.accessor.episode()).toBe("passive");
-    expect(readFileSync(file)).toEqual(before);
+    expect(identity()).toEqual(before);
     const next = await harness({ shareWith: first });
     expect(next.accessor.episode(), "autoStart still applies to a genuinely new session").toBe("active.steady");
   });
