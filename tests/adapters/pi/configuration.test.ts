@@ -144,12 +144,22 @@ describe("configuration (001 Usage and activation)", () => {
   it("a resumed branch keeps the publication policy it started with, whatever state-flow.json says now", async () => {
     const first = await harness({ sessionKind: "file", config: { remotePublication: "off" } });
     await first.command("/state-flow-start");
+    // The operator's remote: with "off" nothing reaches it; with "transition" each patch would, at once.
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync("git", args, { cwd, env: first.env, encoding: "utf8" });
+    const remote = join(first.root, "remote.git");
+    git(first.root, "init", "-q", "--bare", remote);
+    git(first.storeRoot, "remote", "add", "origin", remote);
     first.script(call("patch_state", { session: { working: { a: 1 } }, final: true }), say("ok"));
     await first.prompt("Something");
     writeFileSync(join(first.agentDir, "state-flow.json"), JSON.stringify({ remotePublication: "transition" }));
     const resumed = await harness({ shareWith: first, openFile: first.session.sessionFile! });
     expect(resumed.accessor.episode()).toBe("active.steady");
     expect(resumed.accessor.status()).toContain("remote publication: off");
+    resumed.script(call("patch_state", { session: { working: { a: 2 } }, final: true }), say("ok"));
+    await resumed.prompt("Something more");
+    expect(resumed.accessor.read(0, "session").state.working).toEqual({ a: 2 });
+    expect(git(remote, "for-each-ref"), "nothing was pushed: the branch's policy is still off").toBe("");
   });
 
   it("patch_state runs sequentially (executionMode), never beside another tool call of its batch", async () => {
