@@ -179,6 +179,35 @@ describe.each(["file", "git"] as const)("legacy state.json migration (%s)", (kin
     expect(await store.migrateLegacy()).toBeNull();
   });
 
+  it(
+    "a journal beside state.json, well-formed or not even UTF-8, is neither replayed nor needed " + "nor touched",
+    async () => {
+      const f = fixture(kind);
+      // The predecessor's explanatory journals: the session's records steps a replay would apply on top
+      // of state.json; the cwd's is bytes no decoder accepts. Written first, committed with the rest.
+      const journals = {
+        [`${scopeFiles("session", ID).dir}/journal.jsonl`]: Buffer.from(
+          `${JSON.stringify({ op: "set", path: "working.step", value: 99 })}\n` +
+            `${JSON.stringify({ transition: 4, patch: { working: { step: 4 } } })}\n`,
+        ),
+        [`${scopeFiles("cwd", ID).dir}/journal.jsonl`]: Buffer.from([0xff, 0xfe, 0x00, 0x7b, 0xc3, 0x28, 0x0a]),
+      };
+      for (const [path, bytes] of Object.entries(journals)) {
+        mkdirSync(join(f.root, path, ".."), { recursive: true });
+        writeFileSync(join(f.root, path), bytes);
+      }
+      writeLegacy(f, legacyFiles());
+      const store = await open(f);
+      expect((await store.migrateLegacy())!.scopes).toEqual(["global", "cwd", "session"]);
+      const runtime = await store.start(null, "off");
+      for (const scope of ["global", "cwd", "session"] as const)
+        expect(readTemporalState(runtime.view, 0, scope).state, scope).toEqual(STATES[scope]);
+      expect(() => readTemporalState(runtime.view, 1), "no step of a journal became history").toThrow(/offset 1/);
+      for (const [path, bytes] of Object.entries(journals))
+        expect(readFileSync(join(f.root, path)).equals(bytes), `${path} is left as it was`).toBe(true);
+    },
+  );
+
   it("a scope with a state.json and a checkpoint is an ambiguous dual snapshot; moving one away works", async () => {
     const f = fixture(kind);
     const checkpoint = scopeFiles("cwd", ID).checkpoint;

@@ -24,22 +24,30 @@ describe("Pi's session trace under State Flow", () => {
     }
     const last = contextText(h.contexts.at(-1)!);
     expect(last, "the projection: the earlier runs are not replayed").not.toContain("request 1");
+    type Entry = { type: string; message?: { role: string; content: unknown; toolName?: string } };
     const trace = readFileSync(h.session.sessionFile!, "utf8")
       .trim()
       .split("\n")
-      .map((line) => JSON.parse(line) as { type: string; message?: { role: string; content: unknown } })
+      .map((line) => JSON.parse(line) as Entry)
       .filter((entry) => entry.type === "message")
       .map((entry) => {
-        const { role, content } = entry.message!;
-        const text = JSON.stringify(content);
-        const said = /request \d|answer \d/.exec(text)?.[0];
-        return `${role}:${said ?? (text.includes("patch_state") ? "patch_state" : "")}`;
+        const { role, content, toolName } = entry.message!;
+        if (role === "toolResult") return `toolResult:${toolName}`;
+        const blocks = typeof content === "string" ? [{ type: "text", text: content }] : (content as never[]);
+        const said = blocks.map((b: { type: string; text?: string; name?: string }) =>
+          b.type === "toolCall" ? `call ${b.name}` : b.type === "text" ? b.text : "",
+        );
+        return `${role}:${said.filter(Boolean).join(" ")}`;
       });
-    for (const n of [1, 2, 3]) {
-      expect(trace).toContain(`user:request ${n}`);
-      expect(trace).toContain(`assistant:answer ${n}`);
-    }
-    expect(trace.filter((t) => t === "toolResult:")).toHaveLength(6);
-    expect(trace.indexOf("user:request 2")).toBeGreaterThan(trace.indexOf("assistant:answer 1"));
+    // Every message of every run, in order: the requests, each tool call and its result, the answers.
+    const run = (n: number) => [
+      `user:request ${n}`,
+      "assistant:call read",
+      "toolResult:read",
+      "assistant:call patch_state",
+      "toolResult:patch_state",
+      `assistant:answer ${n}`,
+    ];
+    expect(trace).toEqual([...run(1), ...run(2), ...run(3)]);
   });
 });
