@@ -257,14 +257,16 @@ describe("activation never waits on the network (a remote that really blocks)", 
       await until(() => pending()?.state === "pending", "the pending record");
       expect(pending()).toMatchObject({ state: "pending", attempts: 0, lastError: expect.stringMatching(cause) });
       await until(() => ssh.contacts().every((c) => !alive(c.pid)), "the blocked ssh to be killed at the limit");
-      runtime.shutdown();
+      await runtime.shutdown();
+      // (a busy machine may have let the first runtime try once more before it ended: count from here)
+      const before = ssh.contacts().length;
 
       // Resumed with the same owed revision: asked again in the background, the record kept until an answer.
       const resumed = open(host, { STATE_FLOW_REMOTE_TIMEOUT_MS: "600000" });
       await resumed.sessionStart("resume", identity, "marked");
       expect(resumed.episodeName(), "the branch is restored").toBe("active.steady");
-      await until(() => ssh.contacts().length === 2, "the resumed runtime to ask the remote");
-      expect(alive(ssh.contacts()[1]!.pid)).toBe(true);
+      await until(() => ssh.contacts().length > before, "the resumed runtime to ask the remote");
+      expect(alive(ssh.contacts()[before]!.pid)).toBe(true);
       expect(pending()).toMatchObject({ state: "pending", lastError: expect.stringMatching(cause) });
       resumed.shutdown();
       await until(() => ssh.contacts().every((c) => !alive(c.pid)), "shutdown to kill the question");
@@ -302,5 +304,44 @@ describe("activation never waits on the network (a remote that really blocks)", 
     const asked = () => ssh.contacts().filter((c) => c.args.includes("git-upload-pack"));
     await until(() => asked().length > 0, "the resumed runtime to ask again about the revision it still owes");
     resumed.shutdown();
+  });
+});
+
+describe("a push at work when the session ends (print mode ends right after its run)", () => {
+  /** A Git world on a local bare remote whose receiving side takes a second: the run's push is at work. */
+  async function pushingAtEnd(moreEnv: Record<string, string>) {
+    const w = world(true, { env: moreEnv });
+    const bare = temp();
+    gitIn(bare, w.env, "init", "-q", "--bare");
+    mkdirSync(w.root, { recursive: true });
+    gitIn(w.root, w.env, "init", "-q");
+    gitIn(w.root, w.env, "remote", "add", "origin", bare);
+    const runtime = w.open(new RecordingHost(w.identity.sessionId));
+    await runtime.sessionStart("startup", w.identity, "empty");
+    await runtime.command("start");
+    const file = join(w.root, ".git", "state-flow", "pending", `${w.identity.sessionKey}.json`);
+    const record = () => (existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {});
+    const head = () => gitIn(w.root, w.env, "rev-parse", "HEAD").trim();
+    await until(() => record().state === "settled" && record().revision === head(), "the start's push");
+    writeFileSync(join(bare, "hooks", "pre-receive"), "#!/bin/sh\ncat >/dev/null\nsleep 1\n", { mode: 0o755 });
+    expect(runtime.runAnnounced(prompt("remember the plan"))).toBe(true);
+    await runtime.patchState(parsePatchSet({ session: { working: { plan: "A" } }, final: true }));
+    runtime.draft({ id: 1, ending: "complete", text: "Plan A.", stopReason: "stop" });
+    await runtime.turnEnd();
+    runtime.runEnded();
+    await until(() => /^Remote: pushing [0-9a-f]{12} now$/m.test(runtime.status()), "the run's push at work");
+    return { runtime, head: head(), record };
+  }
+
+  it("gets a few seconds to finish: the change reaches the remote and is recorded settled", async () => {
+    const { runtime, head, record } = await pushingAtEnd({});
+    await runtime.shutdown();
+    expect(record()).toEqual({ state: "settled", revision: head });
+  });
+
+  it("the control, no time at all: the push is stopped and stays owed to the next start", async () => {
+    const { runtime, record } = await pushingAtEnd({ STATE_FLOW_SHUTDOWN_PUSH_MS: "0" });
+    await runtime.shutdown();
+    expect(record().state).toBe("pending");
   });
 });
