@@ -182,6 +182,19 @@ export class BranchPublication {
     return this.driver?.syncView ?? null;
   }
 
+  /**
+   * The session ends (print mode ends right after the run whose push just started): a push at work gets
+   * up to `ms` to finish, so the other machines see the change now rather than after this one's next
+   * start; what does not finish stays pending. A question or a fetch at work is not waited for (null).
+   */
+  pushFinishing(ms: number): Promise<void> | null {
+    const driver = this.driver;
+    if (driver?.summary.status !== "pushing") return null; // (the caller fences at once, in the same step)
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((done) => (timer = setTimeout(done, ms)));
+    return Promise.race([driver.settled().catch(() => undefined), grace]).finally(() => clearTimeout(timer));
+  }
+
   /** Shutdown: the generation is fenced (its running pushes stop); the status still names its policy. */
   shutdown(): void {
     this.driver?.shutdown();

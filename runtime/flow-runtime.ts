@@ -77,6 +77,13 @@ export type Projection =
       resolution: { eligible: boolean; steers: number } | null;
     };
 
+/** How long a push at work may finish when the session ends (STATE_FLOW_SHUTDOWN_PUSH_MS overrides it). */
+const SHUTDOWN_PUSH_MS = 3_000;
+function shutdownPushGrace(env: NodeJS.ProcessEnv): number {
+  const set = Number(env.STATE_FLOW_SHUTDOWN_PUSH_MS);
+  return Number.isFinite(set) && set >= 0 ? set : SHUTDOWN_PUSH_MS;
+}
+
 export class FlowRuntime {
   readonly episode: Actor<typeof episodeMachine>;
   private readonly host: BranchHost;
@@ -169,12 +176,15 @@ export class FlowRuntime {
   }
 
   /**
-   * session_shutdown (`unsaved`: Pi never saved the session and it does not go on). Publication is fenced
-   * first (its pushes stop, what stays pending is kept); closing the episode then stops every child of the
+   * session_shutdown (`unsaved`: Pi never saved the session and it does not go on). A push at work gets a
+   * few seconds to finish; publication is then fenced (its pushes stop, what stays pending is kept); closing
+   * the episode then stops every child of the
    * branch's actor system. An unsaved branch closes once its empty start is removed (`discarding`): resolved
    * only then, so the removal is committed before Pi, which awaits session_shutdown, disposes the session.
    */
   async shutdown(unsaved = false): Promise<void> {
+    const finishing = this.publication.pushFinishing(shutdownPushGrace(this.options.env));
+    if (finishing) await finishing;
     this.publication.shutdown();
     this.episode.send({ type: "SHUTDOWN", unsaved });
     if (this.episode.getSnapshot().status === "active") await waitFor(this.episode, (s) => s.status !== "active");
