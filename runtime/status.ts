@@ -5,7 +5,7 @@
 // meaning. Evidence that could not be read is reported as unavailable, never as a clean zero.
 
 import { projectArtifacts } from "../storage/core/artifacts.ts";
-import type { JsonObject } from "../storage/core/json.ts";
+import { stateJson, type JsonObject } from "../storage/core/json.ts";
 import {
   PROMOTION_STATUSES,
   memoryOwnership,
@@ -57,10 +57,10 @@ export const LARGE_STATE_TOKENS = 8_000;
 /** Pi's own token estimate (estimateTokens: characters / 4, rounded up), without importing Pi. */
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
 
-/** The tokens a state takes as the runtime context renders it (indented JSON, provenance stripped). */
+/** The tokens a state takes as the runtime context renders it (stateJson, provenance stripped). */
 function stateTokens(state: ScopeState): number {
   const artifacts = projectArtifacts(state.artifacts as JsonObject);
-  return estimateTokens(JSON.stringify({ ...state, artifacts }, null, 2));
+  return estimateTokens(stateJson({ ...state, artifacts }));
 }
 
 /** The size lines: per scope, the effective state[0] every request carries, and past the mark a suggestion. */

@@ -10,6 +10,7 @@
 // instructions only reach the model inside their own run, and only the newest one.
 
 import type { AgentMessage } from "@earendil-works/pi-agent-core";
+import { stateJson } from "../../storage/core/json.ts";
 import type { ScopeState } from "../../storage/core/scope-state.ts";
 import type { CompactTransition } from "../../storage/core/temporal.ts";
 import { renderSpecification, type Specification } from "../../machines/specification.ts";
@@ -287,7 +288,7 @@ function stateParts(state: ScopeState, volatile: PathTrie): { split: SplitState;
   const known = renderedStable.get(state);
   if (known && known.key === key) return known;
   const split = splitState(state, volatile);
-  const rendered = { key, split, stable: JSON.stringify(split.stable, null, 2) };
+  const rendered = { key, split, stable: stateJson(split.stable) };
   renderedStable.set(state, rendered);
   return rendered;
 }
@@ -400,7 +401,7 @@ export function renderRuntimeContextParts(input: RuntimeContextInput): RuntimeCo
     volatile.push(
       "## state[0], continued: recently changed paths (current values)",
       "```json",
-      JSON.stringify(split.volatile, null, 2),
+      stateJson(split.volatile),
       "```",
     );
   }

@@ -323,3 +323,23 @@ function diffJson(before: JsonValue | undefined, after: JsonValue): JsonValue | 
 export function diffFields(before: JsonObject, after: JsonObject): JsonObject | undefined {
   return diffJson(before, after) as JsonObject | undefined;
 }
+
+/**
+ * A state object as the model is shown it (the runtime context; /state-flow-status counts the same
+ * text): one line per top-level key, everything inside it on that line, items joined by ", " and
+ * keys by ": ". Indented JSON spends a line break and its indentation on every nested entry, about
+ * two of Pi's estimated tokens each, and the runtime context re-sends them with every request
+ * (issue 27); a key per line still shows the shape at a glance. It parses as JSON.
+ */
+export function stateJson(value: Readonly<Record<string, unknown>>): string {
+  const inline = (item: unknown): string => {
+    if (Array.isArray(item)) return `[${item.map(inline).join(", ")}]`;
+    if (typeof item === "object" && item !== null)
+      return `{${Object.entries(item)
+        .map(([k, v]) => `${JSON.stringify(k)}: ${inline(v)}`)
+        .join(", ")}}`;
+    return JSON.stringify(item);
+  };
+  const lines = Object.entries(value).map(([k, v]) => `  ${JSON.stringify(k)}: ${inline(v)}`);
+  return lines.length === 0 ? "{}" : `{\n${lines.join(",\n")}\n}`;
+}

@@ -9,6 +9,7 @@ import {
   diffFields,
   hashJson,
   overlayJson,
+  stateJson,
   toJson,
   type JsonObject,
   type JsonValue,
@@ -194,6 +195,22 @@ describe("diffFields", () => {
 
   it("is undefined for equal values", () => {
     expect(diffFields({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toBeUndefined();
+  });
+});
+
+describe("stateJson", () => {
+  it("puts each top-level key on its own line, the rest inline; it parses back to the same value", () => {
+    const value = {
+      contract: { lang: "ts", api: { v: [1, "two", null, true] } },
+      working: JSON.parse('{"__proto__": "data"}'),
+    };
+    const text = stateJson(value);
+    expect(text).toBe(
+      '{\n  "contract": {"lang": "ts", "api": {"v": [1, "two", null, true]}},\n  "working": {"__proto__": "data"}\n}',
+    );
+    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)));
+    expect(text.length, "shorter than indented JSON").toBeLessThan(JSON.stringify(value, null, 2).length);
+    expect(stateJson({})).toBe("{}");
   });
 });
 
