@@ -22,8 +22,12 @@ export default defineConfig({
   resolve: { alias: piAlias },
   test: {
     include: ["tests/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // (two workers share two cores: a generated-path suite can take twice as long as it does alone)
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: "forks",
+    // Vitest's default is one worker fewer than the cores: a single worker on CI's two. Most files wait on
+    // git and Pi child processes rather than compute, so two workers keep both cores busy.
+    maxWorkers: 2,
   },
 });
