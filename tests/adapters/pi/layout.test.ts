@@ -2,7 +2,7 @@
 // holds the stable paths of state[0] and stays byte-identical from run to run while only a
 // neighbour changes; a path patched long ago sits there even when its neighbour changes every run;
 // a recently changed path is in the volatile part, and an accepted patch leaves the stable block as
-// it was within the run.
+// it was within the run unless it patched a stable path, which then keeps its place with its new value.
 import type { Context } from "@earendil-works/pi-ai";
 import { describe, expect, it } from "vitest";
 import { CONTINUED_MARKER } from "../../../adapters/pi/context.ts";
@@ -51,7 +51,7 @@ describe("the runtime context's layout across runs", () => {
 });
 
 describe("a stable path patched in a run", () => {
-  it("leaves the stable part at once, and the next run starts with the stable part the run ended with", async () => {
+  it("keeps its place in the stable part with its new value; the old value is sent nowhere", async () => {
     const h = await harness();
     await h.command("/state-flow-start");
     const notes: Record<string, string> = {};
@@ -67,19 +67,26 @@ describe("a stable path patched in a run", () => {
     h.script(call("patch_state", { session: { working: { notes: { n5: "changed" } } }, final: true }), say("ok"));
     const before = h.contexts.length;
     await h.prompt("change n5");
-    const [first, second] = h.contexts.slice(before).map((c) => blocks(c)[0]!);
-    expect(first).toBe(quiet);
-    expect(second, "n5 left the stable part with its change").not.toContain('"n5"');
-    expect(second).toContain('"n4": "note 4');
+    const [first, second] = h.contexts.slice(before);
+    expect(blocks(first!)[0]).toBe(quiet);
+    const rebuilt = blocks(second!)[0]!;
+    expect(rebuilt, "n5 stays in the stable part, rebuilt with its new value").toContain('"n5": "changed"');
+    expect(rebuilt.indexOf('"n4"'), "in its place").toBeLessThan(rebuilt.indexOf('"n5"'));
+    expect(rebuilt.indexOf('"n5"')).toBeLessThan(rebuilt.indexOf('"n6"'));
+    expect(rebuilt.replace('"n5": "changed"', ""), "once").not.toContain('"n5"');
+    expect(lastText(second!), "not repeated in the volatile part").not.toContain('"n5"');
+    // 001: "The next inference sees one rebuilt current-state projection; it must not reconstruct the update itself".
+    expect(JSON.stringify(first), "sent before the patch").toContain("note 5 note 5");
+    expect(JSON.stringify(second), "the old value is nowhere in the request").not.toContain("note 5 note 5");
     h.script(call("patch_state", { final: true }), say("ok"));
     const next = h.contexts.length;
     await h.prompt("next run");
-    expect(blocks(h.contexts[next]!)[0], "the next run starts where the run ended").toBe(second);
+    expect(blocks(h.contexts[next]!)[0], "the next run starts where the run ended").toBe(rebuilt);
   }, 60_000);
 });
 
 describe("what the previous run changed", () => {
-  it("stays volatile through the next run, and rejoins the stable part when a later run rewrites it", async () => {
+  it("stays in place unless this run changes it again; then it leaves the stable part", async () => {
     const h = await harness();
     await h.command("/state-flow-start");
     const notes: Record<string, string> = {};
@@ -90,27 +97,34 @@ describe("what the previous run changed", () => {
       h.script(call("patch_state", { session: { working: { status: `run ${run}` } }, final: true }), say("ok"));
       await h.prompt(`quiet run ${run}`);
     }
-    const change = async (key: string) => {
-      h.script(call("patch_state", { session: { working: { notes: { [key]: `${key} changed` } } }, final: true }));
+    const change = async (key: string, value: string) => {
+      h.script(call("patch_state", { session: { working: { notes: { [key]: value } } }, final: true }));
       h.script(say("ok"));
       const before = h.contexts.length;
       await h.prompt(`change ${key}`);
       return h.contexts.slice(before);
     };
-    const [a1, a2] = await change("n1");
+    const [a1, a2] = await change("n1", "n1 changed");
     expect(blocks(a1!)[0], "the seeded notes are stable by now").toContain('"n1": "note 1');
-    expect(blocks(a2!)[0]).not.toContain('"n1"');
-    const [b1, b2] = await change("n2");
-    expect(blocks(b1!)[0], "the previous run's change is still volatile at the next run's start").toBe(blocks(a2!)[0]);
-    expect(lastText(b1!), "and shown with its current value").toContain('"n1": "n1 changed"');
-    expect(blocks(b2!)[0], "n2 left the stable part").not.toContain('"n2"');
-    expect(blocks(b2!)[0], "n1, which the previous run changed, stays volatile").not.toContain('"n1"');
-    const [c1, c2] = await change("n3");
-    expect(blocks(c1!)[0], "the next run starts where the run ended").toBe(blocks(b2!)[0]);
-    expect(blocks(c2!)[0], "n3 left the stable part").not.toContain('"n3"');
-    expect(blocks(c2!)[0], "n1 rejoined it in that same change").toContain('"n1": "n1 changed"');
-    expect(blocks(c2!)[0], "n2 (changed by the previous run) did not").not.toContain('"n2"');
-    expect(lastText(c2!)).toContain('"n2": "n2 changed"');
+    expect(blocks(a2!)[0], "a quiet note patched stays in the stable part").toContain('"n1": "n1 changed"');
+    const [b1, b2] = await change("n2", "n2 changed");
+    expect(blocks(b1!)[0], "the next run starts where the run ended").toBe(blocks(a2!)[0]);
+    expect(blocks(b2!)[0], "n2, quiet before, stays in place too").toContain('"n2": "n2 changed"');
+    expect(blocks(b2!)[0], "n1, which this run left alone, stays").toContain('"n1": "n1 changed"');
+    const [c1, c2] = await change("n2", "n2 again");
+    expect(blocks(c1!)[0]).toBe(blocks(b2!)[0]);
+    expect(blocks(c2!)[0], "n2, changed by the previous run too, left the stable part").not.toContain('"n2"');
+    expect(blocks(c2!)[0]).toContain('"n1": "n1 changed"');
+    expect(lastText(c2!), "and is shown with its current value in the volatile part").toContain('"n2": "n2 again"');
+    const sent = (context: Context | undefined) => JSON.stringify(context);
+    for (const [was, now, old] of [
+      [a1, a2, "note 1 note 1"],
+      [b1, b2, "note 2 note 2"],
+      [b2, c2, "n2 changed"],
+    ] as const) {
+      expect(sent(was), "sent before the patch").toContain(old);
+      expect(sent(now), "the old value is nowhere in the request after it").not.toContain(old);
+    }
   }, 60_000);
 });
 

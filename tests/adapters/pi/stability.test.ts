@@ -81,7 +81,7 @@ describe("the partition from run to run (what moves between the parts, and when)
     expect(runs, "the run at which the quiet path had cost half the stable part").toBe(Math.ceil(stable / 2 / quiet));
   });
 
-  it("returns a large quiet value at once, and keeps a recent path volatile whatever its size", () => {
+  it("returns a large quiet value at once; a recent volatile path stays volatile whatever its size", () => {
     const s = state({ big: "b".repeat(8192), next: "n" }, facts);
     const previous = {
       volatile: trieOf([
@@ -98,12 +98,18 @@ describe("the partition from run to run (what moves between the parts, and when)
       changed: trieOf([]),
       state: s,
     });
-    const still = partitionAtRunStart(s, trieOf([["working", "big"]]), { ...previous, volatile: trieOf([]) });
-    expect(pathsOf(still.volatile)).toEqual([["working", "big"]]);
+    const big = trieOf([["working", "big"]]);
+    const still = partitionAtRunStart(s, big, { ...previous, volatile: big });
+    expect(pathsOf(still.volatile), "volatile and recent: kept").toEqual([["working", "big"]]);
+    const inPlace = partitionAtRunStart(s, big, { ...previous, volatile: trieOf([]) });
+    expect(pathsOf(inPlace.volatile), "patched in the stable part by the previous run: stays there").toEqual([]);
+    const other = state({ big: "c".repeat(8192), next: "n" }, facts);
+    const since = partitionAtRunStart(other, big, { ...previous, volatile: trieOf([]) });
+    expect(pathsOf(since.volatile), "changed since by another session: volatile").toEqual([["working", "big"]]);
     expect(partitionAtRunStart(s, trieOf([["working", "big"]]), null).volatile).toEqual(trieOf([["working", "big"]]));
   });
 
-  it("in a run: new or volatile paths keep the stable part; a changed stable path takes the quiet ones back", () => {
+  it("in a run: a changed stable path stays in place, unless the previous run changed it too; quiet ones return", () => {
     const before = state({ q: "quiet", r: "recent", s: "stable" }, facts);
     const run = {
       state: before,
@@ -129,17 +135,32 @@ describe("the partition from run to run (what moves between the parts, and when)
       ["working", "r"],
       ["working", "n"],
     ]);
-    const stableChanged = partitionInRun(run, { ...before, working: { ...before.working, s: "changed" } });
-    expect(pathsOf(stableChanged.volatile)).toEqual([
+    const stableChanged = partitionInRun(run, { ...before, working: { ...before.working, s: "changed", n: "new" } });
+    expect(pathsOf(stableChanged.volatile), "s keeps its place in the stable part; q rejoins it").toEqual([
+      ["working", "r"],
+      ["working", "n"],
+    ]);
+    expect(splitState(stableChanged.state, stableChanged.volatile).stable).toEqual({
+      contract: facts,
+      working: { q: "quiet", s: "changed" },
+    });
+    expect(stableChanged.owed).toBe(0);
+    // A stable path the previous run changed (in place, so recent but not volatile) leaves when changed again.
+    const twice = {
+      ...run,
+      recent: trieOf([
+        ["working", "r"],
+        ["working", "s"],
+      ]),
+    };
+    const again = partitionInRun(twice, { ...before, working: { ...before.working, s: "again" } });
+    expect(pathsOf(again.volatile)).toEqual([
       ["working", "r"],
       ["working", "s"],
     ]);
-    expect(stableChanged.owed).toBe(0);
     const deleted = partitionInRun(run, { ...before, contract: {} });
-    expect(pathsOf(deleted.volatile), "a deletion of a stable path changes the stable part too").toEqual([
-      ["working", "r"],
-      ["contract", "f"],
-    ]);
+    expect(pathsOf(deleted.volatile), "a deleted stable path just leaves the stable part").toEqual([["working", "r"]]);
+    expect(splitState(deleted.state, deleted.volatile).stable).toEqual({ working: { q: "quiet", s: "stable" } });
   });
 });
 
