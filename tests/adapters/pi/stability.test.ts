@@ -109,7 +109,7 @@ describe("the partition from run to run (what moves between the parts, and when)
     expect(partitionAtRunStart(s, trieOf([["working", "big"]]), null).volatile).toEqual(trieOf([["working", "big"]]));
   });
 
-  it("in a run: a changed stable path stays in place, unless the previous run changed it too; quiet ones return", () => {
+  it("in a run: a changed stable path stays in place, unless the previous run changed it too; the quiet return", () => {
     const before = state({ q: "quiet", r: "recent", s: "stable" }, facts);
     const run = {
       state: before,
