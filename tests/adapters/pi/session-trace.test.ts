@@ -29,7 +29,8 @@ describe("Pi's session trace under State Flow", () => {
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as Entry)
-      .filter((entry) => entry.type === "message")
+      // (Pi 1.6 also records its system prompt as a `system` message when the session starts: not a run's)
+      .filter((entry) => entry.type === "message" && entry.message!.role !== "system")
       .map((entry) => {
         const { role, content, toolName } = entry.message!;
         if (role === "toolResult") return `toolResult:${toolName}`;
