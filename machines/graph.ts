@@ -322,6 +322,11 @@ export function runPathSuite<TEvent extends AnyEventObject, TTrace, TInput = und
     trace: () => TTrace;
     check: (step: StepInfo<TEvent>, trace: TTrace, input: TInput) => readonly string[];
     maxViolations?: number;
+    /**
+     * A negative control's target: once a violation it matches is found, the rest is not replayed (the
+     * report then covers what was replayed).
+     */
+    stopWhen?: (violation: string) => boolean;
     /** Called once the path's actor has started, before its first event (e.g. to reset stub actors' records). */
     started?: (trace: TTrace) => void;
   },
@@ -331,10 +336,13 @@ export function runPathSuite<TEvent extends AnyEventObject, TTrace, TInput = und
   const violations: string[] = [];
   const max = options.maxViolations ?? 20;
   let steps = 0;
+  let found = false;
   for (const input of options.inputs ?? [undefined as TInput]) {
+    if (found) break;
     const generated = generatePaths<TEvent>(machine, options.spec(input));
     paths.push(...generated);
     for (const path of generated) {
+      if (found) break;
       const trace = options.trace();
       const replayed = replay(machine, path.events, {
         ...(input === undefined ? {} : { input }),
@@ -345,6 +353,7 @@ export function runPathSuite<TEvent extends AnyEventObject, TTrace, TInput = und
             if (violations.length >= max) break;
             const where = input === undefined ? "" : `input ${JSON.stringify(input)} `;
             violations.push(`${message}\n    ${where}path: ${path.events.map((e) => JSON.stringify(e)).join(" → ")}`);
+            if (options.stopWhen?.(message)) found = true;
           }
         },
       });

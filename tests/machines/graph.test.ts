@@ -112,4 +112,17 @@ describe("runPathSuite", () => {
     expect(result.violations).toHaveLength(3);
     expect(result.violations[0]).toMatch(/^I9\.9 (GO|PING)\n {4}input \{"label":"x"\} path: \{"type"/);
   });
+
+  it("stops replaying once a violation a negative control targets is found", () => {
+    const all = runPathSuite(toy, { spec, trace: () => null, check: (step) => [`I9.9 ${step.event.type}`] });
+    const stopped = runPathSuite(toy, {
+      inputs: [{ label: "x" }, { label: "y" }],
+      spec,
+      trace: () => null,
+      check: (step) => [`I9.9 ${step.event.type}`],
+      stopWhen: (violation) => violation === "I9.9 GO",
+    });
+    expect(stopped.violations.at(-1)).toMatch(/^I9\.9 GO\n {4}input \{"label":"x"\}/);
+    expect(stopped.steps).toBeLessThan(all.steps);
+  });
 });

@@ -401,7 +401,13 @@ const withoutSync = (s: Parameters<typeof publicationEvents>[0]) =>
  * maxViolations: negative controls collect more, so the violation they target is not crowded out. `sync`
  * false: a control whose mutation multiplies the paths leaves out the sync's events (it targets I3.1–I3.11).
  */
-function runSuite(machine: typeof publicationMachine, maxViolations = 20, sync = true) {
+/** `stopWhen`: a negative control's target violation, after which nothing more is replayed. */
+function runSuite(
+  machine: typeof publicationMachine,
+  maxViolations = 20,
+  sync = true,
+  stopWhen?: (violation: string) => boolean,
+) {
   return runPathSuite<PathEvent, Trace, (typeof inputs)[number]>(stubbed(machine), {
     maxViolations,
     inputs,
@@ -412,6 +418,7 @@ function runSuite(machine: typeof publicationMachine, maxViolations = 20, sync =
       maxSimplePaths: 30_000,
     }),
     trace: () => ({ lastAccepted: null }),
+    ...(stopWhen ? { stopWhen } : {}),
     started: () => resetStarted(),
     check: (step, trace, input) => checkPublicationStep(step, trace, input),
   });
@@ -443,7 +450,12 @@ describe("publication machine (generated paths)", () => {
 
 describe("publication negative controls", () => {
   it("I3.2 check catches a result that confirms whatever it reports (no look at the push's output)", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { isPushed: () => true } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { isPushed: () => true } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.2 confirmed reached"),
+    );
     expect(violations.some((v) => v.startsWith("I3.2 confirmed reached"))).toBe(true);
   });
 
@@ -460,7 +472,12 @@ describe("publication negative controls", () => {
 
 describe("publication negative controls (run end during a push)", () => {
   it("I3.4 check catches a run end that is dropped while a push is in flight", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { hasQueued: () => false } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { hasQueued: () => false } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.4 run end during a push was lost"),
+    );
     expect(violations.some((v) => v.startsWith("I3.4 run end during a push was lost"))).toBe(true);
   });
 });
@@ -470,7 +487,7 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
     const silent = publicationMachine.provide({
       actions: { startPushQueued: assign({ queued: null, pending: null, attempts: 0, lastError: null }) as never },
     });
-    const { violations } = runSuite(silent, 10_000, false);
+    const { violations } = runSuite(silent, 10_000, false, (v) => v.startsWith("I3.5"));
     expect(violations.some((v) => v.startsWith("I3.5"))).toBe(true);
   });
 
@@ -480,7 +497,7 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
         queueNewest: assign({ queued: ({ event }) => (event.type === "ACCEPTED" ? event.target : null) }) as never,
       },
     });
-    const { violations } = runSuite(requeues, 10_000, false);
+    const { violations } = runSuite(requeues, 10_000, false, (v) => v.startsWith("I3.1") && v.includes("was queued"));
     expect(violations.some((v) => v.startsWith("I3.1") && v.includes("was queued"))).toBe(true);
   });
 
@@ -496,7 +513,12 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
           }) as never,
         },
       });
-      const { violations } = runSuite(keepsOlder, 10_000);
+      const { violations } = runSuite(
+        keepsOlder,
+        10_000,
+        true,
+        (v) => v.startsWith("I3.1") && v.includes("is not the newest accepted"),
+      );
       expect(violations.some((v) => v.startsWith("I3.1") && v.includes("is not the newest accepted"))).toBe(true);
     },
   );
@@ -505,34 +527,61 @@ describe("publication negative controls (pushes are invoked actors, ISS-2)", () 
     const { violations } = runSuite(
       publicationMachine.provide({ guards: { isUnreachableWithQueued: () => false } }),
       10_000,
+      true,
+      (v) => v.startsWith("I3.7") && v.includes("dropped the newer queued target"),
     );
     expect(violations.some((v) => v.startsWith("I3.7") && v.includes("dropped the newer queued target"))).toBe(true);
   });
 
   it("I3.12 check catches a rejected push treated as a failure (pushed again after every run)", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { isRejected: () => false } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { isRejected: () => false } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.12 a rejected push"),
+    );
     expect(violations.some((v) => v.startsWith("I3.12 a rejected push"))).toBe(true);
   });
 
   it("I3.12 check catches a head the remote lacks that nothing pushes (commits from before the remote)", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { syncFoundUnpushedHead: () => false } }));
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { syncFoundUnpushedHead: () => false } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.12 the remote lacks the head"),
+    );
     expect(violations.some((v) => v.startsWith("I3.12 the remote lacks the head"))).toBe(true);
   });
 
   it("I3.12 check catches a sync that finds the remote lacking the held target and pushes nothing", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { syncFoundAhead: () => false } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { syncFoundAhead: () => false } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.12 the remote lacks"),
+    );
     expect(violations.some((v) => v.startsWith("I3.12 the remote lacks"))).toBe(true);
   });
 });
 
 describe("publication negative controls (restart recovery and the record)", () => {
   it("I3.10 check catches an answer whose content is not read (every answer settles)", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { remoteHasIt: () => true } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { remoteHasIt: () => true } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.10 the remote lacks"),
+    );
     expect(violations.some((v) => v.startsWith("I3.10 the remote lacks"))).toBe(true);
   });
 
   it("I3.6 check catches a recovered target that is never asked about (pending at once although asked to ask)", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { asksAboutPending: () => false } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { asksAboutPending: () => false } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.6 the recovered pending"),
+    );
     expect(violations.some((v) => v.startsWith("I3.6 the recovered pending"))).toBe(true);
   });
 
@@ -541,12 +590,18 @@ describe("publication negative controls (restart recovery and the record)", () =
       publicationMachine.provide({ guards: { recordSettlesSelected: () => false } }),
       10_000,
       false,
+      (v) => v.startsWith("I3.6 recovery left"),
     );
     expect(violations.some((v) => v.startsWith("I3.6 recovery left"))).toBe(true);
   });
 
   it("I3.11 check catches a changed pending publication that is never recorded", () => {
-    const { violations } = runSuite(publicationMachine.provide({ guards: { recordChanged: () => false } }), 10_000);
+    const { violations } = runSuite(
+      publicationMachine.provide({ guards: { recordChanged: () => false } }),
+      10_000,
+      true,
+      (v) => v.startsWith("I3.11"),
+    );
     expect(violations.some((v) => v.startsWith("I3.11"))).toBe(true);
   });
 });
