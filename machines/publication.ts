@@ -114,7 +114,7 @@ export type PublicationEvent =
   /** A publication remote is configured now (the user added one since the route was chosen). */
   | { type: "REMOTE_FOUND" }
   /** Fetch and classify now (start, restore, /state-flow-sync): forwarded to the sync machine. */
-  | { type: "SYNC" }
+  | { type: "SYNC"; asked?: boolean }
   /** The person's side for a conflicting scope (or every one): forwarded to the sync machine. */
   | { type: "CHOOSE"; side: Side; scope?: string }
   | SyncParentEvent

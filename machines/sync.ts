@@ -68,10 +68,15 @@ export interface SyncContext {
   error: string | null;
   /** Counts settled syncs: a caller waiting for one takes only a count newer than the one it saw. */
   seq: number;
+  /** The sync at work was asked for by a person (/state-flow-sync): its answer is theirs, no notice besides. */
+  asked: boolean;
+  /** The conflict already told (its heads and scopes): the same finding again is not told again. */
+  told: string | null;
 }
 
 export type SyncEvent =
-  | { type: "SYNC" }
+  /** `asked`: a person asked for it (/state-flow-sync), so what it finds is their command's answer. */
+  | { type: "SYNC"; asked?: boolean }
   /** The publication pushed this branch's head: the remote has it now (no fetch needed to know). */
   | { type: "PUSHED"; target: string }
   /** The person's side for one conflicting scope, or for every one (no scope). */
@@ -79,6 +84,8 @@ export type SyncEvent =
 
 export type SyncEmitted =
   | { type: "sync.arrived"; arrival: SyncArrival; joined: boolean }
+  /** A conflict (or unrelated lines) to tell the person: new, and found by a sync nobody asked for. */
+  | { type: "sync.conflict" }
   | { type: "sync.settled"; finding: SyncFinding | null; error: string | null };
 
 /** What the parent hears. */
@@ -95,6 +102,14 @@ const errorOf = (event: { type: string }, fallback: string) => {
   return error instanceof Error && error.message ? error.message : typeof error === "string" ? error : fallback;
 };
 const never = <T>() => new Promise<T>(() => {});
+
+/** What a told conflict is known by: both heads and the scopes without a side (null: nothing to choose). */
+export function conflictKey(context: Pick<SyncContext, "finding" | "choices">): string | null {
+  const f = context.finding;
+  const open = openConflicts(context).map((c) => c.scope);
+  if (!f || (open.length === 0 && f.standing !== "unrelated")) return null;
+  return `${f.standing} ${f.local}..${f.remoteHead}: ${open.join(", ")}`;
+}
 
 /** The conflicting scopes still without a side. */
 export function openConflicts(context: Pick<SyncContext, "finding" | "choices">): SyncConflict[] {
@@ -205,6 +220,18 @@ export const syncMachine = setup({
       if ((self as { _parent?: unknown })._parent) enqueue.sendParent({ type: "SYNCED", standing, head });
     }),
     settle: assign({ seq: ({ context }) => context.seq + 1 }),
+    /** Who started this sync: a person's SYNC or CHOOSE, or the runtime's own. */
+    noteAsker: assign({ asked: ({ event }) => event.type === "CHOOSE" || (event.type === "SYNC" && !!event.asked) }),
+    /**
+     * A conflict or unrelated lines with something to choose is told once per finding (its heads and open
+     * scopes), and not by a notice when a person's command asked: the command's answer says it.
+     */
+    tellConflict: enqueueActions(({ context, enqueue }) => {
+      const key = conflictKey(context);
+      if (key === null || key === context.told) return;
+      enqueue.assign({ told: key });
+      if (!context.asked) enqueue.emit({ type: "sync.conflict" as const });
+    }),
     announceSettled: emit(({ context }) => ({
       type: "sync.settled" as const,
       finding: context.finding,
@@ -213,12 +240,12 @@ export const syncMachine = setup({
   },
 }).createMachine({
   id: "sync",
-  context: { finding: null, choices: {}, arrival: null, error: null, seq: 0 },
+  context: { finding: null, choices: {}, arrival: null, error: null, seq: 0, asked: false, told: null },
   initial: "idle",
   states: {
     idle: {
       description: "Not fetched yet in this actor.",
-      on: { SYNC: "fetching" },
+      on: { SYNC: { target: "fetching", actions: ["noteAsker"] } },
     },
     fetching: {
       description:
@@ -265,28 +292,31 @@ export const syncMachine = setup({
     equal: {
       description: "The branch is the remote's.",
       entry: ["settle", "tellStanding", "announceSettled"],
-      on: { SYNC: "fetching" },
+      on: { SYNC: { target: "fetching", actions: ["noteAsker"] } },
     },
     ahead: {
       description: "The remote lacks this branch's newest commits: the publication pushes them (PUSHED: equal).",
       entry: ["settle", "tellStanding", "announceSettled"],
-      on: { SYNC: "fetching", PUSHED: { target: "equal", actions: ["notePushed"] } },
+      on: {
+        SYNC: { target: "fetching", actions: ["noteAsker"] },
+        PUSHED: { target: "equal", actions: ["notePushed"] },
+      },
     },
     behind: {
       description: "Behind, and the fast-forward failed (its error is kept); the next sync tries again.",
       entry: ["settle", "tellStanding", "announceSettled"],
-      on: { SYNC: "fetching" },
+      on: { SYNC: { target: "fetching", actions: ["noteAsker"] } },
     },
     diverged: {
       description:
         "Both lines changed one scope: a named conflict, nothing merged, until the person chooses a side " +
         "for each such scope (CHOOSE); the publication waits.",
-      entry: ["settle", "tellStanding", "announceSettled"],
+      entry: ["settle", "tellStanding", "announceSettled", "tellConflict"],
       on: {
-        SYNC: "fetching",
+        SYNC: { target: "fetching", actions: ["noteAsker"] },
         CHOOSE: [
-          { guard: "choiceSettlesAll", target: "joining", actions: ["keepChoice"] },
-          { guard: "choiceNamesConflict", actions: ["keepChoice"] },
+          { guard: "choiceSettlesAll", target: "joining", actions: ["noteAsker", "keepChoice"] },
+          { guard: "choiceNamesConflict", actions: ["noteAsker", "keepChoice"] },
         ],
       },
     },
@@ -294,19 +324,19 @@ export const syncMachine = setup({
       description:
         "The lines share no commit: named; a side is chosen per scope as for a divergence (adopting the " +
         "remote is offered when this branch holds only its start). Never a force-push.",
-      entry: ["settle", "tellStanding", "announceSettled"],
+      entry: ["settle", "tellStanding", "announceSettled", "tellConflict"],
       on: {
-        SYNC: "fetching",
+        SYNC: { target: "fetching", actions: ["noteAsker"] },
         CHOOSE: [
-          { guard: "choiceSettlesAll", target: "joining", actions: ["keepChoice"] },
-          { guard: "choiceNamesConflict", actions: ["keepChoice"] },
+          { guard: "choiceSettlesAll", target: "joining", actions: ["noteAsker", "keepChoice"] },
+          { guard: "choiceNamesConflict", actions: ["noteAsker", "keepChoice"] },
         ],
       },
     },
     unreachable: {
       description: "The remote could not be fetched (its cause is kept); the next sync tries again.",
       entry: ["settle", "tellStanding", "announceSettled"],
-      on: { SYNC: "fetching" },
+      on: { SYNC: { target: "fetching", actions: ["noteAsker"] } },
     },
   },
 });

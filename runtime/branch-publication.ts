@@ -72,9 +72,6 @@ export class BranchPublication {
   private readonly spawn: PublicationSpawner | undefined;
   /** The held revision the person was told about (a waiting publication is said once). */
   private said: string | null = null;
-  private saidConflict: string | null = null;
-  /** A /state-flow-sync is running: what it finds is its answer, not a notice besides. */
-  private commanding = false;
 
   constructor(
     notify: (message: string, level?: "info" | "warning") => void,
@@ -117,12 +114,8 @@ export class BranchPublication {
             "it is pushed again after the next run, or now with /state-flow-sync.",
         );
       },
-      onConflict: (lines) => {
-        if (this.commanding) return; // /state-flow-sync says it itself
-        const text = `State Flow: ${lines.join("\n")}`;
-        if (text !== this.saidConflict) this.notify(text); // the same finding again is not said again
-        this.saidConflict = text;
-      },
+      // (told once per finding, never for a person's /state-flow-sync, whose answer says it: the sync machine)
+      onConflict: (lines) => this.notify(`State Flow: ${lines.join("\n")}`),
       onRecordError: (error) =>
         this.notify(
           `State Flow could not record its pending publication (${errorMessage(error)}); after a restart it ` +
@@ -144,18 +137,14 @@ export class BranchPublication {
 
   /** /state-flow-sync: fetch and classify now; what it found (null: no remote route). */
   sync(): Promise<SyncView | null> {
-    return this.commanded(() => this.driver?.sync() ?? Promise.resolve(null));
+    return this.commanded(() => this.driver?.sync(true) ?? Promise.resolve(null));
   }
 
+  /** A person's command: what it started (a push after a join) is done before it answers. */
   private async commanded<T>(work: () => Promise<T>): Promise<T> {
-    this.commanding = true;
-    try {
-      const result = await work();
-      await this.driver?.quiet();
-      return result;
-    } finally {
-      this.commanding = false;
-    }
+    const result = await work();
+    await this.driver?.quiet();
+    return result;
   }
 
   /** Resolves once no push, question or sync is in flight (each bounded by its remote command's limit). */

@@ -111,7 +111,8 @@ export interface PublicationDriver {
   /** Fences this generation: running pushes and questions are stopped; returns what stays pending. */
   shutdown(): PendingPublication | null;
   /** Fetches and classifies now and waits for the sync to settle (null: not on the remote route). */
-  sync(): Promise<SyncView | null>;
+  /** Fetches and classifies now (`asked`: a person's /state-flow-sync, whose answer says what it found). */
+  sync(asked?: boolean): Promise<SyncView | null>;
   /** The person's side for a conflicting scope (or every one); waits for the join it may start. */
   choose(side: Side, scope?: string): Promise<SyncView | null>;
   /** Where the sync stands (null: not on the remote route). */
@@ -273,17 +274,15 @@ class MachinePublication implements PublicationDriver {
     }
     const { onArrival, onConflict } = options;
     if (onArrival || onConflict)
-      watchArrivals(this.actor, onArrival ?? (() => undefined), (view) => {
-        if (view.open.length > 0 || view.state === "unrelated") onConflict?.(syncLines(view));
-      });
+      watchArrivals(this.actor, onArrival ?? (() => undefined), (view) => onConflict?.(syncLines(view)));
   }
 
   // A command waits for what runs first (a restart's recovery and question, a push, a background fetch), so
   // that its own fetch or choice meets a settled sync instead of being ignored by one at work.
-  async sync(): Promise<SyncView | null> {
+  async sync(asked = false): Promise<SyncView | null> {
     if (!this.isOpen()) return null;
     await this.quiet();
-    return syncNow(this.actor, { type: "SYNC" });
+    return syncNow(this.actor, { type: "SYNC", asked });
   }
 
   async choose(side: Side, scope?: string): Promise<SyncView | null> {

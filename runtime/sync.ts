@@ -148,7 +148,7 @@ export function syncView(publication: PublicationRef): SyncView | null {
  */
 export async function syncNow(
   publication: PublicationRef,
-  event: { type: "SYNC" } | { type: "CHOOSE"; side: Side; scope?: string },
+  event: { type: "SYNC"; asked?: boolean } | { type: "CHOOSE"; side: Side; scope?: string },
 ): Promise<SyncView | null> {
   const child = syncChild(publication);
   if (!child) return null;
@@ -165,13 +165,13 @@ export async function syncNow(
 }
 
 /**
- * Calls `onArrival` for every fast-forward or join of the publication actor's sync, and `onSettled` with the
- * view after every settled sync (each child watched once).
+ * Calls `onArrival` for every fast-forward or join of the publication actor's sync, and `onConflict` with the
+ * view when it tells a conflict (each child watched once).
  */
 export function watchArrivals(
   publication: PublicationRef,
   onArrival: (arrival: SyncArrival, joined: boolean) => void,
-  onSettled?: (view: SyncView) => void,
+  onConflict?: (view: SyncView) => void,
 ): () => void {
   const watched = new WeakSet<AnyActorRef>();
   const attach = () => {
@@ -182,8 +182,8 @@ export function watchArrivals(
       onArrival(event.arrival, event.joined),
     );
     // (read once the step that emitted it is over: the snapshot then holds its state)
-    if (onSettled)
-      child.on("sync.settled", () => queueMicrotask(() => onSettled(viewOf(child.getSnapshot() as SyncSnapshot))));
+    if (onConflict)
+      child.on("sync.conflict", () => queueMicrotask(() => onConflict(viewOf(child.getSnapshot() as SyncSnapshot))));
   };
   attach();
   const subscription = publication.subscribe({ next: attach, error: () => undefined });

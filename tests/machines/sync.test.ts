@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { assign, createActor, fromPromise, type AnyMachineSnapshot } from "xstate";
+import { assign, createActor, enqueueActions, fromPromise, type AnyMachineSnapshot } from "xstate";
 import { assertFullCoverage, formatReport, runPathSuite, type StepInfo } from "../../machines/graph.ts";
 import { flattenValue } from "../../machines/state-value.ts";
 import {
   isSyncing,
+  conflictKey,
   openConflicts,
   syncMachine,
   type JoinRequest,
@@ -53,6 +54,7 @@ function events(s: AnyMachineSnapshot): PathEvent[] {
   const choosing = s.matches("diverged") || s.matches("unrelated");
   return [
     { type: "SYNC" },
+    { type: "SYNC", asked: true },
     { type: "PUSHED", target: "p1" },
     { type: "CHOOSE", side: "remote" },
     ...(choosing
@@ -135,6 +137,19 @@ function checkStep(step: StepInfo<PathEvent>): string[] {
   if (entered !== (n.seq === p.seq + 1) || settled.length !== (entered ? 1 : 0))
     v.push(`I6.4 ${before} → ${after}: seq ${p.seq} → ${n.seq}, ${settled.length} announcement(s)`);
   if (isSyncing(next) !== ["fetching", "fastForwarding", "joining"].includes(after)) v.push("I6.4 isSyncing is wrong");
+  // I6.6: a conflict is told once per finding, and never by a notice when a person asked (their answer says it)
+  const told = step.emitted.filter((e) => e.type === "sync.conflict");
+  const fetchStarted = after === "fetching" && before !== "fetching";
+  if (event.type === "SYNC" && fetchStarted && n.asked !== !!event.asked)
+    v.push(`I6.6 a SYNC asked=${!!event.asked} noted ${n.asked}`);
+  const chose =
+    (after === "joining" && before !== "joining") || JSON.stringify(n.choices) !== JSON.stringify(p.choices);
+  if (event.type === "CHOOSE" && chose && !n.asked) v.push("I6.6 a person's choice was not noted as asked");
+  const key = conflictKey(n);
+  const tells = entered && ["diverged", "unrelated"].includes(after) && key !== null && key !== p.told;
+  if (told.length !== (tells && !n.asked ? 1 : 0))
+    v.push(`I6.6 ${told.length} conflict notice(s) entering ${after} (asked ${n.asked}, told before: ${p.told})`);
+  if (tells && n.told !== key) v.push(`I6.6 the conflict told is not remembered (${n.told})`);
   // I6.5: a fetch starts exactly when fetching is entered
   const fetches = started.fetch;
   if ((after === "fetching" && before !== "fetching") !== (fetches === 1) || fetches > 1)
@@ -154,7 +169,7 @@ function runSuite(machine: typeof syncMachine) {
       events,
       // What guards read: the state, and how many conflicting scopes still lack a side.
       serializeState: (s) => JSON.stringify([s.value, openConflicts(s.context as SyncContext).length]),
-      maxSimplePaths: 5_000,
+      maxSimplePaths: 20_000,
     }),
     trace: () => null,
     started: () => {
@@ -171,7 +186,7 @@ describe("sync machine (generated paths)", () => {
   const { report, violations, steps } = runSuite(syncMachine);
   console.log(formatReport(report) + ` steps=${steps}`);
 
-  it("I6.1–I6.5 hold after every step of every shortest, simple and edge path", () => {
+  it("I6.1–I6.6 hold after every step of every shortest, simple and edge path", () => {
     expect(report.paths.simple).toBeGreaterThan(50);
     expect(violations, violations.join("\n")).toEqual([]);
   });
@@ -209,6 +224,29 @@ describe("sync negative controls: sides across fetches", () => {
     const keeping = assign({ finding: ({ event }) => fetched(event), error: () => null });
     const { violations } = runSuite(syncMachine.provide({ actions: { keepFinding: keeping as never } }));
     expect(violations.some((v) => /^I6\.1 a new finding kept \{"/.test(v))).toBe(true);
+  });
+});
+
+describe("sync negative controls: telling a conflict", () => {
+  it("I6.6 check catches a conflict told by a notice although a person asked", () => {
+    const always = enqueueActions(({ context: c, enqueue }) => {
+      const context = c as SyncContext;
+      const key = conflictKey(context);
+      if (key === null || key === context.told) return;
+      enqueue.assign({ told: key });
+      enqueue.emit({ type: "sync.conflict" as const });
+    });
+    const { violations } = runSuite(syncMachine.provide({ actions: { tellConflict: always as never } }));
+    expect(violations.some((v) => v.startsWith("I6.6 1 conflict notice(s)"))).toBe(true);
+  });
+
+  it("I6.6 check catches the same finding told again", () => {
+    const again = enqueueActions(({ context: c, enqueue }) => {
+      const context = c as SyncContext;
+      if (conflictKey(context) !== null && !context.asked) enqueue.emit({ type: "sync.conflict" as const });
+    });
+    const { violations } = runSuite(syncMachine.provide({ actions: { tellConflict: again as never } }));
+    expect(violations.some((v) => v.startsWith("I6.6"))).toBe(true);
   });
 });
 
