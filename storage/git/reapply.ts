@@ -94,7 +94,11 @@ async function localRecords(
   const records = [...byId.values()].sort((a, b) => a.step - b.step);
   let state = streamState(base.stream);
   for (const record of records) {
-    state = applyScopePatch(state, record.patch, `${paths.patches}#${record.id}`);
+    try {
+      state = applyScopePatch(state, record.patch, `${paths.patches}#${record.id}`);
+    } catch {
+      return null; // (a record that does not apply to the state before it: the whole difference is re-applied)
+    }
     if (hashOf(state) !== record.hash) return null;
   }
   return hashOf(state) === hashOf(streamState(local.stream)) ? records : null;

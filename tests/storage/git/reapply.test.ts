@@ -152,6 +152,31 @@ describe("re-applying this machine's transitions on the remote's state", () => {
     expect(JSON.parse(tail.at(-1)!).patch).toEqual({ working: { b: "2", c: "3" } });
   });
 
+  it("a record that does not apply to the state before it (its start folded away): one transition", async () => {
+    const { a, b } = await twoMachines();
+    await a.commit({ global: { working: { a: "1" } } });
+    a.push();
+    await b.commit({ global: { artifacts: { "/new.md": { description: "new" } } } });
+    for (let i = 1; i <= 7; i++) await b.commit({ global: { artifacts: { "/new.md": { tags: [`t${i}`] } } } });
+    const { standing } = await diverged(b);
+    const show = (revision: string, path: string) => {
+      try {
+        return Buffer.from(git(b.root, b.env, "show", `${revision}:${path}`));
+      } catch {
+        return null;
+      }
+    };
+    // Only the newest commit is read: its tail starts with a tag change of an artifact its checkpoint added.
+    const source = {
+      commits: async () => [standing.local],
+      files: async (revision: string, paths: readonly string[]) => new Map(paths.map((p) => [p, show(revision, p)])),
+    };
+    const out = await reapplyScope(source, "global", standing);
+    expect(out).toMatchObject({ applied: 1, present: 0, combined: true });
+    const tail = out.writes.get("patches.jsonl")!.toString().trim().split("\n");
+    expect(JSON.parse(tail.at(-1)!).patch).toEqual({ artifacts: { "/new.md": { description: "new", tags: ["t7"] } } });
+  });
+
   it("a session scope is not re-applied (only shared scopes travel between machines)", async () => {
     const { b } = await twoMachines();
     const source = { commits: async () => [], files: async () => new Map() };
