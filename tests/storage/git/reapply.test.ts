@@ -62,6 +62,21 @@ async function diverged(m: Machine) {
   return { standing, plan };
 }
 
+/** A ReapplySource over a machine's real Git store that finds only `commits` (as if the rest had been folded). */
+function readingCommits(m: Machine, commits: string[]) {
+  const show = (revision: string, path: string) => {
+    try {
+      return Buffer.from(git(m.root, m.env, "show", `${revision}:${path}`));
+    } catch {
+      return null;
+    }
+  };
+  return {
+    commits: async () => commits,
+    files: async (revision: string, paths: readonly string[]) => new Map(paths.map((p) => [p, show(revision, p)])),
+  };
+}
+
 describe("re-applying this machine's transitions on the remote's state", () => {
   it("names the files of a shared scope, and none for a session or a file", () => {
     expect(sharedScopePaths("global")).toMatchObject({ name: "global", patches: "patches.jsonl" });
@@ -134,18 +149,8 @@ describe("re-applying this machine's transitions on the remote's state", () => {
     await b.commit({ global: { working: { b: "1" } } });
     await b.commit({ global: { working: { b: "2", c: "3" } } });
     const { standing } = await diverged(b);
-    const show = (revision: string, path: string) => {
-      try {
-        return Buffer.from(git(b.root, b.env, "show", `${revision}:${path}`));
-      } catch {
-        return null;
-      }
-    };
     // No commit holds them (as if they had been folded into a checkpoint before they were committed).
-    const source = {
-      commits: async () => [],
-      files: async (revision: string, paths: readonly string[]) => new Map(paths.map((p) => [p, show(revision, p)])),
-    };
+    const source = readingCommits(b, []);
     const out = await reapplyScope(source, "global", standing);
     expect(out).toMatchObject({ applied: 1, present: 0, combined: true });
     const tail = out.writes.get("patches.jsonl")!.toString().trim().split("\n");
@@ -159,18 +164,8 @@ describe("re-applying this machine's transitions on the remote's state", () => {
     await b.commit({ global: { artifacts: { "/new.md": { description: "new" } } } });
     for (let i = 1; i <= 7; i++) await b.commit({ global: { artifacts: { "/new.md": { tags: [`t${i}`] } } } });
     const { standing } = await diverged(b);
-    const show = (revision: string, path: string) => {
-      try {
-        return Buffer.from(git(b.root, b.env, "show", `${revision}:${path}`));
-      } catch {
-        return null;
-      }
-    };
     // Only the newest commit is read: its tail starts with a tag change of an artifact its checkpoint added.
-    const source = {
-      commits: async () => [standing.local],
-      files: async (revision: string, paths: readonly string[]) => new Map(paths.map((p) => [p, show(revision, p)])),
-    };
+    const source = readingCommits(b, [standing.local]);
     const out = await reapplyScope(source, "global", standing);
     expect(out).toMatchObject({ applied: 1, present: 0, combined: true });
     const tail = out.writes.get("patches.jsonl")!.toString().trim().split("\n");
