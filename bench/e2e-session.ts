@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SessionManager, type AgentSession } from "@earendil-works/pi-coding-agent";
-import { createStateFlowExtension } from "../adapters/pi/extension.ts";
+import { createStateFlowExtension } from "../index.ts";
 import {
   createOfflineSession,
   isolatedGitEnv,

@@ -9,7 +9,7 @@ import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type AssistantMessage, type Context, type FauxResponseStep, type Message } from "@earendil-works/pi-ai";
 import { SessionManager, type AgentSession, type AgentSessionEvent } from "@earendil-works/pi-coding-agent";
-import { createStateFlowExtension } from "../adapters/pi/extension.ts";
+import { createStateFlowExtension } from "../index.ts";
 import { createOfflineSession, offlineCommandActions, type OfflineSession } from "../adapters/pi/offline-session.ts";
 import { providerRequest } from "../adapters/pi/provider-request.ts";
 import { CONTINUED_MARKER } from "../adapters/pi/context.ts";

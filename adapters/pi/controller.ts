@@ -58,7 +58,7 @@ import {
   type RuntimeContextParts,
 } from "./context.ts";
 import { REQUESTS_ENTRY, carriedOnBranch, sameCarried } from "./carried-requests.ts";
-import { dropLoneSkillOption, withoutLoneSkillListing, type ListedSkill } from "./skill-listing.ts";
+import { dropLoneSkillOption, withoutLoneSkillListing, type FormatSkills, type ListedSkill } from "./skill-listing.ts";
 import { withStableBreakpoint } from "./cache-breakpoints.ts";
 import { partitionAtRunStart, partitionInRun, recentAtRunStart, recentlyChanged } from "./stability.ts";
 import type { Partition, PathTrie, RunPartition } from "./stability.ts";
@@ -89,6 +89,8 @@ export interface ControllerOptions {
   onRuntime?: (accessor: RuntimeAccessor) => void;
   /** The running Pi's version (warned about once when State Flow does not support it). */
   piVersion?: string;
+  /** How the running Pi renders its skill listing (PiHost.formatSkills); absent: the listing is left alone. */
+  formatSkills?: FormatSkills;
   /** Registers patch_state and read_state with Pi (asked once, on first activation). */
   registerTools: () => void;
 }
@@ -326,7 +328,7 @@ export class StateFlowController {
     const skills = event.systemPromptOptions?.skills;
     dropLoneSkillOption(event.systemPromptOptions as { skills?: readonly ListedSkill[] } | undefined);
     const systemPrompt = renderedPrompt();
-    const prompt = withoutLoneSkillListing(systemPrompt, skills);
+    const prompt = withoutLoneSkillListing(systemPrompt, skills, this.options.formatSkills);
     this.runBase = null;
     if (!this.runtime.runAnnounced(trigger)) return prompt === systemPrompt ? undefined : { systemPrompt: prompt };
     return { systemPrompt: `${prompt}\n\n${PROTOCOL}`, message: this.runAnchor() };

@@ -6,17 +6,12 @@
 // answers its commands with that; /reload re-reads the file.
 
 import { join } from "node:path";
-import {
-  VERSION,
-  getAgentDir,
-  type ExtensionAPI,
-  type ExtensionContext,
-  type ExtensionFactory,
-} from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext, ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { loadInspection } from "../inspect/inspector.ts";
 import { StateFlowConfigError, loadConfig, type StateFlowConfig } from "./config.ts";
 import { StateFlowController, type RuntimeAccessor } from "./controller.ts";
-import { renderPatchResult } from "./tool-render.ts";
+import type { PiHost } from "./pi-host.ts";
+import { patchResultRenderer } from "./tool-render.ts";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
 import {
   PATCH_STATE_DESCRIPTION,
@@ -28,7 +23,7 @@ import {
 } from "./tool-schemas.ts";
 
 export interface StateFlowExtensionOptions {
-  /** Pi agent directory (profile); default: Pi's getAgentDir() (PI_CODING_AGENT_DIR). */
+  /** Pi agent directory (profile); default: the running Pi's (PiHost.agentDir: PI_CODING_AGENT_DIR). */
   agentDir?: string;
   /** State store root, overriding state-flow.json's directory. */
   repositoryRoot?: string;
@@ -44,9 +39,10 @@ function text(value: string) {
   return [{ type: "text" as const, text: value }];
 }
 
-export function createStateFlowExtension(options: StateFlowExtensionOptions = {}): ExtensionFactory {
+/** State Flow for the Pi that `host` describes (pi-host.ts): what Pi's loader runs, through entry.ts or index.ts. */
+export function stateFlowExtension(host: PiHost, options: StateFlowExtensionOptions = {}): ExtensionFactory {
   return async (pi: ExtensionAPI) => {
-    const agentDir = options.agentDir ?? getAgentDir();
+    const agentDir = options.agentDir ?? host.agentDir();
     let config: StateFlowConfig;
     try {
       config = loadConfig(agentDir);
@@ -62,10 +58,11 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
       storeRoot: options.repositoryRoot ?? config.directory,
       knowledgeRoot: options.knowledgeRoot ?? join(agentDir, "knowledge"),
       env: options.env ?? process.env,
-      piVersion: VERSION,
+      piVersion: host.version,
+      ...(host.formatSkills ? { formatSkills: host.formatSkills } : {}),
       inspection,
       ...(options.onRuntime ? { onRuntime: options.onRuntime } : {}),
-      registerTools: () => registerTools(pi, controller),
+      registerTools: () => registerTools(pi, controller, host),
     });
 
     // Pi runs extension commands at once, even while a run streams; start and stop publish from
@@ -194,7 +191,7 @@ function registerConfigError(pi: ExtensionAPI, error: StateFlowConfigError): voi
 }
 
 /** patch_state and read_state; registered by the controller on first activation only. */
-function registerTools(pi: ExtensionAPI, controller: StateFlowController): void {
+function registerTools(pi: ExtensionAPI, controller: StateFlowController, host: PiHost): void {
   pi.registerTool({
     name: "patch_state",
     label: "Patch state",
@@ -211,7 +208,7 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
       return { content: text(result.text), details: result.details };
     },
     // The person's line for the result (the text above is the model's): tool-render.ts.
-    renderResult: renderPatchResult,
+    renderResult: patchResultRenderer(host.Text),
   } as never);
 
   pi.registerTool({
@@ -226,6 +223,3 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController): void 
     },
   } as never);
 }
-
-/** Default export for Pi's package manifest: State Flow with options from state-flow.json. */
-export default createStateFlowExtension();

@@ -5,8 +5,6 @@
 // State Flow removes that listing (≈ 200 tokens a request) and the Skill stays a command,
 // `/skill:state-flow-memory`, which /state-flow-status names when a state grows large.
 
-import * as pi from "@earendil-works/pi-coding-agent";
-
 export const MEMORY_SKILL = "state-flow-memory";
 
 /** What State Flow reads of a Skill Pi loaded (before_agent_start's systemPromptOptions.skills). */
@@ -15,8 +13,8 @@ export interface ListedSkill {
   readonly disableModelInvocation?: boolean;
 }
 
-type Format = (skills: readonly ListedSkill[]) => string;
-const format = (pi as unknown as { formatSkillsForPrompt?: Format }).formatSkillsForPrompt;
+/** How the running Pi renders its skill listing (`formatSkillsForPrompt`, passed in by pi-host.ts). */
+export type FormatSkills = (skills: readonly ListedSkill[]) => string;
 
 /** Whether State Flow's Skill is the only one Pi would list. */
 function loneMemorySkill(skills: readonly ListedSkill[] | undefined): boolean {
@@ -36,9 +34,14 @@ export function dropLoneSkillOption(options: { skills?: readonly ListedSkill[] }
 
 /**
  * The system prompt without Pi's skill listing when State Flow's Skill is all it would list; any
- * other prompt unchanged (also when this Pi formats its listing differently: nothing is guessed).
+ * other prompt unchanged (also when this Pi formats its listing differently or does not say how
+ * (`format`, Pi's formatSkillsForPrompt): nothing is guessed).
  */
-export function withoutLoneSkillListing(systemPrompt: string, skills: readonly ListedSkill[] | undefined): string {
+export function withoutLoneSkillListing(
+  systemPrompt: string,
+  skills: readonly ListedSkill[] | undefined,
+  format: FormatSkills | undefined,
+): string {
   if (!format || !loneMemorySkill(skills)) return systemPrompt;
   const listing = format((skills ?? []).filter((skill) => !skill.disableModelInvocation));
   const at = listing === "" ? -1 : systemPrompt.indexOf(listing);

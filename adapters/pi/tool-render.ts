@@ -4,7 +4,8 @@
 // and shows the model's text only when the row is expanded. The model's context is unchanged.
 
 import type { AgentToolResult, Theme, ToolRenderResultOptions } from "@earendil-works/pi-coding-agent";
-import { Text } from "@earendil-works/pi-tui";
+import type { Component } from "@earendil-works/pi-tui";
+import type { TextComponent } from "./pi-host.ts";
 
 type Tone = "success" | "warning" | "error" | "muted";
 
@@ -34,16 +35,18 @@ export function patchResultLine(
   return { tone: "success", text: `State Flow recorded step ${details.step}${scopes}${final}` };
 }
 
-/** Pi's renderResult for patch_state: the person's line; expanded, the model's text below it. */
-export function renderPatchResult(
-  result: AgentToolResult<unknown>,
-  options: ToolRenderResultOptions,
-  theme: Theme,
-  context: { isError?: boolean },
-): Text {
-  if (options.isPartial) return new Text(theme.fg("warning", "State Flow: recording…"), 0, 0);
-  const line = patchResultLine(result as never, context.isError === true);
-  const model = (result.content as { text?: string }[]).map((c) => c.text ?? "").join("");
-  const head = theme.fg(line.tone, line.text);
-  return new Text(options.expanded ? `${head}\n${theme.fg("dim", model)}` : head, 0, 0);
+/** Pi's renderResult for patch_state, drawn with Pi's `Text`: the person's line; expanded, the model's text below it. */
+export function patchResultRenderer(Text: TextComponent) {
+  return (
+    result: AgentToolResult<unknown>,
+    options: ToolRenderResultOptions,
+    theme: Theme,
+    context: { isError?: boolean },
+  ): Component => {
+    if (options.isPartial) return new Text(theme.fg("warning", "State Flow: recording…"), 0, 0);
+    const line = patchResultLine(result as never, context.isError === true);
+    const model = (result.content as { text?: string }[]).map((c) => c.text ?? "").join("");
+    const head = theme.fg(line.tone, line.text);
+    return new Text(options.expanded ? `${head}\n${theme.fg("dim", model)}` : head, 0, 0);
+  };
 }

@@ -16,7 +16,7 @@ import {
 } from "@earendil-works/pi-ai";
 import { SessionManager, type AgentSession, type ExtensionFactory } from "@earendil-works/pi-coding-agent";
 import { afterEach } from "vitest";
-import { createStateFlowExtension } from "../../adapters/pi/extension.ts";
+import { createStateFlowExtension } from "../../index.ts";
 import {
   createOfflineSession,
   isolatedGitEnv,

@@ -13,7 +13,7 @@ import { fauxAssistantMessage, fauxText, fauxToolCall, type Context } from "@ear
 import { SessionManager, estimateTokens } from "@earendil-works/pi-coding-agent";
 import { afterEach, describe, expect, it } from "vitest";
 import { PROTOCOL } from "../../../adapters/pi/context.ts";
-import { createStateFlowExtension } from "../../../adapters/pi/extension.ts";
+import { createStateFlowExtension } from "../../../index.ts";
 import { createOfflineSession, isolatedGitEnv, offlineCommandActions } from "../../../adapters/pi/offline-session.ts";
 import { providerRequest, type ProviderRequest } from "../../../adapters/pi/provider-request.ts";
 

@@ -8,21 +8,27 @@ import { MEMORY_SKILL, withoutLoneSkillListing } from "../../../adapters/pi/skil
 const skill = (name: string, disableModelInvocation = false) =>
   ({ name, description: `${name} things`, filePath: `/p/${name}/SKILL.md`, disableModelInvocation }) as Skill;
 
+const format = formatSkillsForPrompt as (skills: readonly { name: string }[]) => string;
 const prompt = (skills: Skill[]) => `Base prompt.${formatSkillsForPrompt(skills)}\nCurrent working directory: /w`;
 
 describe("withoutLoneSkillListing", () => {
   it("removes the listing when State Flow's Skill is all it lists", () => {
     const skills = [skill(MEMORY_SKILL), skill("hidden", true)];
-    expect(withoutLoneSkillListing(prompt(skills), skills)).toBe("Base prompt.\nCurrent working directory: /w");
+    expect(withoutLoneSkillListing(prompt(skills), skills, format)).toBe("Base prompt.\nCurrent working directory: /w");
   });
 
   it("keeps it beside another listed Skill, without Skills, and where the prompt holds no such listing", () => {
     const both = [skill(MEMORY_SKILL), skill("house-style")];
-    expect(withoutLoneSkillListing(prompt(both), both)).toBe(prompt(both));
-    expect(withoutLoneSkillListing(prompt([]), [])).toBe(prompt([]));
-    expect(withoutLoneSkillListing(prompt([]), undefined)).toBe(prompt([]));
+    expect(withoutLoneSkillListing(prompt(both), both, format)).toBe(prompt(both));
+    expect(withoutLoneSkillListing(prompt([]), [], format)).toBe(prompt([]));
+    expect(withoutLoneSkillListing(prompt([]), undefined, format)).toBe(prompt([]));
     const alone = [skill(MEMORY_SKILL)];
-    expect(withoutLoneSkillListing("A custom prompt.", alone)).toBe("A custom prompt.");
-    expect(withoutLoneSkillListing(prompt([skill("other")]), [skill("other")])).toBe(prompt([skill("other")]));
+    expect(withoutLoneSkillListing("A custom prompt.", alone, format)).toBe("A custom prompt.");
+    expect(withoutLoneSkillListing(prompt([skill("other")]), [skill("other")], format)).toBe(prompt([skill("other")]));
+  });
+
+  it("leaves the listing alone where this Pi does not say how it renders one", () => {
+    const alone = [skill(MEMORY_SKILL)];
+    expect(withoutLoneSkillListing(prompt(alone), alone, undefined)).toBe(prompt(alone));
   });
 });

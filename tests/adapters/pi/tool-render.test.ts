@@ -1,7 +1,9 @@
+import { Text } from "@earendil-works/pi-tui";
 import { describe, expect, it } from "vitest";
-import { patchResultLine, renderPatchResult } from "../../../adapters/pi/tool-render.ts";
+import { patchResultLine, patchResultRenderer } from "../../../adapters/pi/tool-render.ts";
 
 const result = (text: string, details?: unknown) => ({ content: [{ type: "text", text }], details });
+const renderPatchResult = patchResultRenderer(Text);
 const plainTheme = { fg: (_tone: string, text: string) => text } as never;
 
 describe("patch_state as the person sees it", () => {
