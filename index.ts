@@ -17,5 +17,8 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
   return stateFlowExtension(piHostOf(codingAgent, { Text }), options);
 }
 
-/** Pi loads this factory through the package manifest ("pi": {"extensions": ["./index.ts"]}). */
+/**
+ * State Flow with options from state-flow.json, for an SDK session's `extensionFactories`. Pi itself loads
+ * adapters/pi/entry.ts (package.json `pi.extensions`), which prefers the build in dist/.
+ */
 export default createStateFlowExtension();

@@ -91,6 +91,8 @@ export interface ControllerOptions {
   piVersion?: string;
   /** How the running Pi renders its skill listing (PiHost.formatSkills); absent: the listing is left alone. */
   formatSkills?: FormatSkills;
+  /** Which form of the package Pi loaded (entry.ts, package-form.ts); said at the end of /state-flow-status. */
+  loadedFrom?: string;
   /** Registers patch_state and read_state with Pi (asked once, on first activation). */
   registerTools: () => void;
 }
@@ -514,7 +516,8 @@ export class StateFlowController {
    */
   showStatus(ctx: ExtensionContext): void {
     this.bind(ctx);
-    const text = this.runtime.status();
+    const loaded = this.options.loadedFrom;
+    const text = this.runtime.status() + (loaded ? `\n\nPackage\n  State Flow loaded from ${loaded}` : "");
     if (ctx.hasUI) ctx.ui.notify(text, "info");
     else process.stderr.write(`${text}\n`);
   }

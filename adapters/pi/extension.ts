@@ -15,9 +15,9 @@ import { patchResultRenderer } from "./tool-render.ts";
 import { parsePatchSet } from "../../storage/core/cohort.ts";
 import {
   PATCH_STATE_DESCRIPTION,
-  PATCH_STATE_JSON_SCHEMA,
+  patchStateJsonSchema,
   READ_STATE_DESCRIPTION,
-  READ_STATE_JSON_SCHEMA,
+  readStateJsonSchema,
   parsePatchStateArgs,
   parseReadStateArgs,
 } from "./tool-schemas.ts";
@@ -33,6 +33,8 @@ export interface StateFlowExtensionOptions {
   onRuntime?: (accessor: RuntimeAccessor) => void;
   /** Environment used for git (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Which form of the package Pi loaded, and why (entry.ts): the last section of /state-flow-status. */
+  loadedFrom?: string;
 }
 
 function text(value: string) {
@@ -60,6 +62,7 @@ export function stateFlowExtension(host: PiHost, options: StateFlowExtensionOpti
       env: options.env ?? process.env,
       piVersion: host.version,
       ...(host.formatSkills ? { formatSkills: host.formatSkills } : {}),
+      ...(options.loadedFrom ? { loadedFrom: options.loadedFrom } : {}),
       inspection,
       ...(options.onRuntime ? { onRuntime: options.onRuntime } : {}),
       registerTools: () => registerTools(pi, controller, host),
@@ -196,7 +199,7 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController, host: 
     name: "patch_state",
     label: "Patch state",
     description: PATCH_STATE_DESCRIPTION,
-    parameters: PATCH_STATE_JSON_SCHEMA as never,
+    parameters: patchStateJsonSchema() as never,
     executionMode: "sequential",
     // Runs before Pi's schema validation, so every refusal carries State Flow's named message.
     prepareArguments(args: unknown) {
@@ -215,7 +218,7 @@ function registerTools(pi: ExtensionAPI, controller: StateFlowController, host: 
     name: "read_state",
     label: "Read state",
     description: READ_STATE_DESCRIPTION,
-    parameters: READ_STATE_JSON_SCHEMA as never,
+    parameters: readStateJsonSchema() as never,
     async execute(_toolCallId: string, params: unknown) {
       const { offset, scope } = parseReadStateArgs(params);
       const read = controller.readState(offset, scope);

@@ -35,7 +35,7 @@ export function patchResultLine(
   return { tone: "success", text: `State Flow recorded step ${details.step}${scopes}${final}` };
 }
 
-/** Pi's renderResult for patch_state, drawn with Pi's `Text`: the person's line; expanded, the model's text below it. */
+/** Pi's renderResult for patch_state, drawn with Pi's `Text`: the person's line; expanded, the model's text too. */
 export function patchResultRenderer(Text: TextComponent) {
   return (
     result: AgentToolResult<unknown>,

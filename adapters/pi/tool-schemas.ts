@@ -72,8 +72,12 @@ const isStringType = (value: unknown) =>
 const isEmptyObject = (value: unknown) =>
   typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0;
 
-export const PATCH_STATE_JSON_SCHEMA = compactJsonSchema(toJsonSchema(PatchStateArgs));
-export const READ_STATE_JSON_SCHEMA = compactJsonSchema(toJsonSchema(ReadStateArgs));
+// Converted when Pi is given the tools (a branch's first activation), not at load: a session where State Flow
+// stays off never needs them, and the conversion is a share of the package's load time.
+let patchStateSchema: ReturnType<typeof compactJsonSchema> | undefined;
+let readStateSchema: ReturnType<typeof compactJsonSchema> | undefined;
+export const patchStateJsonSchema = () => (patchStateSchema ??= compactJsonSchema(toJsonSchema(PatchStateArgs)));
+export const readStateJsonSchema = () => (readStateSchema ??= compactJsonSchema(toJsonSchema(ReadStateArgs)));
 
 /** Full validation of patch_state arguments: State Flow's named rules, then the tool schema. */
 export function parsePatchStateArgs(input: unknown): PatchSet {

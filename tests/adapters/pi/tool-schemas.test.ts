@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
 import {
   PATCH_STATE_DESCRIPTION,
-  PATCH_STATE_JSON_SCHEMA,
+  patchStateJsonSchema,
   READ_STATE_DESCRIPTION,
   compactJsonSchema,
-  READ_STATE_JSON_SCHEMA,
+  readStateJsonSchema,
   parsePatchStateArgs,
   parseReadStateArgs,
 } from "../../../adapters/pi/tool-schemas.ts";
 
 describe("tool JSON schemas generated from valibot", () => {
   it("patch_state: three optional scopes plus final, unknown fields rejected", () => {
-    const schema = PATCH_STATE_JSON_SCHEMA as Record<string, any>;
+    const schema = patchStateJsonSchema() as Record<string, any>;
     expect(schema.type).toBe("object");
     expect(Object.keys(schema.properties)).toEqual(["global", "cwd", "session", "final"]);
     expect(schema.required ?? []).toEqual([]);
@@ -24,7 +24,7 @@ describe("tool JSON schemas generated from valibot", () => {
   });
 
   it("carry no default-only keywords, and say each merge rule once (in the tool description)", () => {
-    const json = JSON.stringify(PATCH_STATE_JSON_SCHEMA) + JSON.stringify(READ_STATE_JSON_SCHEMA);
+    const json = JSON.stringify(patchStateJsonSchema()) + JSON.stringify(readStateJsonSchema());
     expect(json).not.toMatch(/"\$schema"|"required":\[\]|"propertyNames"|"properties":\{\}/);
     expect(json).not.toMatch(/merge|description/i);
     // the description says once what each scope and field holds, and how a patch merges
@@ -65,7 +65,7 @@ describe("tool JSON schemas generated from valibot", () => {
   });
 
   it("read_state: offset 0–7 and a scope selector", () => {
-    const schema = READ_STATE_JSON_SCHEMA as Record<string, any>;
+    const schema = readStateJsonSchema() as Record<string, any>;
     expect(schema.properties.offset).toMatchObject({ type: "integer", minimum: 0, maximum: 7 });
     expect(schema.properties.scope.enum).toEqual(["effective", "global", "cwd", "session"]);
     expect(schema.additionalProperties).toBe(false);

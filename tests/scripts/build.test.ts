@@ -1,0 +1,66 @@
+// The build Pi's entry loads instead of the sources: one module graph holding every production source,
+// none of Pi's packages (their values come in through PiHost), and a refusal naming a module that would
+// import Pi at run time. Built into a temporary copy of the package, never into this checkout's dist/.
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildPackage } from "../../scripts/build.mjs";
+import { packageCopy } from "../support/package-copy.ts";
+
+const work = mkdtempSync(join(tmpdir(), "sf-build-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("npm run build", () => {
+  it("builds every source the adapter needs into dist/, with Pi's packages nowhere in it", async () => {
+    const root = packageCopy(join(work, "pkg"));
+    const manifest = await buildPackage({ root });
+    expect(manifest.entry).toBe("state-flow.js");
+    expect(manifest.sources).toContain("adapters/pi/extension.ts");
+    expect(manifest.sources).toContain("runtime/flow-runtime.ts");
+    expect(manifest.sources).toContain("storage/git/git-backend.ts"); // a lazily imported part: its own chunk
+    expect(manifest.sources.some((s) => s.startsWith("tests/") || s.includes("node_modules"))).toBe(false);
+    expect(manifest.sources).not.toContain("adapters/pi/entry.ts");
+    const written = JSON.parse(readFileSync(join(root, "dist/state-flow.json"), "utf8"));
+    expect(written).toEqual(manifest);
+    const files = readdirSync(join(root, "dist")).filter((f) => f.endsWith(".js"));
+    expect(files).toContain("state-flow.js");
+    for (const file of files) {
+      const code = readFileSync(join(root, "dist", file), "utf8");
+      expect(code, file).not.toMatch(/^import\b[^;]*?from\s*["']@earendil-works\//m);
+      expect(code, file).not.toMatch(/\bimport\(["']@earendil-works\//);
+    }
+    // xstate and valibot are built in; the two lazily loaded packages stay Node's to load.
+    const main = readFileSync(join(root, "dist/state-flow.js"), "utf8");
+    expect(main).not.toMatch(/^import\b[^;]*?from\s*["'](xstate|valibot)["']/m);
+    const imported = [
+      ...files
+        .map((f) => readFileSync(join(root, "dist", f), "utf8"))
+        .join("\n")
+        .matchAll(/(?:^import\b[^;]*?from\s*|\bimport\()["']([^"'.][^"']*)["']/gm),
+    ].map((m) => m[1]!);
+    expect(new Set(imported.filter((s) => !s.startsWith("node:")))).toEqual(
+      new Set(["simple-git", "@statelyai/inspect"]),
+    );
+  });
+
+  it("refuses a module that imports Pi at run time, naming the package and where its value comes from", async () => {
+    const root = packageCopy(join(work, "bad"));
+    writeFileSync(
+      join(root, "adapters/pi/bad.ts"),
+      'import { VERSION } from "@earendil-works/pi-coding-agent";\nexport const v = VERSION;\n',
+    );
+    await expect(buildPackage({ root, input: "adapters/pi/bad.ts" })).rejects.toThrow(
+      /imports @earendil-works\/pi-coding-agent at run time: take the value from PiHost/,
+    );
+    // A type-only import is no run-time import: it builds.
+    writeFileSync(
+      join(root, "adapters/pi/typed.ts"),
+      'import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";\n' +
+        "export const f = (pi: ExtensionAPI) => pi;\n",
+    );
+    await expect(buildPackage({ root, input: "adapters/pi/typed.ts" })).resolves.toMatchObject({
+      sources: ["adapters/pi/typed.ts"],
+    });
+  });
+});
