@@ -19,6 +19,6 @@ export function createStateFlowExtension(options: StateFlowExtensionOptions = {}
 
 /**
  * State Flow with options from state-flow.json, for an SDK session's `extensionFactories`. Pi itself loads
- * adapters/pi/entry.ts (package.json `pi.extensions`), which prefers the build in dist/.
+ * adapters/pi/state-flow.ts (package.json `pi.extensions`), which prefers the build in dist/.
  */
 export default createStateFlowExtension();

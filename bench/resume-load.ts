@@ -10,7 +10,7 @@
 // (b) Load: Pi's real command line (`pi -p`, the bundled CLI `pi` runs) started LOAD_SAMPLES (10)
 //     times each, interleaved: without the package, and with it installed from this checkout
 //     (`pi install <checkout>` into a scratch agent dir, the way a user installs it: the package.json
-//     `pi` field names adapters/pi/entry.ts) in each of its two forms — the build in dist/ (which this
+//     `pi` field names adapters/pi/state-flow.ts) in each of its two forms — the build in dist/ (which this
 //     bench makes first, as `npm run build` does) and the sources (STATE_FLOW_SOURCES=1). A local HTTP
 //     server stands in for the provider; start = spawn → the first request arrives (node's start, Pi's
 //     start, extension load, session_start, first context). Pi's own PI_TIMING figures give the entry's
@@ -174,7 +174,7 @@ async function startOnce(
   if (t1 === null) throw new Error(`pi exited before asking the provider:\n${stderr}`);
   await exited;
   const ms = (label: string) => {
-    const m = new RegExp(`entry\\.ts ${label}: (\\d+)ms`).exec(stderr);
+    const m = new RegExp(`state-flow\\.ts ${label}: (\\d+)ms`).exec(stderr);
     return m ? Number(m[1]) : null;
   };
   return { startMs: t1 - t0, importMs: ms("module import"), factoryMs: ms("factory") };

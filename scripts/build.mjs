@@ -1,5 +1,5 @@
 // npm run build (and npm's `prepare`, so `npm ci` or `npm install` in a checkout runs it): State Flow's
-// TypeScript as one JavaScript module graph in dist/, which adapters/pi/entry.ts hands to Node instead of
+// TypeScript as one JavaScript module graph in dist/, which adapters/pi/state-flow.ts hands to Node instead of
 // Pi's per-file compiler (jiti): the package's share of Pi's start. Pi's packages stay out of the build:
 // State Flow's modules import only their types (the values come in through adapters/pi/pi-host.ts).
 // dist/state-flow.json names every source the build holds; the entry uses the build only while none of

@@ -9,7 +9,7 @@ import pkg from "../package.json" with { type: "json" };
 
 describe("package entry", () => {
   it("is what Pi's manifest loads: a default extension factory, plus the public API", () => {
-    expect(pkg.pi.extensions).toEqual(["./adapters/pi/entry.ts"]);
+    expect(pkg.pi.extensions).toEqual(["./adapters/pi/state-flow.ts"]);
     expect(typeof stateFlow).toBe("function");
     expect(typeof createStateFlowExtension({ agentDir: "/nonexistent" })).toBe("function");
     expect(typeof readTemporalState).toBe("function");

@@ -91,7 +91,7 @@ export interface ControllerOptions {
   piVersion?: string;
   /** How the running Pi renders its skill listing (PiHost.formatSkills); absent: the listing is left alone. */
   formatSkills?: FormatSkills;
-  /** Which form of the package Pi loaded (entry.ts, package-form.ts); said at the end of /state-flow-status. */
+  /** Which form of the package Pi loaded (state-flow.ts, package-form.ts); said at the end of /state-flow-status. */
   loadedFrom?: string;
   /** Registers patch_state and read_state with Pi (asked once, on first activation). */
   registerTools: () => void;

@@ -33,7 +33,7 @@ export interface StateFlowExtensionOptions {
   onRuntime?: (accessor: RuntimeAccessor) => void;
   /** Environment used for git (default process.env). */
   env?: NodeJS.ProcessEnv;
-  /** Which form of the package Pi loaded, and why (entry.ts): the last section of /state-flow-status. */
+  /** Which form of the package Pi loaded, and why (state-flow.ts): the last section of /state-flow-status. */
   loadedFrom?: string;
 }
 
@@ -41,7 +41,7 @@ function text(value: string) {
   return [{ type: "text" as const, text: value }];
 }
 
-/** State Flow for the Pi that `host` describes (pi-host.ts): what Pi's loader runs, through entry.ts or index.ts. */
+/** State Flow for the Pi that `host` describes (pi-host.ts), as Pi loads it: through state-flow.ts or index.ts. */
 export function stateFlowExtension(host: PiHost, options: StateFlowExtensionOptions = {}): ExtensionFactory {
   return async (pi: ExtensionAPI) => {
     const agentDir = options.agentDir ?? host.agentDir();

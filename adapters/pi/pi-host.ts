@@ -1,6 +1,6 @@
 // The values State Flow takes from the Pi that loaded it: its version, its agent directory, how it
 // lists Skills and its TUI text component. The package's modules import only Pi's types; these
-// values come in from the loader (entry.ts, index.ts), so a build of State Flow that Node loads
+// values come in from the loader (state-flow.ts, index.ts), so a build of State Flow that Node loads
 // itself runs with the Pi that loaded it and never loads a second Pi from the checkout's node_modules.
 
 import type { Component } from "@earendil-works/pi-tui";

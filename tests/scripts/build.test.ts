@@ -20,7 +20,7 @@ describe("npm run build", () => {
     expect(manifest.sources).toContain("runtime/flow-runtime.ts");
     expect(manifest.sources).toContain("storage/git/git-backend.ts"); // a lazily imported part: its own chunk
     expect(manifest.sources.some((s) => s.startsWith("tests/") || s.includes("node_modules"))).toBe(false);
-    expect(manifest.sources).not.toContain("adapters/pi/entry.ts");
+    expect(manifest.sources).not.toContain("adapters/pi/state-flow.ts");
     const written = JSON.parse(readFileSync(join(root, "dist/state-flow.json"), "utf8"));
     expect(written).toEqual(manifest);
     const files = readdirSync(join(root, "dist")).filter((f) => f.endsWith(".js"));

@@ -1,4 +1,4 @@
-// What Pi loads from the package (package.json `pi.extensions`: adapters/pi/entry.ts), run as a person
+// What Pi loads from the package (package.json `pi.extensions`: adapters/pi/state-flow.ts), run as a person
 // runs it: the real `pi` binary with `-e` on a copy of the package, against a scripted model server on
 // 127.0.0.1. Built, Pi runs the build in dist/ and /state-flow-status says so; a source changed since
 // the build, Pi runs the sources and the status says which and what to run — and running it brings the
