@@ -8,7 +8,7 @@
 // Plain JavaScript, so any Node runs it: where rolldown (a dev dependency) is not installed, the build
 // is skipped with one line and Pi loads the sources, as without a build.
 
-import { renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -44,6 +44,9 @@ export async function buildPackage({ root = ROOT, input = "adapters/pi/extension
       if (isAbsolute(id) && !id.includes("/node_modules/")) sources.add(relative(root, id));
     }
   }
+  // The lock file names the versions of what is built in: a checkout whose dependencies changed since
+  // (a pull; `npm ci` builds again) loads its sources until it is rebuilt.
+  if (existsSync(join(root, "package-lock.json"))) sources.add("package-lock.json");
   const manifest = { entry: "state-flow.js", sources: [...sources].sort() };
   // Written last, so an interrupted build leaves no manifest and the entry loads the sources.
   const tmp = join(out, `${MANIFEST}.tmp`);
@@ -66,7 +69,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const manifest = await buildPackage();
     const size = statSync(join(ROOT, "dist", manifest.entry)).size;
     console.log(
-      `state-flow: built dist/${manifest.entry} from ${manifest.sources.length} sources ` +
+      `state-flow: built dist/${manifest.entry} from ${manifest.sources.length} files ` +
         `(${Math.round(size / 1024)} KiB, ${Math.round(performance.now() - started)} ms)`,
     );
   }

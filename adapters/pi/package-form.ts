@@ -48,5 +48,5 @@ export function packageForm(root: string, env: NodeJS.ProcessEnv = process.env):
     if (changed > builtAt) return sources(`${file} changed after the build in dist/; ${rebuild}`);
   }
   const when = new Date(builtAt).toISOString().replace(/\.\d+Z$/, "Z");
-  return { build: pathToFileURL(entryPath).href, said: `the build in dist/ (${files.length} sources, ${when})` };
+  return { build: pathToFileURL(entryPath).href, said: `the build in dist/ (from ${files.length} files, ${when})` };
 }

@@ -21,6 +21,8 @@ describe("npm run build", () => {
     expect(manifest.sources).toContain("storage/git/git-backend.ts"); // a lazily imported part: its own chunk
     expect(manifest.sources.some((s) => s.startsWith("tests/") || s.includes("node_modules"))).toBe(false);
     expect(manifest.sources).not.toContain("adapters/pi/state-flow.ts");
+    // the versions of what is built in: a pull that changes them makes the build stale
+    expect(manifest.sources).toContain("package-lock.json");
     const written = JSON.parse(readFileSync(join(root, "dist/state-flow.json"), "utf8"));
     expect(written).toEqual(manifest);
     const files = readdirSync(join(root, "dist")).filter((f) => f.endsWith(".js"));
@@ -60,7 +62,7 @@ describe("npm run build", () => {
         "export const f = (pi: ExtensionAPI) => pi;\n",
     );
     await expect(buildPackage({ root, input: "adapters/pi/typed.ts" })).resolves.toMatchObject({
-      sources: ["adapters/pi/typed.ts"],
+      sources: ["adapters/pi/typed.ts", "package-lock.json"],
     });
   });
 });

@@ -8,7 +8,17 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 export function packageCopy(into: string): string {
   mkdirSync(into, { recursive: true });
-  for (const part of ["adapters", "machines", "runtime", "storage", "scripts", "skills", "package.json", "index.ts"])
+  for (const part of [
+    "adapters",
+    "machines",
+    "runtime",
+    "storage",
+    "scripts",
+    "skills",
+    "package.json",
+    "package-lock.json",
+    "index.ts",
+  ])
     cpSync(join(repoRoot, part), join(into, part), { recursive: true });
   symlinkSync(join(repoRoot, "node_modules"), join(into, "node_modules"));
   return into;

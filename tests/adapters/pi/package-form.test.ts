@@ -31,7 +31,7 @@ describe("packageForm", () => {
   it("loads the build while every source it holds is at most as new as it", () => {
     const form = packageForm(built(), {});
     expect(form.build).toBe(pathToFileURL(join(root, "dist/state-flow.js")).href);
-    expect(form.said).toMatch(/^the build in dist\/ \(2 sources, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/);
+    expect(form.said).toMatch(/^the build in dist\/ \(from 2 files, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)$/);
   });
 
   it("loads the sources when one changed after the build, naming it", () => {

@@ -64,7 +64,7 @@ describe("the package entry Pi loads", () => {
     expect(existsSync(join(dirs.storeRoot, ".git"))).toBe(true);
     const status = await printPi(dirs, pkg, "/state-flow-status");
     expect(loadedFrom(status.out)).toMatch(
-      new RegExp(`^the build in dist/ \\(${manifest.sources.length} sources, \\d{4}-\\d\\d-\\d\\dT[\\d:]+Z\\)$`),
+      new RegExp(`^the build in dist/ \\(from ${manifest.sources.length} files, \\d{4}-\\d\\d-\\d\\dT[\\d:]+Z\\)$`),
     );
   }, 60_000);
 
@@ -83,7 +83,7 @@ describe("the package entry Pi loads", () => {
     // The advice, followed.
     const build = spawnSync("npm", ["run", "build"], { cwd: pkg, encoding: "utf8" });
     expect(build.status, build.stderr).toBe(0);
-    expect(build.stdout).toMatch(/state-flow: built dist\/state-flow.js from \d+ sources/);
+    expect(build.stdout).toMatch(/state-flow: built dist\/state-flow.js from \d+ files/);
     expect(loadedFrom((await printPi(dirs, pkg, "/state-flow-status")).out)).toMatch(/^the build in dist\//);
   }, 90_000);
 
