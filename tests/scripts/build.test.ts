@@ -1,9 +1,11 @@
 // The build Pi's entry loads instead of the sources: one module graph holding every production source,
 // none of Pi's packages (their values come in through PiHost), and a refusal naming a module that would
 // import Pi at run time. Built into a temporary copy of the package, never into this checkout's dist/.
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildPackage } from "../../scripts/build.mjs";
 import { packageCopy } from "../support/package-copy.ts";
@@ -64,5 +66,30 @@ describe("npm run build", () => {
     await expect(buildPackage({ root, input: "adapters/pi/typed.ts" })).resolves.toMatchObject({
       sources: ["adapters/pi/typed.ts", "package-lock.json"],
     });
+  });
+
+  it("without rolldown (npm install --omit=dev) the build is skipped with one line and nothing is written", () => {
+    const root = packageCopy(join(work, "no-dev"));
+    const hook = join(work, "no-rolldown.mjs");
+    writeFileSync(
+      hook,
+      'import { registerHooks } from "node:module";\n' +
+        "registerHooks({ resolve(specifier, context, next) {\n" +
+        '  if (specifier === "rolldown") throw Object.assign(new Error("not installed"), { code: "ERR_MODULE_NOT_FOUND" });\n' +
+        "  return next(specifier, context);\n} });\n",
+    );
+    const run = spawnSync(process.execPath, ["--import", pathToFileURL(hook).href, "scripts/build.mjs"], {
+      cwd: root,
+      encoding: "utf8",
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr.trim()).toBe(
+      "state-flow: build skipped (rolldown, a dev dependency, is not installed); Pi loads the sources",
+    );
+    expect(existsSync(join(root, "dist"))).toBe(false);
+    // and with it, the same script builds
+    const built = spawnSync(process.execPath, ["scripts/build.mjs"], { cwd: root, encoding: "utf8" });
+    expect(built.status, built.stderr).toBe(0);
+    expect(existsSync(join(root, "dist/state-flow.json"))).toBe(true);
   });
 });
