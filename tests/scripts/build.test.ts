@@ -75,7 +75,8 @@ describe("npm run build", () => {
       hook,
       'import { registerHooks } from "node:module";\n' +
         "registerHooks({ resolve(specifier, context, next) {\n" +
-        '  if (specifier === "rolldown") throw Object.assign(new Error("not installed"), { code: "ERR_MODULE_NOT_FOUND" });\n' +
+        '  if (specifier === "rolldown")\n' +
+        '    throw Object.assign(new Error("not installed"), { code: "ERR_MODULE_NOT_FOUND" });\n' +
         "  return next(specifier, context);\n} });\n",
     );
     const run = spawnSync(process.execPath, ["--import", pathToFileURL(hook).href, "scripts/build.mjs"], {
