@@ -18,25 +18,27 @@
 
 import { createActor, fromPromise, waitFor, type ActorRefFrom, type InspectionEvent, type Observer } from "xstate";
 import {
-  heldAs,
-  isBusy,
   pendingOf,
   publicationMachine,
+  type PendingPublication,
+  type PublicationInput,
+  type PublicationRecord,
+  type PushOutput,
+  type PushRequest,
+  type RemoteHasOutput,
+} from "../machines/publication.ts";
+import {
+  heldAs,
+  isBusy,
   publicationStatus,
   pushingTarget,
   resultSeq,
   retryPlan,
   targetSettled,
   waitsForPush,
-  type PendingPublication,
-  type PublicationInput,
-  type PublicationRecord,
   type PublicationSnapshot,
   type PublicationStatus,
-  type PushOutput,
-  type PushRequest,
-  type RemoteHasOutput,
-} from "../machines/publication.ts";
+} from "../machines/publication-queries.ts";
 import type { Side, SyncArrival } from "../machines/sync.ts";
 import type { GitPushResult, PendingRecord, RemoteAnswer } from "../storage/open-store.ts";
 import { providedSync, syncNow, syncQuiet, syncView, watchArrivals, type SyncSide, type SyncView } from "./sync.ts";

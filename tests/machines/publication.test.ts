@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { assign, createActor, fromPromise, type AnyEventObject } from "xstate";
 import {
   publicationMachine,
-  publicationStatus,
   recordOf,
   type PublicationContext,
   type PublicationInput,
@@ -12,6 +11,7 @@ import {
   type RecordAnnounced,
   type RemoteHasOutput,
 } from "../../machines/publication.ts";
+import { publicationStatus } from "../../machines/publication-queries.ts";
 import { flattenValue } from "../../machines/state-value.ts";
 import {
   SELECTED,

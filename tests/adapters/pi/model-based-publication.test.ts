@@ -19,15 +19,17 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { createActor, fromPromise, type AnyEventObject } from "xstate";
 import { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import {
-  heldAs,
   pendingOf,
   publicationMachine,
-  publicationStatus,
-  waitsForPush,
   type PublicationInput,
   type PublicationRecord,
-  type PublicationSnapshot,
 } from "../../../machines/publication.ts";
+import {
+  heldAs,
+  publicationStatus,
+  waitsForPush,
+  type PublicationSnapshot,
+} from "../../../machines/publication-queries.ts";
 import { generatePaths } from "../../../machines/graph.ts";
 import { sessionKeyFromFile } from "../../../storage/layout.ts";
 import {
