@@ -2,7 +2,8 @@
 // lifecycle flag of its own. Pure, like the machine.
 import type { ActorRefFrom } from "xstate";
 import type { barrierMachine } from "./barrier.ts";
-import type { EpisodeSnapshot, RetainedPointer } from "./episode.ts";
+import type { EpisodeSnapshot } from "./episode.ts";
+import type { RetainedPointer } from "./episode-types.ts";
 import type { publicationMachine } from "./publication.ts";
 import type { runMachine } from "./run.ts";
 import { flattenValue } from "./state-value.ts";

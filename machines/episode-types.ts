@@ -1,6 +1,7 @@
 // The episode machine's (M1) vocabulary: its input and context, the events the host sends, the
-// invoked actors' ids and results, and the notices it emits. Types only (and the actor ids), so
-// the machine module holds the statechart itself.
+// invoked actors' ids and results, and the notices it emits. Types, the actor ids and two helpers
+// over an event (an actor's error text, the pointer a restore retains), so the machine module holds
+// the statechart itself.
 import type { ActorRefFrom, DoneActorEvent, ErrorActorEvent } from "xstate";
 import type { publicationMachine, PublicationInput } from "./publication.ts";
 import type { RestoreResult } from "./restore.ts";
@@ -127,4 +128,24 @@ export interface StartForkInput {
 /** What starting the store does: a new session origin, or a restart from the frozen stop boundary. */
 export interface StartStorageInput {
   fromFrozen: boolean;
+}
+
+/** An invoked actor's error in the words a notice carries. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The pointer a restore that proved nothing retains (shown by status; a later start retries it), else null. */
+export function retainedOf(event: EpisodeMachineEvent): RetainedPointer | null {
+  // A restore that failed outright checked no pointer: unproven, with the store's own words.
+  if (event.type === "xstate.error.actor.restore")
+    return { kind: "unproven", revision: null, detail: errorText(event.error) };
+  if (event.type !== "xstate.done.actor.restore") return null;
+  const result = event.output;
+  if (result.kind !== "unproven" && result.kind !== "lockBusy" && result.kind !== "unanchored") return null;
+  return {
+    kind: result.kind,
+    revision: result.kind === "unanchored" ? null : result.revision,
+    ...(result.detail === undefined ? {} : { detail: result.detail }),
+  };
 }

@@ -13,26 +13,12 @@ import type { RestoreResult } from "./restore.ts";
 import { runMachine, type RunInput, type RunOpening } from "./run.ts";
 import { NO_SPECIFICATION, specificationCarrying } from "./specification.ts";
 
-export {
-  EPISODE_ACTORS,
-  type BranchShape,
-  type EpisodeContext,
-  type EpisodeEmitted,
-  type EpisodeEvent,
-  type EpisodeInput,
-  type EpisodeMachineEvent,
-  type EpisodeNoticeCode,
-  type RetainedPointer,
-  type SessionStartReason,
-  type StartForkInput,
-  type StartStorageInput,
-} from "./episode-types.ts";
+import { errorText, retainedOf } from "./episode-types.ts";
 import type {
   EpisodeContext,
   EpisodeEmitted,
   EpisodeInput,
   EpisodeMachineEvent,
-  RetainedPointer,
   StartForkInput,
   StartStorageInput,
 } from "./episode-types.ts";
@@ -42,24 +28,6 @@ const restoreIs =
   (kind: RestoreKind) =>
   ({ event }: { event: EpisodeMachineEvent }): boolean =>
     event.type === "xstate.done.actor.restore" && event.output.kind === kind;
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function retainedOf(event: EpisodeMachineEvent): RetainedPointer | null {
-  // A restore that failed outright checked no pointer: unproven, with the store's own words.
-  if (event.type === "xstate.error.actor.restore")
-    return { kind: "unproven", revision: null, detail: errorText(event.error) };
-  if (event.type !== "xstate.done.actor.restore") return null;
-  const result = event.output;
-  if (result.kind !== "unproven" && result.kind !== "lockBusy" && result.kind !== "unanchored") return null;
-  return {
-    kind: result.kind,
-    revision: result.kind === "unanchored" ? null : result.revision,
-    ...(result.detail === undefined ? {} : { detail: result.detail }),
-  };
-}
 
 /** The input of the run an event begins: how it began (announced by Pi, or by agent_start alone). */
 function runInput(context: EpisodeContext, event: EpisodeMachineEvent, equipped: boolean): RunInput {

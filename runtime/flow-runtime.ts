@@ -13,7 +13,8 @@ import { headBoundary, type TemporalRead, type TemporalView } from "../storage/c
 import type { JsonObject } from "../storage/core/json.ts";
 import { projectArtifacts } from "../storage/core/artifacts.ts";
 import { inCurrentBatch, toolCallDecision, type BarrierDecision, type ToolCallRef } from "../machines/barrier.ts";
-import { episodeMachine, type EpisodeEvent, type SessionStartReason, type BranchShape } from "../machines/episode.ts";
+import { episodeMachine } from "../machines/episode.ts";
+import { type EpisodeEvent, type SessionStartReason, type BranchShape } from "../machines/episode-types.ts";
 import {
   branchBarrier,
   branchPublication,

@@ -1,7 +1,7 @@
 // The user-facing text of every notice the episode machine emits, with its level, and the other
 // texts the runtime says.
 
-import type { EpisodeNoticeCode } from "../machines/episode.ts";
+import type { EpisodeNoticeCode } from "../machines/episode-types.ts";
 import type { NoticeLevel } from "./host.ts";
 
 /** What an explicit start changes, said after where the state is kept (startedNotice). */

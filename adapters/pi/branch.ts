@@ -14,7 +14,7 @@
 
 import type { SessionEntry } from "@earendil-works/pi-coding-agent";
 import type { BranchMarker } from "../../machines/restore.ts";
-import type { BranchShape } from "../../machines/episode.ts";
+import type { BranchShape } from "../../machines/episode-types.ts";
 import { STOP_HANDOFF, type MarkerDetails } from "./context.ts";
 
 /** customType of State Flow's branch checkpoint entries. */

@@ -25,7 +25,7 @@ import {
   type TemporalRead,
   type TemporalView,
 } from "../../storage/core/temporal.ts";
-import type { SessionStartReason } from "../../machines/episode.ts";
+import type { SessionStartReason } from "../../machines/episode-types.ts";
 import { MAX_RESOLUTION_STEERS } from "../../machines/resolution.ts";
 import { FlowRuntime, type PatchAccepted, type Projection } from "../../runtime/flow-runtime.ts";
 import type { InspectCommand } from "../../runtime/inspect.ts";

@@ -4,11 +4,9 @@ import { createActor, fromPromise, type AnyEventObject, type AnyMachineSnapshot 
 import {
   episodeMachine as pureEpisodeMachine,
   isGenuinelyNewSession,
-  type EpisodeMachineEvent,
   type EpisodeSnapshot,
-  type StartForkInput,
-  type StartStorageInput,
 } from "../../machines/episode.ts";
+import { type EpisodeMachineEvent, type StartForkInput, type StartStorageInput } from "../../machines/episode-types.ts";
 import {
   isToolsActive,
   mayInitializeStorage,

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { fromPromise, waitFor, type InspectionEvent } from "xstate";
-import { episodeMachine, type StartStorageInput } from "../../machines/episode.ts";
+import { episodeMachine } from "../../machines/episode.ts";
+import { type StartStorageInput } from "../../machines/episode-types.ts";
 import { createFlowActor } from "../../runtime/flow-actor.ts";
 
 /** The episode with a store that starts at once (the runtime supplies the real one). */

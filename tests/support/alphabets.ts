@@ -2,7 +2,7 @@
 // sample per payload shape its guards distinguish. Shared by the pure machine suites and the
 // replay of their paths through a real Pi session, so both walk the same graph.
 
-import type { EpisodeMachineEvent } from "../../machines/episode.ts";
+import type { EpisodeMachineEvent } from "../../machines/episode-types.ts";
 import type { ResolutionMachineEvent } from "../../machines/resolution.ts";
 import { publicationMachine } from "../../machines/publication.ts";
 import type { RestoreResult } from "../../machines/restore.ts";

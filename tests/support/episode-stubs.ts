@@ -1,7 +1,8 @@
 // The episode, run and resolution machines with stand-ins for the actors the runtime supplies: they
 // start and never settle, so a test (or a generated path) delivers their done and error events itself.
 import { fromPromise } from "xstate";
-import { episodeMachine, type StartForkInput, type StartStorageInput } from "../../machines/episode.ts";
+import { episodeMachine } from "../../machines/episode.ts";
+import { type StartForkInput, type StartStorageInput } from "../../machines/episode-types.ts";
 import type { RestoreResult } from "../../machines/restore.ts";
 import { resolutionMachine, type CommitResponseInput } from "../../machines/resolution.ts";
 import { runMachine } from "../../machines/run.ts";

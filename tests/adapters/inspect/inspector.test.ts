@@ -5,7 +5,8 @@ import { WebSocketServer } from "ws";
 import { fromPromise, waitFor } from "xstate";
 import { loadInspection, InspectUrlError, INSPECT_ENV } from "../../../adapters/inspect/inspector.ts";
 import { createFlowActor } from "../../../runtime/flow-actor.ts";
-import { episodeMachine, type StartStorageInput } from "../../../machines/episode.ts";
+import { episodeMachine } from "../../../machines/episode.ts";
+import { type StartStorageInput } from "../../../machines/episode-types.ts";
 
 /** The episode with a store that starts at once (the runtime supplies the real one). */
 const startingAtOnce = episodeMachine.provide({

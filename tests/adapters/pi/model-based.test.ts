@@ -14,7 +14,8 @@ import { performance } from "node:perf_hooks";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { createActor, type AnyEventObject, type AnyMachineSnapshot } from "xstate";
 import type { Context } from "@earendil-works/pi-ai";
-import { episodeMachine, type EpisodeMachineEvent, type EpisodeNoticeCode } from "../../../machines/episode.ts";
+import { episodeMachine } from "../../../machines/episode.ts";
+import { type EpisodeMachineEvent, type EpisodeNoticeCode } from "../../../machines/episode-types.ts";
 import { episodeStateName, isToolsActive, projectionMode } from "../../../machines/episode-queries.ts";
 import { flattenValue } from "../../../machines/state-value.ts";
 import {
