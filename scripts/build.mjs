@@ -36,7 +36,14 @@ export async function buildPackage({ root = ROOT, input = "adapters/pi/extension
         throw new Error(`a module imports ${id} at run time: take the value from PiHost (adapters/pi/pi-host.ts)`);
       return LOADED_FROM_NODE_MODULES.test(id);
     },
-    output: { dir: out, format: "esm", entryFileNames: "[name].js", chunkFileNames: "state-flow-[name].js" },
+    // Named by their content: Node keeps a module by its URL for the life of the process and /reload
+    // loads the entry again, so a /reload after a build that changed anything loads new files.
+    output: {
+      dir: out,
+      format: "esm",
+      entryFileNames: "[name]-[hash].js",
+      chunkFileNames: "state-flow-[name]-[hash].js",
+    },
   });
   const sources = new Set();
   for (const chunk of result.output) {
@@ -47,7 +54,9 @@ export async function buildPackage({ root = ROOT, input = "adapters/pi/extension
   // The lock file names the versions of what is built in: a checkout whose dependencies changed since
   // (a pull; `npm ci` builds again) loads its sources until it is rebuilt.
   if (existsSync(join(root, "package-lock.json"))) sources.add("package-lock.json");
-  const manifest = { entry: "state-flow.js", sources: [...sources].sort() };
+  const entry = result.output.find((chunk) => chunk.type === "chunk" && chunk.isEntry);
+  if (!entry) throw new Error("the build wrote no entry module");
+  const manifest = { entry: entry.fileName, sources: [...sources].sort() };
   // Written last, so an interrupted build leaves no manifest and the entry loads the sources.
   const tmp = join(out, `${MANIFEST}.tmp`);
   writeFileSync(tmp, `${JSON.stringify(manifest, null, 2)}\n`);

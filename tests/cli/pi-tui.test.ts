@@ -5,8 +5,11 @@
 // read, with a limit; the tmux server is killed after each test. Without tmux on PATH the suite is skipped
 // (and says so in vitest's report).
 import { spawnSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { buildPackage } from "../../scripts/build.mjs";
+import { packageCopy } from "../support/package-copy.ts";
 import { createPiProfile, piCli, protocolModel, repoRoot, type PiProfile } from "../support/pi-profile.ts";
 import { PI_VERSION } from "../support/pi-version.ts";
 import { startScriptedServer, type ScriptedServer } from "../support/scripted-server.ts";
@@ -19,9 +22,10 @@ class Terminal {
   private readonly socket = `sf-tui-${process.pid}-${Date.now()}`;
   private readonly env: NodeJS.ProcessEnv;
 
-  constructor(profile: PiProfile) {
+  /** `pkg`: the package Pi loads with `-e` (this checkout, or a copy of it). */
+  constructor(profile: PiProfile, pkg = repoRoot) {
     this.env = profile.env;
-    const command = `cd '${profile.cwd}' && exec '${process.execPath}' '${piCli}' -e '${repoRoot}' -nc`;
+    const command = `cd '${profile.cwd}' && exec '${process.execPath}' '${piCli}' -e '${pkg}' -nc`;
     this.tmux("-f", "/dev/null", "new-session", "-d", "-s", "pi", "-x", "150", "-y", "50", command);
     // (tmux waits 500 ms after Escape for a key sequence by default: a person's Escape is a key of its own)
     this.tmux("set-option", "-s", "escape-time", "0");
@@ -117,5 +121,26 @@ describe.skipIf(!hasTmux)(`the pi ${PI_VERSION} TUI with State Flow, in tmux`, (
     await pi.shows(/State Flow is off for this branch: ordinary Pi from now on/);
     await pi.shows(/state-flow stopped/);
     expect(server.requests).toHaveLength(2);
+  }, 120_000);
+
+  it("/reload after `npm run build` runs the new build, not the one Node loaded before", async () => {
+    const server = (open.server = await startScriptedServer(protocolModel));
+    const profile = createPiProfile(server.baseUrl);
+    open.root = profile.root;
+    const pkg = packageCopy(join(profile.root, "package"));
+    await buildPackage({ root: pkg });
+    const pi = (open.terminal = new Terminal(profile, pkg));
+    await pi.shows(/mock-1/);
+    await pi.type("/state-flow-status");
+    await pi.shows(/State Flow loaded from the build in dist\//);
+    expect(pi.screen()).not.toMatch(/State Flow status, rebuilt/);
+
+    const status = join(pkg, "runtime/status.ts");
+    writeFileSync(status, readFileSync(status, "utf8").replace('"State Flow status"', '"State Flow status, rebuilt"'));
+    await buildPackage({ root: pkg });
+    await pi.type("/reload");
+    await pi.shows(/Reloaded/i);
+    await pi.type("/state-flow-status");
+    await pi.shows(/State Flow status, rebuilt/);
   }, 120_000);
 });

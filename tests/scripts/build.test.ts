@@ -17,7 +17,7 @@ describe("npm run build", () => {
   it("builds every source the adapter needs into dist/, with Pi's packages nowhere in it", async () => {
     const root = packageCopy(join(work, "pkg"));
     const manifest = await buildPackage({ root });
-    expect(manifest.entry).toBe("state-flow.js");
+    expect(manifest.entry).toMatch(/^state-flow-[\w-]+\.js$/);
     expect(manifest.sources).toContain("adapters/pi/extension.ts");
     expect(manifest.sources).toContain("runtime/flow-runtime.ts");
     expect(manifest.sources).toContain("storage/git/git-backend.ts"); // a lazily imported part: its own chunk
@@ -28,14 +28,14 @@ describe("npm run build", () => {
     const written = JSON.parse(readFileSync(join(root, "dist/state-flow.json"), "utf8"));
     expect(written).toEqual(manifest);
     const files = readdirSync(join(root, "dist")).filter((f) => f.endsWith(".js"));
-    expect(files).toContain("state-flow.js");
+    expect(files).toContain(manifest.entry);
     for (const file of files) {
       const code = readFileSync(join(root, "dist", file), "utf8");
       expect(code, file).not.toMatch(/^import\b[^;]*?from\s*["']@earendil-works\//m);
       expect(code, file).not.toMatch(/\bimport\(["']@earendil-works\//);
     }
     // xstate and valibot are built in; the two lazily loaded packages stay Node's to load.
-    const main = readFileSync(join(root, "dist/state-flow.js"), "utf8");
+    const main = readFileSync(join(root, "dist", manifest.entry), "utf8");
     expect(main).not.toMatch(/^import\b[^;]*?from\s*["'](xstate|valibot)["']/m);
     const imported = [
       ...files
@@ -46,6 +46,20 @@ describe("npm run build", () => {
     expect(new Set(imported.filter((s) => !s.startsWith("node:")))).toEqual(
       new Set(["simple-git", "@statelyai/inspect"]),
     );
+  });
+
+  it("names files by content: a rebuild of changed sources loads as new modules, of the same does not", async () => {
+    const root = packageCopy(join(work, "renamed"));
+    const first = await buildPackage({ root });
+    const same = await buildPackage({ root });
+    expect(same.entry, "nothing changed: the same names").toBe(first.entry);
+    const status = join(root, "runtime/status.ts");
+    writeFileSync(status, readFileSync(status, "utf8").replace('"State Flow status"', '"State Flow status, rebuilt"'));
+    const changed = await buildPackage({ root });
+    expect(changed.entry, "a changed source: a new name, so a /reload's import is not Node's cached module").not.toBe(
+      first.entry,
+    );
+    expect(readdirSync(join(root, "dist")), "the previous build's files are gone").not.toContain(first.entry);
   });
 
   it("refuses a module that imports Pi at run time, naming the package and where its value comes from", async () => {

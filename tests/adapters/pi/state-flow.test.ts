@@ -83,14 +83,14 @@ describe("the package entry Pi loads", () => {
     // The advice, followed.
     const build = spawnSync("npm", ["run", "build"], { cwd: pkg, encoding: "utf8" });
     expect(build.status, build.stderr).toBe(0);
-    expect(build.stdout).toMatch(/state-flow: built dist\/state-flow.js from \d+ files/);
+    expect(build.stdout).toMatch(/state-flow: built dist\/state-flow-[\w-]+\.js from \d+ files/);
     expect(loadedFrom((await printPi(dirs, pkg, "/state-flow-status")).out)).toMatch(/^the build in dist\//);
   }, 90_000);
 
   it("a build that cannot load: State Flow runs from its sources and the status says why", async () => {
     const pkg = packageCopy(join(work, "broken"));
-    await buildPackage({ root: pkg });
-    writeFileSync(join(pkg, "dist/state-flow.js"), "export const = ;\n");
+    const { entry } = await buildPackage({ root: pkg });
+    writeFileSync(join(pkg, "dist", entry), "export const = ;\n");
     const dirs = await profile();
     const run = await printPi(dirs, pkg, "Still here");
     expect(run.code).toBe(0);
