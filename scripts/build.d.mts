@@ -3,6 +3,8 @@ export declare const MANIFEST: string;
 export interface BuildManifest {
   /** The build's entry module, in the output folder. */
   readonly entry: string;
+  /** Every file the build wrote there (named by content). */
+  readonly files: readonly string[];
   /** Every source the build holds, relative to the package root. */
   readonly sources: readonly string[];
 }

@@ -8,7 +8,7 @@
 // Plain JavaScript, so any Node runs it: where rolldown (a dev dependency) is not installed, the build
 // is skipped with one line and Pi loads the sources, as without a build.
 
-import { existsSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -26,7 +26,9 @@ const LOADED_FROM_NODE_MODULES = /^(node:|simple-git$|@statelyai\/inspect$)/;
 export async function buildPackage({ root = ROOT, input = "adapters/pi/extension.ts" } = {}) {
   const { build } = await import("rolldown");
   const out = join(root, "dist");
-  rmSync(out, { recursive: true, force: true });
+  const previous = readManifest(out);
+  // Gone first, so an interrupted build leaves no manifest and the entry loads the sources.
+  rmSync(join(out, MANIFEST), { force: true });
   const result = await build({
     input: { "state-flow": join(root, input) },
     platform: "node",
@@ -56,12 +58,26 @@ export async function buildPackage({ root = ROOT, input = "adapters/pi/extension
   if (existsSync(join(root, "package-lock.json"))) sources.add("package-lock.json");
   const entry = result.output.find((chunk) => chunk.type === "chunk" && chunk.isEntry);
   if (!entry) throw new Error("the build wrote no entry module");
-  const manifest = { entry: entry.fileName, sources: [...sources].sort() };
-  // Written last, so an interrupted build leaves no manifest and the entry loads the sources.
+  const files = result.output.map((chunk) => chunk.fileName).sort();
+  const manifest = { entry: entry.fileName, files, sources: [...sources].sort() };
   const tmp = join(out, `${MANIFEST}.tmp`);
   writeFileSync(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
   renameSync(tmp, join(out, MANIFEST));
+  // The previous build's files stay: a Pi started on it may still import one of its lazy parts.
+  // Older ones go.
+  const keep = new Set([MANIFEST, ...files, ...(previous?.files ?? [])]);
+  for (const name of readdirSync(out)) if (!keep.has(name)) rmSync(join(out, name), { recursive: true, force: true });
   return manifest;
+}
+
+/** The manifest a build left in `out`, or null (none, or not readable). */
+function readManifest(out) {
+  try {
+    const manifest = JSON.parse(readFileSync(join(out, MANIFEST), "utf8"));
+    return Array.isArray(manifest?.files) ? manifest : null;
+  } catch {
+    return null;
+  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -59,7 +59,17 @@ describe("npm run build", () => {
     expect(changed.entry, "a changed source: a new name, so a /reload's import is not Node's cached module").not.toBe(
       first.entry,
     );
-    expect(readdirSync(join(root, "dist")), "the previous build's files are gone").not.toContain(first.entry);
+    expect(readdirSync(join(root, "dist")), "the last build's files stay: a running Pi may import them").toEqual(
+      expect.arrayContaining([...first.files, ...changed.files]),
+    );
+    writeFileSync(
+      status,
+      readFileSync(status, "utf8").replace("State Flow status, rebuilt", "State Flow status, again"),
+    );
+    const again = await buildPackage({ root });
+    expect(readdirSync(join(root, "dist")).sort(), "the build before the last is gone").toEqual(
+      [...new Set(["state-flow.json", ...changed.files, ...again.files])].sort(),
+    );
   });
 
   it("refuses a module that imports Pi at run time, naming the package and where its value comes from", async () => {
