@@ -85,7 +85,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     id: "episode-retained-kind-lost",
-    file: "machines/episode.ts",
+    file: "machines/episode-types.ts",
     from: "    kind: result.kind,\n",
     to: '    kind: "unproven" as const,\n',
     why: "a busy lock is retained as if the pointer were unproven",

@@ -17,7 +17,7 @@ describe("mutate:machines mutant list", () => {
     expect(MUTANTS.length).toBeGreaterThanOrEqual(14);
     expect(new Set(ALL_MUTANTS.map((m) => m.id)).size).toBe(ALL_MUTANTS.length);
     for (const m of MUTANTS) {
-      expect(m.file, m.id).toMatch(/^machines\/[a-z]+\.ts$/);
+      expect(m.file, m.id).toMatch(/^machines\/[a-z-]+\.ts$/);
       expect(m.why.length, `${m.id} says why`).toBeGreaterThan(0);
       expect(suiteOf(m), m.id).toEqual(DEFAULT_SUITE);
     }

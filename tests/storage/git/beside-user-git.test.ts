@@ -40,7 +40,8 @@ function run(root: string, env: NodeJS.ProcessEnv, args: string[], extra: NodeJS
 }
 
 /**
- * A user's command, retried the way a user would when git says another process holds index.lock.
+ * A user's command, retried the way a user would when git says another process holds index.lock, or
+ * that HEAD moved under its commit (a State Flow cohort landed between its read and its ref update).
  * "nothing": a commit that found nothing to commit, because a State Flow cohort in between already
  * committed what the user had staged (every cohort commits the complete worktree delta).
  */
@@ -55,10 +56,11 @@ async function userGit(
     if (outcome.code === 0) return "done";
     if (args[0] === "commit" && outcome.code === 1 && /nothing( added)? to commit/.test(outcome.stdout))
       return "nothing";
-    if (!/index\.lock/.test(outcome.stderr)) throw new Error(`git ${args.join(" ")}: ${outcome.stderr}`);
+    if (!/index\.lock|cannot lock ref 'HEAD'/.test(outcome.stderr))
+      throw new Error(`git ${args.join(" ")}: ${outcome.stderr}`);
     await new Promise((done) => setTimeout(done, 5));
   }
-  throw new Error(`git ${args.join(" ")} never got index.lock`);
+  throw new Error(`git ${args.join(" ")} never got index.lock and HEAD`);
 }
 
 /** Resolves once `done()` holds; rejects when `command` settles first (it would never make it hold). */
