@@ -179,9 +179,9 @@ export class FlowRuntime {
   /**
    * session_shutdown (`unsaved`: Pi never saved the session and it does not go on). A push at work gets a
    * few seconds to finish; publication is then fenced (its pushes stop, what stays pending is kept); closing
-   * the episode then stops every child of the
-   * branch's actor system. An unsaved branch closes once its empty start is removed (`discarding`): resolved
-   * only then, so the removal is committed before Pi, which awaits session_shutdown, disposes the session.
+   * the episode then stops every child of the branch's actor system. An unsaved branch closes once its empty
+   * start is removed (`discarding`): resolved only then, so the removal is committed before Pi, which awaits
+   * session_shutdown, disposes the session.
    */
   async shutdown(unsaved = false): Promise<void> {
     const finishing = this.publication.pushFinishing(shutdownPushGrace(this.options.env));

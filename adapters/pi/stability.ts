@@ -156,27 +156,26 @@ export interface Partition {
 
 const volatileChars = (state: ScopeState, paths: PathTrie) => JSON.stringify(splitState(state, paths).volatile).length;
 
+/** Where `path` leads in the trie: past a path the trie holds (an ancestor), to its own node, or out (null). */
+function walk(trie: PathTrie, path: readonly string[]): "ancestor" | PathTrie | null {
+  let node = trie;
+  for (const key of path) {
+    if (node.terminal) return "ancestor";
+    const next = node.children.get(key);
+    if (!next) return null;
+    node = next;
+  }
+  return node;
+}
+
 /** Whether the trie holds the path or an ancestor of it. */
 function covers(trie: PathTrie, path: readonly string[]): boolean {
-  let node: PathTrie | undefined = trie;
-  for (const key of path) {
-    if (node.terminal) return true;
-    node = node.children.get(key);
-    if (!node) return false;
-  }
-  return node.terminal;
+  const at = walk(trie, path);
+  return at === "ancestor" || (at !== null && at.terminal);
 }
 
 /** Whether the trie holds the path, an ancestor or a descendant of it. */
-function overlaps(trie: PathTrie, path: readonly string[]): boolean {
-  let node: PathTrie | undefined = trie;
-  for (const key of path) {
-    if (node.terminal) return true;
-    node = node.children.get(key);
-    if (!node) return false;
-  }
-  return true;
-}
+const overlaps = (trie: PathTrie, path: readonly string[]) => walk(trie, path) !== null;
 
 /** The value at a path, or undefined when the path is not in the value. */
 function valueAt(value: unknown, path: readonly string[]): unknown {
