@@ -70,9 +70,12 @@ describe("the package entry Pi loads", () => {
 
   it("a source changed since the build: Pi runs the sources, says which; `npm run build` brings it back", async () => {
     const pkg = packageCopy(join(work, "edited"));
-    await buildPackage({ root: pkg });
-    const later = Date.now() / 1000 + 5;
-    utimesSync(join(pkg, "adapters/pi/controller.ts"), later, later);
+    const { entry, sources } = await buildPackage({ root: pkg });
+    // Sources, then the build, then one edited source, all in the past: the rebuild below is newer than all.
+    const now = Date.now() / 1000;
+    for (const source of sources) utimesSync(join(pkg, source), now - 90, now - 90);
+    utimesSync(join(pkg, "dist", entry), now - 60, now - 60);
+    utimesSync(join(pkg, "adapters/pi/controller.ts"), now - 30, now - 30);
     const dirs = await profile();
     const run = await printPi(dirs, pkg, "Hello again");
     expect(run.out.trim()).toBe(answerTo("Hello again"));
